@@ -1,0 +1,131 @@
+"""The ClassAd abstract syntax tree: frozen, comparable, hashable value objects.
+
+Parentheses are kept as :class:`Paren` nodes, as libclassad keeps them, so that
+unparsing reproduces what the author wrote.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from epcore.classad.values import AbsTime, RelTime, _Error, _Undefined
+
+LiteralValue = _Undefined | _Error | bool | int | float | str | AbsTime | RelTime
+
+
+def _literal_key(value: LiteralValue) -> tuple[type, object]:
+    # 1 == 1.0 == True in Python; ClassAd literals of different types are different
+    # trees, and NaN must equal itself for round-trip comparisons of trees.
+    if type(value) is float and value != value:
+        return (float, "nan")
+    if type(value) is float:
+        return (float, value.hex())
+    return (type(value), value)
+
+
+@attrs.frozen(slots=True, eq=False)
+class Literal:
+    """A constant: number, string, boolean, undefined, error or a time."""
+
+    value: LiteralValue
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Literal and _literal_key(self.value) == _literal_key(other.value)
+
+    def __hash__(self) -> int:
+        return hash(_literal_key(self.value))
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class AttrRef:
+    """``name``, ``.name`` (absolute) or ``scope.name``."""
+
+    name: str
+    scope: Node | None = None
+    absolute: bool = False
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class Unary:
+    """A prefix operator: ``+``, ``-``, ``!`` or ``~``."""
+
+    op: str
+    operand: Node
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class Binary:
+    """An infix operator as written, except that ``=?=``/``=!=`` are stored as ``is``/``isnt``."""
+
+    op: str
+    left: Node
+    right: Node
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class Ternary:
+    """``cond ? then : otherwise``."""
+
+    cond: Node
+    then: Node
+    otherwise: Node
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class Elvis:
+    """``left ?: right``: left unless it is undefined."""
+
+    left: Node
+    right: Node
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class Paren:
+    """Parentheses the author wrote."""
+
+    inner: Node
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class Subscript:
+    """``base[index]`` on a list or a ClassAd."""
+
+    base: Node
+    index: Node
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class Call:
+    """A function call; ``name`` keeps the author's spelling, lookup is case-insensitive."""
+
+    name: str
+    args: tuple[Node, ...]
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class ListExpr:
+    """A list literal ``{a, b, ...}``."""
+
+    items: tuple[Node, ...]
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class AdExpr:
+    """A nested ClassAd literal ``[a = 1; b = 2]``; a repeated name replaces the earlier one."""
+
+    attrs: tuple[tuple[str, Node], ...]
+
+
+Node = (
+    Literal
+    | AttrRef
+    | Unary
+    | Binary
+    | Ternary
+    | Elvis
+    | Paren
+    | Subscript
+    | Call
+    | ListExpr
+    | AdExpr
+)

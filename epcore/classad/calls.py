@@ -1,0 +1,94 @@
+"""The contract between the evaluator and built-in functions.
+
+A built-in function is a plain callable ``impl(call) -> Value``. It receives a
+:class:`FunctionCall` describing one invocation and returns a ClassAd value.
+Run-time problems (wrong arity, wrong types) are *values*: an implementation
+returns :data:`~epcore.classad.values.ERROR`, it never raises.
+
+Arguments arrive unevaluated, as libclassad passes them, so that functions such
+as ``ifThenElse`` and ``unparse`` can decide what to evaluate. ``call.values()``
+evaluates them all, left to right, for the common strict case.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import attrs
+
+if TYPE_CHECKING:
+    from epcore.classad.ast import Node
+    from epcore.classad.classad import ClassAd
+    from epcore.classad.values import Value
+
+
+def _system_local_offset(epoch_secs: int) -> int:
+    """Seconds east of UTC of the process's local time zone at ``epoch_secs``."""
+    return time.localtime(epoch_secs).tm_gmtoff
+
+
+@attrs.frozen
+class EvalContext:
+    """What an evaluation may know about the world besides the ads themselves.
+
+    ``now`` is the wall-clock time that ``time()``, ``currentTime()`` and the
+    ``CurrentTime`` attribute report; ``None`` means "ask the system clock when a
+    function needs it". Simulations pass a fixed ``now`` so results are reproducible.
+    """
+
+    now: float | None = None
+    local_offset: Callable[[int], int] = _system_local_offset
+    rng: random.Random | None = None
+    user_home: Callable[[str], str | None] | None = None
+    user_map: Callable[[str, str], Sequence[str] | None] | None = None
+
+
+class FunctionCall(Protocol):
+    """One invocation of a built-in function, as the evaluator hands it over."""
+
+    @property
+    def name(self) -> str:
+        """The function name as written in the expression."""
+
+    @property
+    def args(self) -> tuple[Node, ...]:
+        """The argument expressions, unevaluated."""
+
+    @property
+    def context(self) -> EvalContext:
+        """The evaluation context (clock, time zone, random source, user maps)."""
+
+    def now(self) -> float:
+        """The current time in seconds since the epoch, as the context defines it."""
+
+    def rng(self) -> random.Random:
+        """The random source of this evaluation."""
+
+    def value(self, index: int) -> Value:
+        """Evaluate argument ``index`` in the caller's scope."""
+
+    def values(self) -> list[Value]:
+        """Evaluate every argument, left to right, in the caller's scope."""
+
+    def evaluate(self, node: Node, scope: ClassAd | None = None) -> Value:
+        """Evaluate ``node`` in the caller's scope, or with ``scope`` as MY when given.
+
+        With ``scope`` the caller's TARGET (if any) stays the TARGET.
+        """
+
+    def parse(self, text: str) -> Node:
+        """Parse expression text; raises ClassAdSyntaxError when it does not parse."""
+
+    def resolve(self, node: Node) -> Node | None:
+        """The expression an attribute-reference node refers to, or None when unbound."""
+
+    def unparse(self, node: Node) -> str:
+        """The new-syntax text of ``node``."""
+
+
+FunctionImpl = Callable[[FunctionCall], "Value"]
+FunctionTable = Mapping[str, FunctionImpl]
+"""Built-in functions by lower-case name."""

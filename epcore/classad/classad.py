@@ -1,0 +1,233 @@
+"""ClassAds and expressions: the objects users hold.
+
+A :class:`ClassAd` maps attribute names (case-insensitive, spelling preserved) to
+:class:`Expr` objects. Evaluation with a MY ad always happens in a match context, as in
+HTCondor's daemons: ``MY.x`` is the ad's own ``x``, ``TARGET.x`` the target's (UNDEFINED
+without a target), and an unscoped name that the ad lacks is looked up in the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping
+from functools import cache
+from typing import Any, Final
+
+from epcore.classad import ast
+from epcore.classad.calls import EvalContext, FunctionTable
+from epcore.classad.runtime import NOT_CONSTANT, Code, Frame, State, evaluate_binding, ref
+from epcore.classad.unparse import unparse, unparse_attributes
+from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value
+
+_DEFAULT_CONTEXT: Final = EvalContext()
+
+
+@cache
+def default_functions() -> FunctionTable:
+    """The built-in function table (sections A and B of the function reference)."""
+    from epcore.classad.functions import builtin_functions
+
+    return builtin_functions()
+
+
+class Binding:
+    """One attribute of one ad: its name as written, its expression, its compiled code."""
+
+    __slots__ = ("_code", "constant", "name", "node")
+
+    def __init__(self, name: str, node: ast.Node, constant: object = NOT_CONSTANT) -> None:
+        self.name = name
+        self.node = node
+        self._code: Code | None = None
+        if constant is NOT_CONSTANT and type(node) is ast.Literal:
+            constant = node.value
+        self.constant = constant
+
+    def compiled(self) -> Code:
+        """The attribute's compiled code (compiled on first use)."""
+        code = self._code
+        if code is None:
+            from epcore.classad.compiler import compile_node
+
+            code = self._code = compile_node(self.node)
+        return code
+
+
+class Expr:
+    """A parsed ClassAd expression."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: ast.Node) -> None:
+        self.node = node
+
+    def evaluate(
+        self,
+        my: ClassAd | None = None,
+        target: ClassAd | None = None,
+        *,
+        context: EvalContext | None = None,
+        functions: FunctionTable | None = None,
+    ) -> Value:
+        """Evaluate with ``my`` as MY and ``target`` as TARGET (both optional)."""
+        from epcore.classad.compiler import compile_node
+
+        state, frame = _start(my, target, context, functions)
+        return compile_node(self.node)(state, frame)
+
+    def __str__(self) -> str:
+        return unparse(self.node)
+
+    def __repr__(self) -> str:
+        return f"Expr({unparse(self.node)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Expr:
+            return NotImplemented
+        return self.node == other.node
+
+    def __hash__(self) -> int:
+        return hash(self.node)
+
+
+def _start(
+    my: ClassAd | None,
+    target: ClassAd | None,
+    context: EvalContext | None,
+    functions: FunctionTable | None,
+) -> tuple[State, Frame | None]:
+    context = context or _DEFAULT_CONTEXT
+    table = default_functions() if functions is None else functions
+    if my is None and target is None:
+        return State(context, table), None
+    if my is None:
+        my = ClassAd()
+    left = Frame(my, None)
+    right = None
+    if target is not None:
+        right = Frame(target, None, left)
+        left.alternate = right
+    return State(context, table, left, right), left
+
+
+def to_node(value: object) -> ast.Node:
+    """The expression tree for a Python value, an Expr or a ClassAd."""
+    if type(value) is Expr:
+        return value.node
+    if isinstance(value, ClassAd):
+        return ast.AdExpr(tuple((b.name, b.node) for b in value._bindings.values()))
+    if value is None:
+        return ast.Literal(UNDEFINED)
+    if value is UNDEFINED or value is ERROR:
+        return ast.Literal(value)  # type: ignore[arg-type]
+    if type(value) in (bool, int, float, str, AbsTime, RelTime):
+        if type(value) is int and not -(1 << 63) <= value < (1 << 63):  # type: ignore[operator]
+            raise ValueError(f"integer {value} does not fit in a ClassAd (signed 64-bit)")
+        return ast.Literal(value)  # type: ignore[arg-type]
+    if isinstance(value, (list, tuple)):
+        return ast.ListExpr(tuple(to_node(item) for item in value))
+    if isinstance(value, Mapping):
+        return ast.AdExpr(tuple((str(k), to_node(v)) for k, v in value.items()))
+    raise TypeError(f"cannot store a {type(value).__name__} in a ClassAd: {value!r}")
+
+
+class ClassAd(MutableMapping[str, Expr]):
+    """A ClassAd: attribute names (case-insensitive, spelling kept) bound to expressions."""
+
+    __slots__ = ("_bindings", "_scope")
+
+    def __init__(self, attributes: Mapping[str, Any] | None = None) -> None:
+        self._bindings: dict[str, Binding] = {}
+        self._scope: Frame | None = None
+        if attributes:
+            self.update(attributes)
+
+    @classmethod
+    def _from_entries(cls, entries: tuple[tuple[str, ast.Node], ...]) -> ClassAd:
+        ad = cls()
+        bindings = ad._bindings
+        for name, node in entries:
+            key = name.lower()
+            old = bindings.get(key)
+            bindings[key] = Binding(old.name if old is not None else name, node)
+        return ad
+
+    @classmethod
+    def _from_node(cls, node: ast.AdExpr) -> ClassAd:
+        return cls._from_entries(node.attrs)
+
+    def _set_value(self, name: str, value: ClassAd) -> None:
+        # Used by the match layout: LEFT and RIGHT must evaluate to these very objects.
+        self._bindings[name.lower()] = Binding(name, to_node(value), value)
+
+    # -- mapping protocol ------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Expr:
+        return Expr(self._bindings[name.lower()].node)
+
+    def __setitem__(self, name: str, value: object) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"ClassAd attribute names are non-empty strings, not {name!r}")
+        key = name.lower()
+        old = self._bindings.get(key)
+        self._bindings[key] = Binding(old.name if old is not None else name, to_node(value))
+
+    def __delitem__(self, name: str) -> None:
+        del self._bindings[name.lower()]
+
+    def __iter__(self) -> Iterator[str]:
+        return (binding.name for binding in list(self._bindings.values()))
+
+    def __len__(self) -> int:
+        return len(self._bindings)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._bindings
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ClassAd):
+            return NotImplemented
+        mine, theirs = self._bindings, other._bindings
+        return mine.keys() == theirs.keys() and all(
+            mine[key].node == theirs[key].node for key in mine
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        return unparse_attributes(tuple((b.name, b.node) for b in self._bindings.values()))
+
+    def __repr__(self) -> str:
+        return f"ClassAd({str(self)!r})"
+
+    # -- ClassAd operations ----------------------------------------------------------------
+    def lookup(self, name: str) -> Expr | None:
+        """The expression bound to ``name``, or None."""
+        binding = self._bindings.get(name.lower())
+        return None if binding is None else Expr(binding.node)
+
+    def name_of(self, name: str) -> str | None:
+        """The spelling under which ``name`` is stored, or None."""
+        binding = self._bindings.get(name.lower())
+        return None if binding is None else binding.name
+
+    def evaluate(
+        self,
+        name: str,
+        target: ClassAd | None = None,
+        *,
+        context: EvalContext | None = None,
+        functions: FunctionTable | None = None,
+    ) -> Value:
+        """Evaluate attribute ``name`` of this ad (as MY), against ``target`` when given."""
+        state, frame = _start(self, target, context, functions)
+        assert frame is not None
+        key = name.lower()
+        binding = self._bindings.get(key)
+        if binding is not None:
+            return evaluate_binding(state, frame, binding)
+        return ref(state, frame, key)
+
+    def copy(self) -> ClassAd:
+        """A shallow copy (expressions are immutable, so this is a full copy)."""
+        ad = ClassAd()
+        ad._bindings = dict(self._bindings)
+        return ad

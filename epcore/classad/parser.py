@@ -1,0 +1,351 @@
+"""ClassAd parser: tokens to AST, with libclassad's grammar and operator precedence.
+
+Precedence, loosest first: ``?:`` (conditional and elvis, right-associative), ``||``,
+``&&``, ``|``, ``^``, ``&``, equality (``== != =?= =!= is isnt``), relational
+(``< <= > >=``), shifts, additive, multiplicative, unary, then selection,
+subscripts and calls.
+
+Nesting is bounded, as libclassad bounds it, so that hostile input yields a
+:class:`ClassAdSyntaxError` and never a ``RecursionError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from epcore.classad import ast
+from epcore.classad.lexer import (
+    END,
+    INT,
+    KEYWORD,
+    NAME,
+    OP,
+    REAL,
+    STRING,
+    Lexer,
+    Token,
+    integer_value,
+)
+from epcore.classad.values import ERROR, UNDEFINED
+from epcore.errors import ClassAdSyntaxError
+
+_BINARY_PRECEDENCE: Final = {
+    "||": 2,
+    "&&": 3,
+    "|": 4,
+    "^": 5,
+    "&": 6,
+    "==": 7,
+    "!=": 7,
+    "=?=": 7,
+    "=!=": 7,
+    "is": 7,
+    "isnt": 7,
+    "<": 8,
+    "<=": 8,
+    ">": 8,
+    ">=": 8,
+    "<<": 9,
+    ">>": 9,
+    ">>>": 9,
+    "+": 10,
+    "-": 10,
+    "*": 11,
+    "/": 11,
+    "%": 11,
+}
+# The AST keeps one spelling per operator: =?= and =!= are the same as is and isnt.
+_CANONICAL: Final = {"=?=": "is", "=!=": "isnt"}
+_UNARY: Final = frozenset({"+", "-", "!", "~"})
+_KEYWORD_LITERALS: Final = {"true": True, "false": False, "undefined": UNDEFINED, "error": ERROR}
+
+# Nesting budget, spent as libclassad spends its own: about 500 unary operators or
+# about 165 levels of brackets.
+_MAX_DEPTH: Final = 500
+_BRACKET_COST: Final = 3
+
+
+class Parser:
+    """Recursive-descent (precedence climbing) parser over one text."""
+
+    def __init__(self, text: str, source: str | None = None, *, old_strings: bool = False) -> None:
+        self.lexer = Lexer(text, source, old_strings=old_strings)
+        self.token = self.lexer.next_token()
+        self.depth = 0
+
+    # -- token plumbing -------------------------------------------------------
+    def advance(self) -> Token:
+        """Consume the current token and return it."""
+        token = self.token
+        self.token = self.lexer.next_token()
+        return token
+
+    def error(self, message: str, token: Token | None = None) -> ClassAdSyntaxError:
+        """A syntax error at ``token`` (default: the current token)."""
+        at = token or self.token
+        return ClassAdSyntaxError(message, at.line, at.column, self.lexer.source)
+
+    def expect(self, op: str) -> Token:
+        """Consume the operator ``op`` or fail naming what was found instead."""
+        if self.token.kind != OP or self.token.text != op:
+            raise self.error(f"expected {op!r} but found {describe(self.token)}")
+        return self.advance()
+
+    def at_op(self, op: str) -> bool:
+        """Whether the current token is the operator ``op``."""
+        return self.token.kind == OP and self.token.text == op
+
+    def enter(self, cost: int) -> None:
+        """Spend nesting budget; fail cleanly when input nests too deeply."""
+        self.depth += cost
+        if self.depth > _MAX_DEPTH:
+            raise self.error("expression nested too deeply")
+
+    def leave(self, cost: int) -> None:
+        """Give back nesting budget."""
+        self.depth -= cost
+
+    # -- grammar ---------------------------------------------------------------
+    def parse_whole_expression(self) -> ast.Node:
+        """An expression that must span the whole text."""
+        node = self.expression()
+        if self.token.kind != END:
+            raise self.error(f"unexpected {describe(self.token)} after the expression")
+        return node
+
+    def expression(self) -> ast.Node:
+        """expression := binary [ '?' expression ':' expression | '?:' expression ]."""
+        condition = self.binary(2)
+        if self.at_op("?"):
+            self.advance()
+            self.enter(1)
+            then = self.expression()
+            self.expect(":")
+            otherwise = self.expression()
+            self.leave(1)
+            return ast.Ternary(condition, then, otherwise)
+        if self.at_op("?:"):
+            self.advance()
+            self.enter(1)
+            fallback = self.expression()
+            self.leave(1)
+            return ast.Elvis(condition, fallback)
+        return condition
+
+    def _binary_operator(self) -> str | None:
+        token = self.token
+        if token.kind == OP and token.text in _BINARY_PRECEDENCE:
+            return token.text
+        if token.kind == KEYWORD and token.text in ("is", "isnt"):
+            return token.text
+        return None
+
+    def binary(self, min_precedence: int) -> ast.Node:
+        """Left-associative binary operators at or above ``min_precedence``."""
+        left = self.unary()
+        while True:
+            op = self._binary_operator()
+            if op is None:
+                return left
+            precedence = _BINARY_PRECEDENCE[op]
+            if precedence < min_precedence:
+                return left
+            self.advance()
+            right = self.binary(precedence + 1)
+            left = ast.Binary(_CANONICAL.get(op, op), left, right)
+
+    def unary(self) -> ast.Node:
+        """unary := ('+' | '-' | '!' | '~') unary | postfix."""
+        token = self.token
+        if token.kind == OP and token.text in _UNARY:
+            self.advance()
+            operand_token = self.token
+            if (
+                token.text == "-"
+                and operand_token.kind in (INT, REAL)
+                and operand_token.offset == token.end
+            ):
+                # libclassad reads a minus sign written against a number as part of the
+                # literal: -9223372036854775808 is a valid integer, "- 9223372036854775808" is not.
+                self.advance()
+                literal: ast.Node
+                if operand_token.kind == INT:
+                    literal = ast.Literal(integer_value("-" + operand_token.text))
+                else:
+                    literal = ast.Literal(-float(operand_token.text))
+                return self.postfix(literal)
+            self.enter(1)
+            operand = self.unary()
+            self.leave(1)
+            return ast.Unary(token.text, operand)
+        return self.postfix(self.primary())
+
+    def postfix(self, node: ast.Node) -> ast.Node:
+        """Selections ``.name`` and subscripts ``[index]`` after a primary."""
+        while True:
+            if self.at_op("."):
+                self.advance()
+                name = self.token
+                if name.kind != NAME:
+                    raise self.error(
+                        f"expected an attribute name after '.' but found {describe(name)}"
+                    )
+                self.advance()
+                node = ast.AttrRef(str(name.value), node)
+            elif self.at_op("["):
+                self.advance()
+                self.enter(_BRACKET_COST)
+                index = self.expression()
+                self.leave(_BRACKET_COST)
+                self.expect("]")
+                node = ast.Subscript(node, index)
+            else:
+                return node
+
+    def primary(self) -> ast.Node:
+        """Literals, references, calls, parentheses, lists and nested ads."""
+        token = self.token
+        kind = token.kind
+        if kind in (INT, REAL):
+            self.advance()
+            return ast.Literal(token.value)  # type: ignore[arg-type]
+        if kind == STRING:
+            self.advance()
+            return ast.Literal(str(token.value))
+        if kind == KEYWORD and token.text in _KEYWORD_LITERALS:
+            self.advance()
+            return ast.Literal(_KEYWORD_LITERALS[token.text])
+        if kind == NAME:
+            self.advance()
+            name = str(token.value)
+            if self.at_op("(") and not token.text.startswith("'"):
+                return self.call(name)
+            return ast.AttrRef(name)
+        if kind == OP:
+            text = token.text
+            if text == ".":
+                self.advance()
+                name_token = self.token
+                if name_token.kind != NAME:
+                    raise self.error(
+                        f"expected an attribute name after '.' but found {describe(name_token)}"
+                    )
+                self.advance()
+                return ast.AttrRef(str(name_token.value), None, absolute=True)
+            if text == "(":
+                self.advance()
+                self.enter(_BRACKET_COST)
+                inner = self.expression()
+                self.leave(_BRACKET_COST)
+                self.expect(")")
+                return ast.Paren(inner)
+            if text == "{":
+                return self.list_literal()
+            if text == "[":
+                return self.ad_literal()
+        raise self.error(f"unexpected {describe(token)}")
+
+    def call(self, name: str) -> ast.Node:
+        """name '(' [expression {',' expression}] ')'."""
+        self.expect("(")
+        self.enter(_BRACKET_COST)
+        args: list[ast.Node] = []
+        if not self.at_op(")"):
+            args.append(self.expression())
+            while self.at_op(","):
+                self.advance()
+                args.append(self.expression())
+        self.leave(_BRACKET_COST)
+        self.expect(")")
+        return ast.Call(name, tuple(args))
+
+    def list_literal(self) -> ast.Node:
+        """'{' [expression {',' expression}] '}'."""
+        self.expect("{")
+        self.enter(_BRACKET_COST)
+        items: list[ast.Node] = []
+        if not self.at_op("}"):
+            items.append(self.expression())
+            while self.at_op(","):
+                self.advance()
+                items.append(self.expression())
+        self.leave(_BRACKET_COST)
+        self.expect("}")
+        return ast.ListExpr(tuple(items))
+
+    def ad_literal(self) -> ast.AdExpr:
+        """'[' [attribute {';' [attribute]}] ']'."""
+        self.expect("[")
+        self.enter(_BRACKET_COST)
+        entries = self.attribute_list(closing="]")
+        self.leave(_BRACKET_COST)
+        self.expect("]")
+        return ast.AdExpr(entries)
+
+    def attribute_list(self, closing: str | None) -> tuple[tuple[str, ast.Node], ...]:
+        """Assignments separated by one or more ';' up to ``closing`` (or END)."""
+        entries: list[tuple[str, ast.Node]] = []
+        while not self._at_close(closing):
+            if entries:
+                if not self.at_op(";"):
+                    expected = repr(closing) if closing else "end of input"
+                    raise self.error(f"expected ';' or {expected} but found {describe(self.token)}")
+                while self.at_op(";"):
+                    self.advance()
+                if self._at_close(closing):
+                    break
+            entries.append(self.assignment())
+        return tuple(entries)
+
+    def _at_close(self, closing: str | None) -> bool:
+        if closing is None:
+            return self.token.kind == END
+        return self.at_op(closing)
+
+    def assignment(self) -> tuple[str, ast.Node]:
+        """name '=' expression."""
+        name = self.token
+        if name.kind != NAME:
+            raise self.error(f"expected an attribute name but found {describe(name)}")
+        self.advance()
+        self.expect("=")
+        return (str(name.value), self.expression())
+
+
+def describe(token: Token) -> str:
+    """How an error message names a token."""
+    if token.kind == END:
+        return "end of input"
+    return repr(token.text)
+
+
+def parse_node(text: str, source: str | None = None, *, old_strings: bool = False) -> ast.Node:
+    """Parse one whole expression into an AST node."""
+    parser = Parser(text, source, old_strings=old_strings)
+    try:
+        return parser.parse_whole_expression()
+    except RecursionError:
+        raise parser.error("expression nested too deeply") from None
+
+
+def parse_ad_node(text: str, source: str | None = None) -> ast.AdExpr:
+    """Parse one new-syntax ad ``[ ... ]`` spanning the whole text."""
+    parser = Parser(text, source)
+    try:
+        node = parser.ad_literal()
+    except RecursionError:
+        raise parser.error("expression nested too deeply") from None
+    if parser.token.kind != END:
+        raise parser.error(f"unexpected {describe(parser.token)} after the ClassAd")
+    return node
+
+
+def iter_new_ads(text: str, source: str | None = None) -> Iterator[ast.AdExpr]:
+    """Parse consecutive new-syntax ads ``[...] [...]`` until the end of the text."""
+    parser = Parser(text, source)
+    try:
+        while parser.token.kind != END:
+            yield parser.ad_literal()
+    except RecursionError:
+        raise parser.error("expression nested too deeply") from None

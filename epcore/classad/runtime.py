@@ -1,0 +1,495 @@
+"""The evaluation machinery behind compiled expressions: scopes, lookups, calls.
+
+Scoping follows libclassad. Each ClassAd being evaluated is a :class:`Frame`; an
+unscoped name is looked up in the current frame, then in the lexically enclosing
+ones, and (for the two ads of a match) finally in the other ad. A match is laid out
+exactly as libclassad's MatchClassAd lays it out::
+
+    [ lCtx = [ ad = .LEFT; my = .LEFT; other = .RIGHT; target = .RIGHT ];
+      rCtx = [ ad = .RIGHT; my = .RIGHT; other = .LEFT; target = .LEFT ];
+      LEFT = <my ad>; RIGHT = <target ad>; symmetricMatch = ...; ... ]
+
+with MY's parent scope ``lCtx`` and TARGET's ``rCtx``. So ``TARGET.x`` is an ordinary
+attribute reference that finds ``target`` in the context ad. The compiler short-cuts
+that path (``scoped_ref``) when the ad itself does not define ``MY``/``TARGET``.
+
+A reference to an attribute whose evaluation is already in progress (a cycle)
+evaluates to UNDEFINED, as in libclassad 25.x.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final
+
+from epcore.classad import ast
+from epcore.classad.calls import EvalContext, FunctionTable
+from epcore.classad.values import ERROR, UNDEFINED, Value
+
+if TYPE_CHECKING:
+    from epcore.classad.classad import Binding, ClassAd
+
+Code = Callable[["State", "Frame | None"], Value]
+
+# Attribute-evaluation depth at which evaluation gives up with ERROR, as libclassad's
+# depth limit does. Each level costs a few Python frames, so this stays well inside
+# Python's default recursion limit.
+MAX_DEPTH: Final = 200
+
+_SPECIAL_NAMES: Final = frozenset({"toplevel", "root", "self", "parent", "currenttime"})
+# Every name defined by the match layout's root and context ads.
+_MATCH_NAMES: Final = frozenset(
+    {
+        "ad",
+        "my",
+        "other",
+        "target",
+        "lctx",
+        "rctx",
+        "left",
+        "right",
+        "leftrankvalue",
+        "rightrankvalue",
+        "symmetricmatch",
+        "leftmatchesright",
+        "rightmatchesleft",
+    }
+)
+
+
+class Frame:
+    """One ad on the scope chain: the ad, its lexical parent, and its alternate scope."""
+
+    __slots__ = ("ad", "alternate", "parent")
+
+    def __init__(self, ad: ClassAd, parent: Frame | None, alternate: Frame | None = None) -> None:
+        self.ad = ad
+        self.parent = parent
+        self.alternate = alternate
+
+
+class State:
+    """Everything one top-level evaluation carries: context, functions, scopes, cycle guard.
+
+    For a match, only MY's frame (and TARGET's, when there is a target) exist at first;
+    the context ads and the root are built by :meth:`layout` the first time a lookup
+    climbs past MY or TARGET, which most evaluations never do.
+    """
+
+    __slots__ = ("active", "context", "depth", "functions", "left", "right", "root")
+
+    def __init__(
+        self,
+        context: EvalContext,
+        functions: FunctionTable,
+        left: Frame | None = None,
+        right: Frame | None = None,
+    ) -> None:
+        self.context = context
+        self.functions = functions
+        self.root: Frame | None = None
+        self.left = left
+        self.right = right
+        self.active: set[int] = set()
+        self.depth = 0
+
+    def layout(self) -> Frame:
+        """Build the match's root and context frames (once) and return the root."""
+        root = self.root
+        if root is not None:
+            return root
+        from epcore.classad.classad import ClassAd
+
+        left = self.left
+        assert left is not None, "only a match has a layout"
+        right = self.right
+        if right is None:
+            right = self.right = Frame(ClassAd(), None, left)
+        root_ad = ClassAd._from_entries(_match_template())
+        root_ad._set_value("LEFT", left.ad)
+        root_ad._set_value("RIGHT", right.ad)
+        root = Frame(root_ad, None)
+        left.parent = Frame(_context_ad(root_ad, "lctx"), root)
+        right.parent = Frame(_context_ad(root_ad, "rctx"), root)
+        left.alternate = right
+        right.alternate = left
+        self.root = root
+        return root
+
+    def now(self) -> float:
+        """The evaluation's idea of the current time."""
+        now = self.context.now
+        return time.time() if now is None else now
+
+    def rng(self) -> random.Random:
+        """The random source of the evaluation."""
+        rng = self.context.rng
+        return rng if rng is not None else random.Random()
+
+
+# -- bindings -----------------------------------------------------------------------------
+
+
+def evaluate_binding(state: State, frame: Frame, binding: Binding) -> Value:
+    """Evaluate an attribute's expression in the frame that holds it, guarding cycles."""
+    constant = binding.constant
+    if constant is not NOT_CONSTANT:
+        return constant  # type: ignore[return-value]
+    key = id(binding)
+    active = state.active
+    if key in active:
+        return UNDEFINED
+    if state.depth >= MAX_DEPTH:
+        return ERROR
+    active.add(key)
+    state.depth += 1
+    try:
+        return binding.compiled()(state, frame)
+    finally:
+        state.depth -= 1
+        active.discard(key)
+
+
+class _NotConstant:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_CONSTANT"
+
+
+NOT_CONSTANT: Final = _NotConstant()
+
+
+# -- frames -------------------------------------------------------------------------------
+
+
+def frame_of(state: State, ad: ClassAd) -> Frame:
+    """The frame in which a ClassAd value is looked into."""
+    left = state.left
+    if left is not None:
+        if ad is left.ad:
+            return left
+        right = state.right
+        if right is not None and ad is right.ad:
+            return right
+    parent = ad._scope
+    return Frame(ad, parent)
+
+
+def _lookup(state: State, start: Frame, key: str) -> tuple[Binding, Frame] | Value | None:
+    """libclassad's LookupInScope: the binding and its frame, a special value, or None."""
+    current: Frame | None = start
+    root = state.root
+    while current is not None:
+        binding = current.ad._bindings.get(key)
+        if binding is not None:
+            return (binding, current)
+        if current is root:
+            superscope = None
+        else:
+            superscope = current.parent
+            if (
+                superscope is None
+                and root is None
+                and state.left is not None
+                and (current is state.left or current is state.right)
+            ):
+                if key not in _MATCH_NAMES and key not in _SPECIAL_NAMES:
+                    # Above MY and TARGET only the match's own names live; skip building them.
+                    return None
+                root = state.layout()
+                superscope = current.parent
+        if key not in _SPECIAL_NAMES:
+            current = superscope
+            if current is start:
+                return None
+            continue
+        if key == "toplevel" or key == "root":
+            if root is None and state.left is not None:
+                root = state.layout()
+            return root.ad if root is not None else ERROR
+        if key == "self":
+            return current.ad
+        if key == "parent":
+            return superscope.ad if superscope is not None else None
+        return int(state.now())  # CurrentTime, old ClassAds' alias of time()
+    return None
+
+
+def _resolve(state: State, frame: Frame, key: str) -> Value:
+    found = _lookup(state, frame, key)
+    if found is None:
+        alternate = frame.alternate
+        if alternate is None:
+            return UNDEFINED
+        found = _lookup(state, alternate, key)
+        if found is None:
+            return UNDEFINED
+    if type(found) is tuple:
+        binding, holder = found
+        return evaluate_binding(state, holder, binding)
+    return found  # type: ignore[return-value]
+
+
+def ref(state: State, frame: Frame | None, key: str) -> Value:
+    """An unscoped reference ``name`` (``key`` is the lower-cased name)."""
+    if frame is None:
+        return UNDEFINED
+    binding = frame.ad._bindings.get(key)
+    if binding is not None:
+        return evaluate_binding(state, frame, binding)
+    return _resolve(state, frame, key)
+
+
+def absolute_ref(state: State, frame: Frame | None, key: str) -> Value:
+    """``.name``: a name looked up from the root scope."""
+    root = state.root
+    if root is None and state.left is not None:
+        root = state.layout()
+    if root is None:
+        if frame is None:
+            return UNDEFINED
+        top = frame
+        while top.parent is not None:
+            top = top.parent
+        root = top
+    return _resolve(state, root, key)
+
+
+def select(state: State, base: Value, key: str) -> Value:
+    """``base.name``: look into a ClassAd value, or into each ClassAd of a list."""
+    from epcore.classad.classad import ClassAd
+
+    if base is UNDEFINED:
+        return UNDEFINED
+    if isinstance(base, ClassAd):
+        frame = frame_of(state, base)
+        found = _lookup(state, frame, key)
+        if found is None:
+            return UNDEFINED
+        if type(found) is tuple:
+            binding, holder = found
+            return evaluate_binding(state, holder, binding)
+        return found  # type: ignore[return-value]
+    if type(base) is list:
+        return [select(state, item, key) if isinstance(item, ClassAd) else ERROR for item in base]
+    return ERROR
+
+
+def scoped_ref(state: State, frame: Frame | None, scope_key: str, key: str) -> Value:
+    """``MY.name`` / ``TARGET.name`` and friends, short-cutting the match context ads."""
+    left = state.left
+    if left is not None and frame is not None and scope_key not in frame.ad._bindings:
+        right = state.right
+        own_side = _CONTEXT_SIDE[scope_key]
+        if own_side is not None and right is not None:
+            if frame is left:
+                return _in_frame(state, left if own_side else right, key)
+            if frame is right:
+                return _in_frame(state, right if own_side else left, key)
+        elif own_side is True and frame is left:
+            return _in_frame(state, left, key)
+    return select(state, ref(state, frame, scope_key), key)
+
+
+def _in_frame(state: State, frame: Frame, key: str) -> Value:
+    binding = frame.ad._bindings.get(key)
+    if binding is not None:
+        return evaluate_binding(state, frame, binding)
+    found = _lookup(state, frame, key)
+    if found is None:
+        return UNDEFINED
+    if type(found) is tuple:
+        binding, holder = found
+        return evaluate_binding(state, holder, binding)
+    return found  # type: ignore[return-value]
+
+
+class _ContextSide(dict[str, "bool | None"]):
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+# True: the frame's own side; False: the other side (see lCtx / rCtx above).
+_CONTEXT_SIDE: Final = _ContextSide({"my": True, "ad": True, "target": False, "other": False})
+
+
+def subscript(state: State, base: Value, index: Value) -> Value:
+    """``list[i]`` and ``ad["name"]``."""
+    from epcore.classad.classad import ClassAd
+
+    if base is ERROR or index is ERROR:
+        return ERROR
+    if base is UNDEFINED or index is UNDEFINED:
+        return UNDEFINED
+    if type(base) is list:
+        if type(index) is not int:
+            return ERROR
+        if index < 0 or index >= len(base):  # type: ignore[operator]
+            return ERROR
+        return base[index]  # type: ignore[index]
+    if isinstance(base, ClassAd):
+        if type(index) is not str:
+            return ERROR
+        return select(state, base, index.lower())  # type: ignore[union-attr]
+    return ERROR
+
+
+def make_ad(state: State, frame: Frame | None, node: ast.AdExpr) -> ClassAd:
+    """The ClassAd value of a nested ad literal, scoped inside ``frame``."""
+    from epcore.classad.classad import ClassAd
+
+    ad = ClassAd._from_node(node)
+    ad._scope = frame
+    return ad
+
+
+# -- function calls -----------------------------------------------------------------------
+
+
+class Invocation:
+    """The :class:`~epcore.classad.calls.FunctionCall` handed to a built-in function."""
+
+    __slots__ = ("_codes", "_frame", "_state", "args", "name")
+
+    def __init__(
+        self,
+        state: State,
+        frame: Frame | None,
+        name: str,
+        args: tuple[ast.Node, ...],
+        codes: tuple[Code, ...],
+    ) -> None:
+        self._state = state
+        self._frame = frame
+        self._codes = codes
+        self.name = name
+        self.args = args
+
+    @property
+    def context(self) -> EvalContext:
+        """The evaluation context."""
+        return self._state.context
+
+    def now(self) -> float:
+        """The evaluation's current time."""
+        return self._state.now()
+
+    def rng(self) -> random.Random:
+        """The evaluation's random source."""
+        return self._state.rng()
+
+    def value(self, index: int) -> Value:
+        """Evaluate one argument."""
+        return self._codes[index](self._state, self._frame)
+
+    def values(self) -> list[Value]:
+        """Evaluate every argument, left to right."""
+        state, frame = self._state, self._frame
+        return [code(state, frame) for code in self._codes]
+
+    def evaluate(self, node: ast.Node, scope: ClassAd | None = None) -> Value:
+        """Evaluate ``node`` here, or with ``scope`` as the current ad."""
+        from epcore.classad.compiler import compile_node
+
+        code = compile_node(node)
+        if scope is None:
+            return code(self._state, self._frame)
+        state = self._state
+        frame = frame_of(state, scope)
+        if frame.alternate is None and state.right is not None and frame is not state.right:
+            frame = Frame(scope, frame.parent, state.right)
+        return code(state, frame)
+
+    def parse(self, text: str) -> ast.Node:
+        """Parse expression text (raises ClassAdSyntaxError)."""
+        from epcore.classad.parser import parse_node
+
+        return parse_node(text)
+
+    def resolve(self, node: ast.Node) -> ast.Node | None:
+        """The expression an attribute reference refers to, or None."""
+        if type(node) is not ast.AttrRef:
+            return None
+        state, frame = self._state, self._frame
+        if node.scope is None and not node.absolute:
+            if frame is None:
+                return None
+            found = _lookup(state, frame, node.name.lower())
+            if found is None and frame.alternate is not None:
+                found = _lookup(state, frame.alternate, node.name.lower())
+        else:
+            from epcore.classad.classad import ClassAd
+            from epcore.classad.compiler import compile_node
+
+            if node.absolute:
+                base: Value = state.root.ad if state.root is not None else UNDEFINED
+            else:
+                assert node.scope is not None
+                base = compile_node(node.scope)(state, frame)
+            if not isinstance(base, ClassAd):
+                return None
+            found = _lookup(state, frame_of(state, base), node.name.lower())
+        if type(found) is tuple:
+            return found[0].node
+        return None
+
+    def unparse(self, node: ast.Node) -> str:
+        """The text of ``node``."""
+        from epcore.classad.unparse import unparse
+
+        return unparse(node)
+
+
+def call_function(
+    state: State,
+    frame: Frame | None,
+    node: ast.Call,
+    key: str,
+    codes: tuple[Code, ...],
+) -> Value:
+    """Run the built-in named ``key`` (lower-case); unknown names are ERROR."""
+    impl = state.functions.get(key)
+    if impl is None:
+        return ERROR
+    return impl(Invocation(state, frame, node.name, node.args, codes))
+
+
+# -- the match context --------------------------------------------------------------------
+
+
+@cache
+def _match_template() -> tuple[tuple[str, ast.Node], ...]:
+    from epcore.classad.parser import parse_ad_node
+
+    return parse_ad_node(
+        "[ lCtx = [ ad = .LEFT; my = .LEFT; other = .RIGHT; target = .RIGHT ];"
+        "  rCtx = [ ad = .RIGHT; my = .RIGHT; other = .LEFT; target = .LEFT ];"
+        "  leftRankValue = LEFT.rank; rightRankValue = RIGHT.rank;"
+        "  symmetricMatch = RIGHT.requirements && LEFT.requirements;"
+        "  leftMatchesRight = RIGHT.requirements; rightMatchesLeft = LEFT.requirements ]"
+    ).attrs
+
+
+def _context_ad(root_ad: ClassAd, key: str) -> ClassAd:
+    binding = root_ad._bindings[key]
+    node = binding.node
+    assert type(node) is ast.AdExpr
+    from epcore.classad.classad import ClassAd
+
+    return ClassAd._from_node(node)
+
+
+RUNTIME_NAMES: Final[Mapping[str, Any]] = {
+    "ref": ref,
+    "absolute_ref": absolute_ref,
+    "scoped_ref": scoped_ref,
+    "select": select,
+    "subscript": subscript,
+    "make_ad": make_ad,
+    "call_function": call_function,
+}
+"""What generated code may call, besides the operators."""

@@ -1,0 +1,217 @@
+"""AST to text in libclassad's new syntax, on one line.
+
+The layout follows libclassad's unparser (``a + b``, `` -x``, ``f(a,b)``,
+``{ a,b }``, ``[ a = 1; b = 2 ]``), so that text epcore writes reads like text
+HTCondor writes. Reals are the one deliberate difference: libclassad prints
+``%.15E``, which can lose the last bits of a double; epcore prints that form when it
+is exact and 17 significant digits otherwise, so every expression round-trips;
+infinities print as ``1E309``, and minus applied to a number prints as ``- 5``, for the
+same reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Final
+
+from epcore.classad import ast
+from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime
+
+_PLAIN_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Names that must be quoted to read back as attribute names.
+_RESERVED_NAMES: Final = frozenset({"true", "false", "undefined", "error", "is", "isnt", "parent"})
+_STRING_ESCAPES: Final = {
+    0x5C: "\\\\",
+    0x0A: "\\n",
+    0x09: "\\t",
+    0x0D: "\\r",
+    0x08: "\\b",
+    0x0C: "\\f",
+    0x07: "\\a",
+    0x0B: "\\v",
+}
+
+
+def quote_string(text: str, quote: str = '"') -> str:
+    """A string literal for ``text``; bytes outside printable ASCII become octal escapes."""
+    out = [quote]
+    quote_byte = ord(quote)
+    for byte in text.encode("utf-8", "surrogateescape"):
+        if byte == quote_byte:
+            out.append("\\" + quote)
+        elif byte in _STRING_ESCAPES:
+            out.append(_STRING_ESCAPES[byte])
+        elif 0x20 <= byte < 0x7F:
+            out.append(chr(byte))
+        else:
+            out.append(f"\\{byte:03o}")
+    out.append(quote)
+    return "".join(out)
+
+
+def attribute_name(name: str) -> str:
+    """An attribute name as it must be written: plain, or single-quoted when needed."""
+    if _PLAIN_NAME.match(name) and name.lower() not in _RESERVED_NAMES:
+        return name
+    return quote_string(name, "'")
+
+
+def format_real(value: float) -> str:
+    """A real literal that reads back as exactly ``value``."""
+    if math.isnan(value):
+        return 'real("NaN")'
+    if math.isinf(value):
+        # The ClassAd language has no infinity literal; 1E309 overflows to one when read
+        # back, so the literal round-trips (libclassad prints real("INF"), a call).
+        return "1E309" if value > 0 else "-1E309"
+    if value == 0.0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    text = f"{value:.15E}"
+    if float(text) != value:
+        text = f"{value:.16E}"
+    return text
+
+
+def format_abstime(value: AbsTime) -> str:
+    """``absTime("YYYY-MM-DDTHH:MM:SS+hh:mm")`` in the time's own zone."""
+    import datetime as _dt
+
+    zone = _dt.timezone(_dt.timedelta(seconds=value.offset))
+    moment = _dt.datetime.fromtimestamp(value.secs, zone)
+    sign = "-" if value.offset < 0 else "+"
+    hours, minutes = divmod(abs(value.offset) // 60, 60)
+    return f'absTime("{moment:%Y-%m-%dT%H:%M:%S}{sign}{hours:02d}:{minutes:02d}")'
+
+
+def format_reltime(value: RelTime) -> str:
+    """``relTime("[-]D+HH:MM:SS[.fff]")`` as libclassad writes durations."""
+    secs = value.secs
+    sign = "-" if secs < 0 else ""
+    secs = abs(secs)
+    whole = int(secs)
+    fraction = secs - whole
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = sign
+    if days:
+        text += f"{days}+"
+    text += f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+    if fraction:
+        text += f"{fraction:.3f}"[1:]
+    return f'relTime("{text}")'
+
+
+def format_literal(value: object) -> str:
+    """The text of a literal value."""
+    if value is UNDEFINED:
+        return "undefined"
+    if value is ERROR:
+        return "error"
+    kind = type(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
+    if kind is float:
+        return format_real(value)  # type: ignore[arg-type]
+    if kind is str:
+        return quote_string(value)  # type: ignore[arg-type]
+    if kind is AbsTime:
+        return format_abstime(value)  # type: ignore[arg-type]
+    if kind is RelTime:
+        return format_reltime(value)  # type: ignore[arg-type]
+    raise TypeError(f"not a literal value: {value!r}")
+
+
+def unparse(node: ast.Node) -> str:
+    """The new-syntax text of ``node`` on one line."""
+    parts: list[str] = []
+    _emit(node, parts)
+    return "".join(parts)
+
+
+def unparse_attributes(entries: tuple[tuple[str, ast.Node], ...]) -> str:
+    """``[ a = 1; b = 2 ]`` for a sequence of (name, node) pairs."""
+    parts: list[str] = []
+    _emit(ast.AdExpr(entries), parts)
+    return "".join(parts)
+
+
+def _emit(node: ast.Node, out: list[str]) -> None:
+    # An explicit stack would be faster to write for deep trees, but the parser bounds
+    # nesting well below Python's recursion limit, so plain recursion is safe here.
+    kind = type(node)
+    if kind is ast.Literal:
+        out.append(format_literal(node.value))  # type: ignore[union-attr]
+    elif kind is ast.AttrRef:
+        ref: ast.AttrRef = node  # type: ignore[assignment]
+        if ref.scope is not None:
+            _emit(ref.scope, out)
+            out.append(".")
+        elif ref.absolute:
+            out.append(".")
+        out.append(attribute_name(ref.name))
+    elif kind is ast.Binary:
+        binary: ast.Binary = node  # type: ignore[assignment]
+        _emit(binary.left, out)
+        out.append(f" {binary.op} ")
+        _emit(binary.right, out)
+    elif kind is ast.Unary:
+        unary: ast.Unary = node  # type: ignore[assignment]
+        operand: list[str] = []
+        _emit(unary.operand, operand)
+        text = "".join(operand)
+        # "-5" would read back as the literal -5, not as minus applied to 5.
+        gap = " " if unary.op == "-" and text[:1] in "0123456789." and text else ""
+        out.append(" " + unary.op + gap + text)
+    elif kind is ast.Paren:
+        out.append("(")
+        _emit(node.inner, out)  # type: ignore[union-attr]
+        out.append(")")
+    elif kind is ast.Ternary:
+        ternary: ast.Ternary = node  # type: ignore[assignment]
+        _emit(ternary.cond, out)
+        out.append(" ? ")
+        _emit(ternary.then, out)
+        out.append(" : ")
+        _emit(ternary.otherwise, out)
+    elif kind is ast.Elvis:
+        elvis: ast.Elvis = node  # type: ignore[assignment]
+        _emit(elvis.left, out)
+        out.append(" ?: ")
+        _emit(elvis.right, out)
+    elif kind is ast.Subscript:
+        subscript: ast.Subscript = node  # type: ignore[assignment]
+        _emit(subscript.base, out)
+        out.append("[")
+        _emit(subscript.index, out)
+        out.append("]")
+    elif kind is ast.Call:
+        call: ast.Call = node  # type: ignore[assignment]
+        out.append(call.name + "(")
+        for position, arg in enumerate(call.args):
+            if position:
+                out.append(",")
+            _emit(arg, out)
+        out.append(")")
+    elif kind is ast.ListExpr:
+        items = node.items  # type: ignore[union-attr]
+        out.append("{ ")
+        for position, item in enumerate(items):
+            if position:
+                out.append(",")
+            _emit(item, out)
+        out.append(" }")
+    elif kind is ast.AdExpr:
+        entries = node.attrs  # type: ignore[union-attr]
+        out.append("[ ")
+        for position, (name, value) in enumerate(entries):
+            if position:
+                out.append("; ")
+            out.append(attribute_name(name) + " = ")
+            _emit(value, out)
+        out.append(" ]")
+    else:
+        raise TypeError(f"not a ClassAd AST node: {node!r}")

@@ -1,0 +1,23 @@
+"""The one exception tree of epcore: everything raised on purpose derives from EpError."""
+
+from __future__ import annotations
+
+
+class EpError(Exception):
+    """Base of every error epcore raises on purpose."""
+
+
+class ClassAdError(EpError):
+    """A problem with ClassAd text or ClassAd data (not a run-time ERROR value)."""
+
+
+class ClassAdSyntaxError(ClassAdError):
+    """ClassAd text that does not parse; carries the 1-based line and column of the fault."""
+
+    def __init__(self, message: str, line: int, column: int, source: str | None = None) -> None:
+        self.reason = message
+        self.line = line
+        self.column = column
+        self.source = source
+        where = f"{source}:" if source else ""
+        super().__init__(f"{where}{line}:{column}: {message}")
