@@ -149,7 +149,11 @@ class _Generator:
             helper = "absolute_ref" if node.absolute else "ref"
             fn.emit(f"{target} = {helper}(S, F, {key!r})")
         elif type(scope) is ast.AttrRef and scope.scope is None and not scope.absolute:
-            fn.emit(f"{target} = scoped_ref(S, F, {scope.name.lower()!r}, {key!r})")
+            scope_key = scope.name.lower()
+            if scope_key == "target":
+                fn.emit(f"{target} = target_ref(S, F, {key!r})")
+            else:
+                fn.emit(f"{target} = scoped_ref(S, F, {scope_key!r}, {key!r})")
         else:
             base = self.expression(scope, fn)
             fn.emit(f"{target} = select(S, {base}, {key!r})")
@@ -166,14 +170,30 @@ class _Generator:
         target = self.fresh()
         function = self._operator_name(op)
         if op in _COMPARISONS:
-            kind = self.fresh("ty")
-            fn.emit(
-                f"{target} = {left} {op} {right} if ({kind} := type({left})) is type({right})"
-                f" and ({kind} is int or {kind} is float) else {function}({left}, {right})"
-            )
+            fn.emit(f"{target} = {self.comparison(op, node, left, right, function)}")
         else:
             fn.emit(f"{target} = {function}({left}, {right})")
         return target
+
+    def comparison(self, op: str, node: ast.Binary, left: str, right: str, function: str) -> str:
+        """A comparison with an inline fast path for same-typed numbers and ASCII strings."""
+        slow = f"{function}({left}, {right})"
+        for value, mine, other in ((_fold(node.right), right, left), (_fold(node.left), left, right)):
+            kind = type(value)
+            if kind is int or kind is float:
+                # Comparing with a numeric constant: inline only when the types agree.
+                return f"{left} {op} {right} if type({other}) is {kind.__name__} else {slow}"
+            if kind is str and op in ("==", "!=") and value.isascii():  # type: ignore[union-attr]
+                folded = repr(value.lower())  # type: ignore[union-attr]
+                return (
+                    f"({other}.lower() {op} {folded}) if type({other}) is str"
+                    f" and {other}.isascii() else {slow}"
+                )
+        kind_name = self.fresh("ty")
+        return (
+            f"{left} {op} {right} if ({kind_name} := type({left})) is type({right})"
+            f" and ({kind_name} is int or {kind_name} is float) else {slow}"
+        )
 
     def logical(self, node: ast.Binary, fn: _Function) -> str:
         deciding, other = ("False", "True") if node.op == "&&" else ("True", "False")

@@ -14,8 +14,6 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-import attrs
-
 from epcore.classad.values import INT64_MAX, INT64_MIN
 from epcore.errors import ClassAdSyntaxError
 
@@ -30,46 +28,6 @@ END: Final = "END"
 
 KEYWORDS: Final = frozenset({"true", "false", "undefined", "error", "is", "isnt"})
 
-# Longest first, so that maximal munch is a simple scan of this tuple.
-_OPERATORS: Final = (
-    "=?=",
-    "=!=",
-    ">>>",
-    "<<",
-    ">>",
-    "<=",
-    ">=",
-    "==",
-    "!=",
-    "&&",
-    "||",
-    "?:",
-    "+",
-    "-",
-    "*",
-    "/",
-    "%",
-    "<",
-    ">",
-    "!",
-    "~",
-    "&",
-    "|",
-    "^",
-    "?",
-    ":",
-    "(",
-    ")",
-    "[",
-    "]",
-    "{",
-    "}",
-    ",",
-    ";",
-    ".",
-    "=",
-)
-_OPERATOR_STARTS: Final = frozenset(op[0] for op in _OPERATORS)
 
 _IDENT_START: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _IDENT_CHARS: Final = _IDENT_START | frozenset("0123456789")
@@ -86,17 +44,50 @@ _SIMPLE_ESCAPES: Final = {
 _LEADING_DIGITS: Final = re.compile(r"[+-]?[0-9]*")
 
 
-@attrs.frozen(slots=True)
 class Token:
-    """One lexical token; ``text`` is the source text (keywords lower-cased)."""
+    """One lexical token; ``text`` is the source text (keywords lower-cased).
 
-    kind: str
-    text: str
-    value: object
-    line: int
-    column: int
-    offset: int
-    end: int
+    Tokens are internal and short-lived, so this is a plain slotted class rather than
+    an attrs value: the lexer makes one per token and parsing speed depends on it.
+    """
+
+    __slots__ = ("end", "kind", "lexer", "offset", "text", "value")
+
+    def __init__(
+        self, kind: str, text: str, value: object, offset: int, end: int, lexer: Lexer
+    ) -> None:
+        self.kind = kind
+        self.text = text
+        self.value = value
+        self.offset = offset
+        self.end = end
+        self.lexer = lexer
+
+    @property
+    def line(self) -> int:
+        """1-based line of the token's first character."""
+        return self.lexer.text.count("\n", 0, self.offset) + 1
+
+    @property
+    def column(self) -> int:
+        """1-based column of the token's first character."""
+        return self.offset - (self.lexer.text.rfind("\n", 0, self.offset) + 1) + 1
+
+    def __repr__(self) -> str:
+        return f"Token({self.kind}, {self.text!r}, {self.value!r}, offset={self.offset})"
+
+
+_SCANNER: Final = re.compile(
+    r"""
+      (?P<space>(?:[ \t\r\n\f\v]+|/\*.*?\*/|//[^\n]*(?:\n|\Z))+)
+    | (?P<real>(?:[0-9]+\.[0-9]+|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
+    | (?P<int>0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)
+    | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+    | (?P<string>"[^"\\]*")
+    | (?P<op>=\?=|=!=|>>>|<<|>>|<=|>=|==|!=|&&|\|\||\?:|[-+*/%<>!~&|^?:()\[\]{},;.=])
+    """,
+    re.VERBOSE | re.DOTALL,
+)
 
 
 def integer_value(text: str) -> int:
@@ -138,64 +129,57 @@ class Lexer:
             if token.kind == END:
                 return
 
-    def _skip_space_and_comments(self) -> None:
-        text = self.text
-        length = len(text)
-        while self.pos < length:
-            char = text[self.pos]
-            if char in " \t\r\n\f\v":
-                self.pos += 1
-            elif text.startswith("/*", self.pos):
-                close = text.find("*/", self.pos + 2)
-                if close < 0:
-                    raise self.error("unterminated /* comment")
-                self.pos = close + 2
-            elif text.startswith("//", self.pos):
-                # libclassad's new-syntax lexer ends a // comment at the end of the line,
-                # and everything after it on that line is ignored.
-                newline = text.find("\n", self.pos)
-                self.pos = length if newline < 0 else newline + 1
-            else:
-                return
-
-    def _make(self, kind: str, text: str, value: object, start: int) -> Token:
-        line = self.text.count("\n", 0, start) + 1
-        column = start - (self.text.rfind("\n", 0, start) + 1) + 1
-        return Token(kind, text, value, line, column, start, self.pos)
-
     def next_token(self) -> Token:
         """Scan and return the next token."""
-        self._skip_space_and_comments()
         text = self.text
-        start = self.pos
-        if start >= len(text):
-            return self._make(END, "", None, start)
-        char = text[start]
-        if char in _DIGITS or (
-            char == "." and start + 1 < len(text) and text[start + 1] in _DIGITS
-        ):
-            return self._number(start)
-        if char in _IDENT_START:
-            end = start + 1
-            while end < len(text) and text[end] in _IDENT_CHARS:
-                end += 1
-            word = text[start:end]
+        pos = self.pos
+        match = _SCANNER.match(text, pos)
+        if match is not None and match.lastgroup == "space":
+            pos = self.pos = match.end()
+            match = _SCANNER.match(text, pos)
+        if pos >= len(text):
+            return Token(END, "", None, pos, pos, self)
+        if match is None:
+            return self._irregular(pos)
+        group = match.lastgroup
+        end = match.end()
+        word = match.group()
+        if group == "name":
             self.pos = end
             lowered = word.lower()
             if lowered in KEYWORDS:
-                return self._make(KEYWORD, lowered, None, start)
-            return self._make(NAME, word, word, start)
+                return Token(KEYWORD, lowered, None, pos, end, self)
+            return Token(NAME, word, word, pos, end, self)
+        if group == "op":
+            if word == "/" and text.startswith("/*", pos):
+                raise self.error("unterminated /* comment")
+            self.pos = end
+            return Token(OP, word, None, pos, end, self)
+        if group == "int" or group == "real":
+            if end < len(text) and (text[end] in _IDENT_CHARS or text[end] == "."):
+                self.pos = end
+                raise self.error(f"malformed number {text[pos : end + 1]!r}", pos)
+            self.pos = end
+            if group == "real":
+                return Token(REAL, word, float(word), pos, end, self)
+            return Token(INT, word, integer_value(word), pos, end, self)
+        if group == "string":
+            self.pos = end
+            return Token(STRING, word, word[1:-1], pos, end, self)
+        return self._irregular(pos)
+
+    def _irregular(self, start: int) -> Token:
+        """Tokens the fast scanner leaves alone: strings with escapes, bad numbers, junk."""
+        text = self.text
+        char = text[start]
         if char == '"':
             value = self._quoted('"', "string")
-            return self._make(STRING, text[start : self.pos], value, start)
+            return Token(STRING, text[start : self.pos], value, start, self.pos, self)
         if char == "'":
             name = self._quoted("'", "quoted attribute name")
-            return self._make(NAME, text[start : self.pos], name, start)
-        if char in _OPERATOR_STARTS:
-            for op in _OPERATORS:
-                if text.startswith(op, start):
-                    self.pos = start + len(op)
-                    return self._make(OP, op, None, start)
+            return Token(NAME, text[start : self.pos], name, start, self.pos, self)
+        if char in _DIGITS or char == ".":
+            return self._number(start)
         raise self.error(f"unexpected character {char!r}")
 
     def _number(self, start: int) -> Token:
@@ -243,8 +227,8 @@ class Lexer:
         self.pos = pos
         literal = text[start:pos]
         if is_real:
-            return self._make(REAL, literal, float(literal), start)
-        return self._make(INT, literal, integer_value(literal), start)
+            return Token(REAL, literal, float(literal), start, pos, self)
+        return Token(INT, literal, integer_value(literal), start, pos, self)
 
     def _quoted(self, quote: str, what: str) -> str:
         text = self.text

@@ -12,6 +12,7 @@ Nesting is bounded, as libclassad bounds it, so that hostile input yields a
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Final
 
 from epcore.classad import ast
@@ -321,7 +322,21 @@ def describe(token: Token) -> str:
 
 
 def parse_node(text: str, source: str | None = None, *, old_strings: bool = False) -> ast.Node:
-    """Parse one whole expression into an AST node."""
+    """Parse one whole expression into an AST node.
+
+    Pools repeat the same expressions across thousands of ads, so parsed trees (which
+    are immutable) are cached by text, as HTCondor's own ClassAd cache does.
+    """
+    return _parse_cached(text, source, old_strings)
+
+
+@lru_cache(maxsize=16384)
+def _parse_cached(text: str, source: str | None, old_strings: bool) -> ast.Node:
+    return parse_uncached(text, source, old_strings=old_strings)
+
+
+def parse_uncached(text: str, source: str | None = None, *, old_strings: bool = False) -> ast.Node:
+    """Parse one whole expression, bypassing the cache (for benchmarks and tests)."""
     parser = Parser(text, source, old_strings=old_strings)
     try:
         return parser.parse_whole_expression()

@@ -240,8 +240,25 @@ def ref(state: State, frame: Frame | None, key: str) -> Value:
         return UNDEFINED
     binding = frame.ad._bindings.get(key)
     if binding is not None:
+        constant = binding.constant
+        if constant is not NOT_CONSTANT:
+            return constant  # type: ignore[return-value]
         return evaluate_binding(state, frame, binding)
     return _resolve(state, frame, key)
+
+
+def target_ref(state: State, frame: Frame | None, key: str) -> Value:
+    """``TARGET.name``: the hot path of two-ad evaluation, without the context-ad detour."""
+    right = state.right
+    if right is not None and frame is state.left and frame is not None:
+        if "target" not in frame.ad._bindings:
+            binding = right.ad._bindings.get(key)
+            if binding is not None:
+                constant = binding.constant
+                if constant is not NOT_CONSTANT:
+                    return constant  # type: ignore[return-value]
+                return evaluate_binding(state, right, binding)
+    return scoped_ref(state, frame, "target", key)
 
 
 def absolute_ref(state: State, frame: Frame | None, key: str) -> Value:
@@ -487,6 +504,7 @@ RUNTIME_NAMES: Final[Mapping[str, Any]] = {
     "ref": ref,
     "absolute_ref": absolute_ref,
     "scoped_ref": scoped_ref,
+    "target_ref": target_ref,
     "select": select,
     "subscript": subscript,
     "make_ad": make_ad,
