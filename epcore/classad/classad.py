@@ -16,7 +16,7 @@ from epcore.classad import ast
 from epcore.classad.calls import EvalContext, FunctionTable
 from epcore.classad.runtime import NOT_CONSTANT, Code, Frame, State, evaluate_binding, ref
 from epcore.classad.unparse import unparse, unparse_attributes
-from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value
+from epcore.classad.values import UNDEFINED, AbsTime, RelTime, Value, _Error, _Undefined
 
 _DEFAULT_CONTEXT: Final = EvalContext()
 
@@ -117,12 +117,12 @@ def to_node(value: object) -> ast.Node:
         return ast.AdExpr(tuple((b.name, b.node) for b in value._bindings.values()))
     if value is None:
         return ast.Literal(UNDEFINED)
-    if value is UNDEFINED or value is ERROR:
-        return ast.Literal(value)  # type: ignore[arg-type]
-    if type(value) in (bool, int, float, str, AbsTime, RelTime):
-        if type(value) is int and not -(1 << 63) <= value < (1 << 63):  # type: ignore[operator]
+    if isinstance(value, (_Undefined, _Error, bool, float, str, AbsTime, RelTime)):
+        return ast.Literal(value)
+    if isinstance(value, int):
+        if not -(1 << 63) <= value < (1 << 63):
             raise ValueError(f"integer {value} does not fit in a ClassAd (signed 64-bit)")
-        return ast.Literal(value)  # type: ignore[arg-type]
+        return ast.Literal(value)
     if isinstance(value, (list, tuple)):
         return ast.ListExpr(tuple(to_node(item) for item in value))
     if isinstance(value, Mapping):

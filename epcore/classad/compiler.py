@@ -178,7 +178,7 @@ class _Generator:
     def comparison(self, op: str, node: ast.Binary, left: str, right: str, function: str) -> str:
         """A comparison with an inline fast path for same-typed numbers and ASCII strings."""
         slow = f"{function}({left}, {right})"
-        for value, mine, other in ((_fold(node.right), right, left), (_fold(node.left), left, right)):
+        for value, other in ((_fold(node.right), left), (_fold(node.left), right)):
             kind = type(value)
             if kind is int or kind is float:
                 # Comparing with a numeric constant: inline only when the types agree.
@@ -284,7 +284,7 @@ def _fold(node: ast.Node) -> Value | _NotFolded:
     """The value of a sub-tree made only of scalar literals and strict operators."""
     kind = type(node)
     if kind is ast.Literal:
-        return node.value  # type: ignore[union-attr,return-value]
+        return node.value  # type: ignore[union-attr]
     if kind is ast.Paren:
         return _fold(node.inner)  # type: ignore[union-attr]
     if kind is ast.Unary:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from epcore.classad.values import (
     ERROR,
@@ -24,7 +24,6 @@ from epcore.classad.values import (
 )
 
 _MASK64: Final = (1 << 64) - 1
-_NUMBER_TYPES: Final = (int, float, bool)
 
 
 def _number(value: Value) -> int | float | None:
@@ -49,35 +48,34 @@ def _real_result(result: float) -> Value:
 
 
 def _time_arithmetic(op: str, left: Value, right: Value) -> Value:
-    lk, rk = type(left), type(right)
     if op == "+":
-        if lk is AbsTime and rk is RelTime:
-            return AbsTime(left.secs + int(right.secs), left.offset)  # type: ignore[union-attr]
-        if lk is RelTime and rk is AbsTime:
-            return AbsTime(right.secs + int(left.secs), right.offset)  # type: ignore[union-attr]
-        if lk is RelTime and rk is RelTime:
-            return RelTime(left.secs + right.secs)  # type: ignore[union-attr]
+        if isinstance(left, AbsTime) and isinstance(right, RelTime):
+            return AbsTime(left.secs + int(right.secs), left.offset)
+        if isinstance(left, RelTime) and isinstance(right, AbsTime):
+            return AbsTime(right.secs + int(left.secs), right.offset)
+        if isinstance(left, RelTime) and isinstance(right, RelTime):
+            return RelTime(left.secs + right.secs)
         return ERROR
     if op == "-":
-        if lk is AbsTime and rk is AbsTime:
-            return RelTime(float(left.secs - right.secs))  # type: ignore[union-attr]
-        if lk is AbsTime and rk is RelTime:
-            return AbsTime(left.secs - int(right.secs), left.offset)  # type: ignore[union-attr]
-        if lk is RelTime and rk is RelTime:
-            return RelTime(left.secs - right.secs)  # type: ignore[union-attr]
+        if isinstance(left, AbsTime) and isinstance(right, AbsTime):
+            return RelTime(float(left.secs - right.secs))
+        if isinstance(left, AbsTime) and isinstance(right, RelTime):
+            return AbsTime(left.secs - int(right.secs), left.offset)
+        if isinstance(left, RelTime) and isinstance(right, RelTime):
+            return RelTime(left.secs - right.secs)
         return ERROR
+    scale = _number(right) if isinstance(left, RelTime) else None
     if op == "*":
-        if lk is RelTime and rk in (int, float):
-            return RelTime(left.secs * right)  # type: ignore[union-attr,operator]
-        if rk is RelTime and lk in (int, float):
-            return RelTime(right.secs * left)  # type: ignore[union-attr,operator]
+        if isinstance(left, RelTime) and scale is not None and type(right) is not bool:
+            return RelTime(left.secs * scale)
+        factor = _number(left)
+        if isinstance(right, RelTime) and factor is not None and type(left) is not bool:
+            return RelTime(right.secs * factor)
         return ERROR
-    if op == "/":
-        if lk is RelTime and rk in (int, float):
-            if right == 0:
-                return ERROR
-            return RelTime(left.secs / right)  # type: ignore[union-attr,operator]
-        return ERROR
+    if op == "/" and isinstance(left, RelTime) and scale is not None and type(right) is not bool:
+        if scale == 0:
+            return ERROR
+        return RelTime(left.secs / scale)
     return ERROR
 
 
@@ -156,18 +154,18 @@ def modulo(left: Value, right: Value) -> Value:
 # -- comparison ---------------------------------------------------------------------------
 
 
-def _compare(op: str, a: object, b: object) -> bool:
+def _compare(op: str, a: Any, b: Any) -> bool:
     if op == "<":
-        return a < b  # type: ignore[operator]
+        return bool(a < b)
     if op == "<=":
-        return a <= b  # type: ignore[operator]
+        return bool(a <= b)
     if op == ">":
-        return a > b  # type: ignore[operator]
+        return bool(a > b)
     if op == ">=":
-        return a >= b  # type: ignore[operator]
+        return bool(a >= b)
     if op == "==":
-        return a == b
-    return a != b
+        return bool(a == b)
+    return bool(a != b)
 
 
 def _fold_case(text: str) -> str:
@@ -184,9 +182,8 @@ def compare(op: str, left: Value, right: Value) -> Value:
         return ERROR
     if left is UNDEFINED or right is UNDEFINED:
         return UNDEFINED
-    lk, rk = type(left), type(right)
-    if lk is str and rk is str:
-        return _compare(op, _fold_case(left), _fold_case(right))  # type: ignore[arg-type]
+    if type(left) is str and type(right) is str:
+        return _compare(op, _fold_case(left), _fold_case(right))
     a = _number(left)
     b = _number(right)
     if a is not None and b is not None:
@@ -194,10 +191,10 @@ def compare(op: str, left: Value, right: Value) -> Value:
             # C converts the integer to double before comparing.
             return _compare(op, float(a), float(b))
         return _compare(op, a, b)
-    if lk is AbsTime and rk is AbsTime:
-        return _compare(op, left.secs, right.secs)  # type: ignore[union-attr]
-    if lk is RelTime and rk is RelTime:
-        return _compare(op, left.secs, right.secs)  # type: ignore[union-attr]
+    if isinstance(left, AbsTime) and isinstance(right, AbsTime):
+        return _compare(op, left.secs, right.secs)
+    if isinstance(left, RelTime) and isinstance(right, RelTime):
+        return _compare(op, left.secs, right.secs)
     return ERROR
 
 
@@ -216,10 +213,10 @@ def identical(left: Value, right: Value) -> Value:
         return left == right
     if lk is float:
         return left == right
-    if lk is AbsTime:
-        return left.secs == right.secs  # type: ignore[union-attr]
-    if lk is RelTime:
-        return left.secs == right.secs  # type: ignore[union-attr]
+    if isinstance(left, AbsTime) and isinstance(right, AbsTime):
+        return left.secs == right.secs
+    if isinstance(left, RelTime) and isinstance(right, RelTime):
+        return left.secs == right.secs
     return left == right
 
 
@@ -248,8 +245,8 @@ def bitwise(op: str, left: Value, right: Value) -> Value:
         return UNDEFINED
     if type(left) is not int or type(right) is not int:
         return ERROR
-    a: int = left  # type: ignore[assignment]
-    b: int = right  # type: ignore[assignment]
+    a = int(left)
+    b = int(right)
     if op == "&":
         return a & b
     if op == "|":
@@ -279,13 +276,13 @@ def unary(op: str, operand: Value) -> Value:
             return operand == 0
         return ERROR
     if op == "~":
-        return ~operand if kind is int else ERROR  # type: ignore[operator]
-    if kind is int:
-        return wrap_int(-operand) if op == "-" else operand  # type: ignore[operator]
-    if kind is float:
-        return -operand if op == "-" else operand  # type: ignore[operator]
-    if kind is RelTime:
-        return RelTime(-operand.secs) if op == "-" else operand  # type: ignore[union-attr]
+        return ~operand if type(operand) is int else ERROR
+    if type(operand) is int:
+        return wrap_int(-operand) if op == "-" else operand
+    if type(operand) is float:
+        return -operand if op == "-" else operand
+    if isinstance(operand, RelTime):
+        return RelTime(-operand.secs) if op == "-" else operand
     return ERROR
 
 

@@ -59,7 +59,12 @@ _BINARY_PRECEDENCE: Final = {
 # The AST keeps one spelling per operator: =?= and =!= are the same as is and isnt.
 _CANONICAL: Final = {"=?=": "is", "=!=": "isnt"}
 _UNARY: Final = frozenset({"+", "-", "!", "~"})
-_KEYWORD_LITERALS: Final = {"true": True, "false": False, "undefined": UNDEFINED, "error": ERROR}
+_KEYWORD_LITERALS: Final[dict[str, ast.LiteralValue]] = {
+    "true": True,
+    "false": False,
+    "undefined": UNDEFINED,
+    "error": ERROR,
+}
 
 # Nesting budget, spent as libclassad spends its own: about 500 unary operators or
 # about 165 levels of brackets.
@@ -210,7 +215,9 @@ class Parser:
         kind = token.kind
         if kind in (INT, REAL):
             self.advance()
-            return ast.Literal(token.value)  # type: ignore[arg-type]
+            number = token.value
+            assert isinstance(number, (int, float))
+            return ast.Literal(number)
         if kind == STRING:
             self.advance()
             return ast.Literal(str(token.value))

@@ -250,14 +250,18 @@ def ref(state: State, frame: Frame | None, key: str) -> Value:
 def target_ref(state: State, frame: Frame | None, key: str) -> Value:
     """``TARGET.name``: the hot path of two-ad evaluation, without the context-ad detour."""
     right = state.right
-    if right is not None and frame is state.left and frame is not None:
-        if "target" not in frame.ad._bindings:
-            binding = right.ad._bindings.get(key)
-            if binding is not None:
-                constant = binding.constant
-                if constant is not NOT_CONSTANT:
-                    return constant  # type: ignore[return-value]
-                return evaluate_binding(state, right, binding)
+    if (
+        right is not None
+        and frame is state.left
+        and frame is not None
+        and "target" not in frame.ad._bindings
+    ):
+        binding = right.ad._bindings.get(key)
+        if binding is not None:
+            constant = binding.constant
+            if constant is not NOT_CONSTANT:
+                return constant  # type: ignore[return-value]
+            return evaluate_binding(state, right, binding)
     return scoped_ref(state, frame, "target", key)
 
 
@@ -345,13 +349,13 @@ def subscript(state: State, base: Value, index: Value) -> Value:
     if type(base) is list:
         if type(index) is not int:
             return ERROR
-        if index < 0 or index >= len(base):  # type: ignore[operator]
+        if index < 0 or index >= len(base):
             return ERROR
-        return base[index]  # type: ignore[index]
+        return base[index]
     if isinstance(base, ClassAd):
         if type(index) is not str:
             return ERROR
-        return select(state, base, index.lower())  # type: ignore[union-attr]
+        return select(state, base, index.lower())
     return ERROR
 
 
