@@ -8,6 +8,10 @@ from epcore.classad.values import Value
 
 
 def _accepts(ad: ClassAd, other: ClassAd, context: EvalContext | None) -> bool:
+    # An ad without Requirements matches nothing: the match reads LEFT.Requirements,
+    # which never falls back to the other ad the way an unscoped name would.
+    if "Requirements" not in ad:
+        return False
     result: Value = ad.evaluate("Requirements", target=other, context=context)
     kind = type(result)
     if kind is bool:
@@ -24,6 +28,8 @@ def symmetric_match(a: ClassAd, b: ClassAd, *, context: EvalContext | None = Non
 
 def rank(a: ClassAd, b: ClassAd, *, context: EvalContext | None = None) -> float:
     """``a``'s Rank evaluated against ``b`` as a real; 0.0 when it is not a number."""
+    if "Rank" not in a:
+        return 0.0
     result: Value = a.evaluate("Rank", target=b, context=context)
     kind = type(result)
     if kind is bool or kind is int or kind is float:
