@@ -39,7 +39,7 @@ def test_rank_is_evaluated_with_the_other_ad_as_target() -> None:
     assert rank(MACHINE, parse_ad(_job("alice", 1))) == 10.0
     assert rank(MACHINE, parse_ad(_job("bob", 1))) == 0.0
     assert rank(parse_ad(_job("bob", 1)), MACHINE) == 8192.0
-    assert rank(parse_ad("[ Rank = \"high\" ]"), MACHINE) == 0.0
+    assert rank(parse_ad('[ Rank = "high" ]'), MACHINE) == 0.0
 
 
 def test_match_evaluation_does_not_change_the_ads() -> None:

@@ -1,0 +1,27 @@
+"""The ``ep`` command group, the entry point of the ``ep`` console script."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+from epcore import __version__
+from epcore.cli.eval_cmd import eval_command
+
+
+@click.group(name="ep", context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="ep", message="%(prog)s %(version)s")
+def ep() -> None:
+    """epcore: HTCondor's Execution Point as a Python framework.
+
+    Run "ep COMMAND --help" for the options of one command.
+    """
+
+
+ep.add_command(eval_command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run ``ep`` with ``argv`` (default: the process arguments) and exit with its status."""
+    ep.main(args=list(argv) if argv is not None else None, prog_name="ep")
