@@ -83,7 +83,7 @@ _SCANNER: Final = re.compile(
     | (?P<real>(?:[0-9]+\.[0-9]+|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
     | (?P<int>0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)
     | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-    | (?P<string>"[^"\\]*")
+    | (?P<string>"[^"\\\x00]*")
     | (?P<op>=\?=|=!=|>>>|<<|>>|<=|>=|==|!=|&&|\|\||\?:|[-+*/%<>!~&|^?:()\[\]{},;.=])
     """,
     re.VERBOSE | re.DOTALL,
@@ -244,6 +244,10 @@ class Lexer:
             if char == quote:
                 pos += 1
                 break
+            if char == "\x00":
+                # libclassad reads text as a C string: a NUL ends it inside the literal.
+                self.pos = pos
+                raise self.error(f"NUL character in {what}", pos)
             if char == "\\" and self.old_strings and quote == '"':
                 if pos + 1 < length and text[pos + 1] == '"':
                     out.append(0x22)
