@@ -135,6 +135,14 @@ class _Generator:
             return target
         raise TypeError(f"not a ClassAd AST node: {node!r}")
 
+    def local(self, value: str, fn: _Function) -> str:
+        """``value`` in a local variable, so that ``is`` tests never compare with a literal."""
+        if value.startswith("_t"):
+            return value
+        target = self.fresh()
+        fn.emit(f"{target} = {value}")
+        return target
+
     def call_helper(self, node: ast.Node, fn: _Function) -> str:
         helper = self.function(node)
         target = self.fresh()
@@ -199,7 +207,7 @@ class _Generator:
         deciding, other = ("False", "True") if node.op == "&&" else ("True", "False")
         combine = "and_right" if node.op == "&&" else "or_right"
         target = self.fresh()
-        left = self.expression(node.left, fn)
+        left = self.local(self.expression(node.left, fn), fn)
         fn.emit(f"if {left} is {deciding}:")
         fn.indent += 1
         fn.emit(f"{target} = {deciding}")
@@ -214,7 +222,7 @@ class _Generator:
         fn.indent -= 1
         fn.emit("else:")
         fn.indent += 1
-        right = self.expression(node.right, fn)
+        right = self.local(self.expression(node.right, fn), fn)
         fn.emit(
             f"{target} = {right} if {reading} is {other} and type({right}) is bool"
             f" else {combine}({reading}, {right})"
@@ -224,7 +232,7 @@ class _Generator:
 
     def ternary(self, node: ast.Ternary, fn: _Function) -> str:
         target = self.fresh()
-        condition = self.expression(node.cond, fn)
+        condition = self.local(self.expression(node.cond, fn), fn)
         reading = self.fresh()
         fn.emit(
             f"{reading} = {condition} if {condition} is True or {condition} is False"
@@ -246,7 +254,7 @@ class _Generator:
 
     def elvis(self, node: ast.Elvis, fn: _Function) -> str:
         target = self.fresh()
-        left = self.expression(node.left, fn)
+        left = self.local(self.expression(node.left, fn), fn)
         fn.emit(f"if {left} is UNDEFINED:")
         fn.indent += 1
         fn.emit(f"{target} = {self.expression(node.right, fn)}")

@@ -1,9 +1,9 @@
 """ClassAd parser: tokens to AST, with libclassad's grammar and operator precedence.
 
-Precedence, loosest first: ``?:`` (conditional and elvis, right-associative), ``||``,
-``&&``, ``|``, ``^``, ``&``, equality (``== != =?= =!= is isnt``), relational
-(``< <= > >=``), shifts, additive, multiplicative, unary, then selection,
-subscripts and calls.
+Precedence, loosest first: ``? :`` (conditional, right-associative), ``||``, ``&&``,
+``|``, ``^``, ``&``, equality (``== != =?= =!= is isnt``), relational (``< <= > >=``),
+shifts, additive, multiplicative, unary, then selection, subscripts, calls and the
+elvis operator ``?:``, which libclassad binds tightest of all.
 
 Nesting is bounded, as libclassad bounds it, so that hostile input yields a
 :class:`ClassAdSyntaxError` and never a ``RecursionError``.
@@ -121,7 +121,7 @@ class Parser:
         return node
 
     def expression(self) -> ast.Node:
-        """expression := binary [ '?' expression ':' expression | '?:' expression ]."""
+        """expression := binary [ '?' expression ':' expression ]."""
         condition = self.binary(2)
         if self.at_op("?"):
             self.advance()
@@ -131,12 +131,6 @@ class Parser:
             otherwise = self.expression()
             self.leave(1)
             return ast.Ternary(condition, then, otherwise)
-        if self.at_op("?:"):
-            self.advance()
-            self.enter(1)
-            fallback = self.expression()
-            self.leave(1)
-            return ast.Elvis(condition, fallback)
         return condition
 
     def _binary_operator(self) -> str | None:
@@ -188,8 +182,20 @@ class Parser:
         return self.postfix(self.primary())
 
     def postfix(self, node: ast.Node) -> ast.Node:
-        """Selections ``.name`` and subscripts ``[index]`` after a primary."""
+        """Selections ``.name``, subscripts ``[index]`` and elvis ``?: primary`` after a primary.
+
+        libclassad binds the elvis operator tighter than any other binary operator:
+        ``1 + undefined ?: 5`` is ``1 + (undefined ?: 5)``, and its right operand is a
+        primary, so ``undefined ?: !x`` does not parse.
+        """
         while True:
+            if self.at_op("?:"):
+                self.advance()
+                self.enter(1)
+                fallback = self.primary()
+                self.leave(1)
+                node = ast.Elvis(node, fallback)
+                continue
             if self.at_op("."):
                 self.advance()
                 name = self.token

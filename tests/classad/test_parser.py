@@ -144,3 +144,29 @@ def test_parse_cache_returns_equal_trees_for_equal_text() -> None:
     """Parsing the same text twice gives equal expressions."""
     assert parse_expr("a + 1") == parse_expr("a + 1")
     assert parse_expr("a + 1") != parse_expr("a + 2")
+
+
+ELVIS = [
+    ("1 ?: 0 || 0", True),
+    ("0 || 0 ?: 1", False),
+    ("1 + undefined ?: 5", 6),
+    ("2 * undefined ?: 3 * 2", 12),
+    ("-undefined ?: 3", -3),
+    ("!undefined ?: true", False),
+    ("undefined ?: 1 ? 2 : 3", 2),
+    ("false ?: true ? 5 : 6", 6),
+    ("undefined ?: {1,2}[1]", 2),
+]
+
+
+@pytest.mark.parametrize(("text", "value"), ELVIS)
+def test_elvis_binds_tighter_than_every_binary_operator(text: str, value: object) -> None:
+    """``a ?: b`` groups before unary and binary operators, as libclassad parses it."""
+    result = parse_expr(text).evaluate()
+    assert type(result) is type(value) and result == value
+
+
+def test_elvis_right_operand_is_a_primary() -> None:
+    """``undefined ?: !x`` does not parse: the fallback of ``?:`` is a primary expression."""
+    with pytest.raises(ClassAdSyntaxError):
+        parse_uncached("undefined ?: !false")
