@@ -182,20 +182,25 @@ class Parser:
         return self.postfix(self.primary())
 
     def postfix(self, node: ast.Node) -> ast.Node:
-        """Selections ``.name``, subscripts ``[index]`` and elvis ``?: primary`` after a primary.
+        """Selections, subscripts and the elvis operator after a primary.
 
-        libclassad binds the elvis operator tighter than any other binary operator:
-        ``1 + undefined ?: 5`` is ``1 + (undefined ?: 5)``, and its right operand is a
-        primary, so ``undefined ?: !x`` does not parse.
+        libclassad binds the elvis operator tighter than any other binary operator
+        (``1 + undefined ?: 5`` is ``1 + (undefined ?: 5)``), and its fallback is a
+        primary with its own selections and subscripts (``0 ?: a.b`` is ``0 ?: (a.b)``),
+        so ``undefined ?: !x`` does not parse.
         """
+        node = self.selections(node)
+        while self.at_op("?:"):
+            self.advance()
+            self.enter(1)
+            fallback = self.selections(self.primary())
+            self.leave(1)
+            node = ast.Elvis(node, fallback)
+        return node
+
+    def selections(self, node: ast.Node) -> ast.Node:
+        """Selections ``.name`` and subscripts ``[index]`` after a primary."""
         while True:
-            if self.at_op("?:"):
-                self.advance()
-                self.enter(1)
-                fallback = self.primary()
-                self.leave(1)
-                node = ast.Elvis(node, fallback)
-                continue
             if self.at_op("."):
                 self.advance()
                 name = self.token

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from epcore.classad import ClassAdSyntaxError, parse_expr
-from epcore.classad import ast
+from epcore.classad import ClassAdSyntaxError, ast, parse_expr
 from epcore.classad.parser import parse_uncached
 
 # (text, expected unparse) pairs; the expected text is what classad2 prints for the
@@ -170,3 +169,9 @@ def test_elvis_right_operand_is_a_primary() -> None:
     """``undefined ?: !x`` does not parse: the fallback of ``?:`` is a primary expression."""
     with pytest.raises(ClassAdSyntaxError):
         parse_uncached("undefined ?: !false")
+
+
+def test_elvis_fallback_takes_its_own_selections() -> None:
+    """``0 ?: a.b`` is ``0 ?: (a.b)``: selections after the fallback belong to it."""
+    node = parse_expr("0 ?: a.b").node
+    assert node == ast.Elvis(ast.Literal(0), ast.AttrRef("b", ast.AttrRef("a")))
