@@ -1,0 +1,241 @@
+"""Functions about evaluation itself: ``ifThenElse``, ``eval``, ``unparse``, ``unresolved``,
+``evalInEachContext``, ``countMatches`` and ``debug``.
+
+These receive their arguments unevaluated and decide what to evaluate and where.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from epcore.classad.ast import AdExpr, AttrRef, Literal, Node
+from epcore.classad.classad import ClassAd
+from epcore.classad.functions._pcre import PatternError, compile_pattern
+from epcore.classad.functions._pretty import pretty_in_ad_order
+from epcore.classad.functions._support import arity_ok, children, map_children
+from epcore.classad.functions._text import to_string
+from epcore.classad.functions.strings import ascii_lower, to_bytes
+from epcore.classad.values import ERROR, UNDEFINED, Value
+from epcore.errors import ClassAdSyntaxError
+
+if TYPE_CHECKING:
+    from epcore.classad.calls import FunctionCall, FunctionImpl
+
+_SCOPE_NAMES: Final = frozenset({"self", "parent", "root", "toplevel"})
+_MAX_SCOPE_DEPTH: Final = 64
+_MAX_REFERENCE_DEPTH: Final = 200
+
+
+def if_then_else(call: FunctionCall) -> Value:
+    """``ifThenElse(cond, a, b)``: evaluates only the chosen branch."""
+    if not arity_ok(call, 3):
+        return ERROR
+    condition = call.value(0)
+    if condition is UNDEFINED:
+        return UNDEFINED
+    if type(condition) not in (bool, int, float):
+        return ERROR
+    return call.value(1) if condition else call.value(2)
+
+
+def eval_string(call: FunctionCall) -> Value:
+    """``eval(text)``: parse a string (other values print first) and evaluate it here."""
+    if not arity_ok(call, 1):
+        return ERROR
+    text = to_string(call, call.value(0))
+    if type(text) is not str:
+        return ERROR
+    assert isinstance(text, str)
+    try:
+        node = call.parse(text)
+    except ClassAdSyntaxError:
+        return ERROR
+    return call.evaluate(node)
+
+
+def debug(call: FunctionCall) -> Value:
+    """``debug(expr)``: the value of expr (libclassad also logs it)."""
+    return call.value(0) if arity_ok(call, 1) else ERROR
+
+
+def _as_classad(value: Value) -> ClassAd | None:
+    return value if isinstance(value, ClassAd) else None
+
+
+def _current_ad(call: FunctionCall) -> ClassAd | None:
+    """The ad in which the call is being evaluated (libclassad's ``state.curAd``)."""
+    return _as_classad(call.evaluate(AttrRef("self")))
+
+
+def unparse_attribute(call: FunctionCall) -> Value:
+    """``unparse(attr)``: the text of the current ad's expression for ``attr``, or ""."""
+    if not arity_ok(call, 1) or type(call.args[0]) is not AttrRef:
+        return ERROR
+    ad = _current_ad(call)
+    # libclassad looks up the reference's own text, so a scoped reference finds nothing.
+    expr = ad.lookup(call.unparse(call.args[0])) if ad is not None else None
+    return "" if expr is None else pretty_in_ad_order(call, expr.node)
+
+
+class _Unresolvable(Exception):
+    """The reference analysis cannot finish (a cycle, or a scope that is not an ad)."""
+
+
+@attrs.define
+class _ExternalRefs:
+    """libclassad's ``_GetExternalReferences`` with full names, over the caller's scopes."""
+
+    call: FunctionCall
+    origin: ClassAd | None
+    found: dict[str, str] = attrs.field(factory=dict)
+    active: set[int] = attrs.field(factory=set)
+
+    def add(self, name: str) -> None:
+        self.found.setdefault(ascii_lower(name), name)
+
+    def lookup(self, start: ClassAd | None, name: str) -> Node | bool | None:
+        """The node bound to ``name`` from ``start`` outwards; True for a scope keyword."""
+        if ascii_lower(name) in _SCOPE_NAMES:
+            return True
+        ad = start
+        for _ in range(_MAX_SCOPE_DEPTH):
+            if ad is None:
+                return None
+            expr = ad.lookup(name)
+            if expr is not None:
+                return expr.node
+            ad = _as_classad(self.call.evaluate(AttrRef("parent"), scope=ad))
+        return None
+
+    def visit(self, node: Node) -> None:
+        if type(node) is AttrRef:
+            assert isinstance(node, AttrRef)
+            self.visit_reference(node)
+            return
+        # Nested ad literals open no scope here: their names resolve from the origin.
+        for child in children(node):
+            self.visit(child)
+
+    def visit_reference(self, node: AttrRef) -> None:
+        if node.scope is None:
+            start = self.origin
+            if node.absolute and start is not None:
+                start = _as_classad(self.call.evaluate(AttrRef("toplevel"), scope=start))
+        else:
+            scope = self.call.evaluate(node.scope)
+            if scope is UNDEFINED:
+                self.add(f"{self.call.unparse(node.scope)}.{node.name}")
+                return
+            start = _as_classad(scope)
+            if start is None:
+                raise _Unresolvable
+        found = self.lookup(start, node.name)
+        if found is None:
+            self.add(node.name)
+            return
+        if found is True:
+            return
+        assert not isinstance(found, bool)
+        # Bound expressions are shared AST nodes, so their identity marks a cycle; the depth
+        # bound stands in for libclassad's depth limit.
+        key = id(found)
+        if key in self.active or len(self.active) >= _MAX_REFERENCE_DEPTH:
+            raise _Unresolvable
+        self.active.add(key)
+        try:
+            self.visit(found)
+        finally:
+            self.active.discard(key)
+
+    def names(self) -> list[str]:
+        ordered = [self.found[key] for key in sorted(self.found, key=to_bytes)]
+        return [name[7:] if ascii_lower(name[:7]) == "target." else name for name in ordered]
+
+
+def unresolved(call: FunctionCall) -> Value:
+    """``unresolved(attr[, pattern])``: the names attr's expression needs from outside the ad.
+
+    With a pattern (matched caselessly), whether any such name matches it.
+    """
+    if not arity_ok(call, 1, 2) or type(call.args[0]) is not AttrRef:
+        return ERROR
+    target = call.resolve(call.args[0])
+    if target is None:
+        return UNDEFINED
+    pattern: re.Pattern[bytes] | None = None
+    if len(call.args) == 2:
+        text = call.value(1)
+        if type(text) is not str:
+            return ERROR
+        assert isinstance(text, str)
+        try:
+            pattern = compile_pattern(text, "i")
+        except PatternError:
+            return ERROR
+    refs = _ExternalRefs(call, _current_ad(call))
+    try:
+        if refs.origin is not None:
+            refs.visit(target)
+        names = refs.names()
+    except _Unresolvable:
+        names = []
+    if pattern is None:
+        return ",".join(names)
+    return any(found.group(0) for name in names for found in pattern.finditer(to_bytes(name)))
+
+
+def _blind(node: Node) -> Node:
+    """``node`` with every attribute reference outside nested ads read as UNDEFINED."""
+    if type(node) is AttrRef:
+        return Literal(UNDEFINED)
+    if type(node) is AdExpr:
+        return node
+    return map_children(node, _blind)
+
+
+def _each_context(count: bool) -> FunctionImpl:
+    def impl(call: FunctionCall) -> Value:
+        if not arity_ok(call, 2):
+            return ERROR
+        expr, ads = call.args
+        if type(expr) is AttrRef:
+            found = call.resolve(expr)
+            if found is not None:
+                expr = found
+            else:
+                # libclassad's failed lookup leaves its scope unusable for the list argument.
+                ads = _blind(ads)
+        items = call.evaluate(ads)
+        if items is UNDEFINED:
+            return 0 if count else UNDEFINED
+        if type(items) is not list:
+            return ERROR
+        assert isinstance(items, list)
+        results: list[Value] = []
+        for item in items:
+            ad = _as_classad(item)
+            if ad is not None:
+                results.append(call.evaluate(expr, scope=ad))
+            else:
+                results.append(UNDEFINED if item is UNDEFINED else ERROR)
+        if not count:
+            return results
+        return sum(1 for r in results if type(r) in (bool, int, float) and r)
+
+    return impl
+
+
+def functions() -> dict[str, FunctionImpl]:
+    """The functions of this module by lower-case name."""
+    return {
+        "ifthenelse": if_then_else,
+        "eval": eval_string,
+        "debug": debug,
+        "unparse": unparse_attribute,
+        "unresolved": unresolved,
+        "evalineachcontext": _each_context(count=False),
+        "countmatches": _each_context(count=True),
+    }

@@ -1,0 +1,75 @@
+"""Where epcore's functions differ from classad2 on purpose; each case asserts both sides.
+
+Every entry names the reason. They are all places where exact parity would need something
+the pure core does not have (a zone database, the passwd file, libclassad's lazily evaluated
+lists) or a regex feature Python's re lacks.
+"""
+
+from __future__ import annotations
+
+import classad2
+import pytest
+from fn_oracle import evaluate, fixed_context
+from oracle import World, canon_epcore, canon_oracle
+
+from epcore.classad import ERROR, UNDEFINED, ClassAd, EvalContext
+
+pytestmark = [pytest.mark.oracle, pytest.mark.usefixtures("compat")]
+
+
+def _oracle(text: str) -> object:
+    holder = classad2.ClassAd(f"[__e = {text}]")
+    return holder.lookup("__e").eval(classad2.ClassAd(), classad2.ClassAd())
+
+
+ZONE_NAMES = "the context knows the zone's offset but not its abbreviation: %Z prints the offset"
+LIST_VALUES = "list values hold evaluated items in epcore, unevaluated expressions in libclassad"
+REGEX = "Python's re has no \\K, \\G, \\X or \\p{...}: such patterns are errors (ERROR)"
+PASSWD = "the pure core reads no passwd file: without context.user_home every user is unknown"
+
+CASES: list[tuple[str, str, object, object]] = [
+    ('formatTime(1700000000, "%Z")', ZONE_NAMES, "-0500", "EST"),
+    ('formatTime(1690000000, "%Z")', ZONE_NAMES, "-0500", "EST"),
+    ("string({1 + 1})", LIST_VALUES, "{ 2 }", "{ 1 + 1 }"),
+    ('strcat({x, "a"})', LIST_VALUES, '{ undefined,"a" }', '{ x,"a" }'),
+    ('regexp("a\\\\Kb", "ab")', REGEX, ERROR, True),
+    ('regexp("\\\\G", "a")', REGEX, ERROR, True),
+    ('regexp("\\\\X", "a")', REGEX, ERROR, True),
+    ('regexp("\\\\p{L}", "a")', REGEX, ERROR, True),
+]
+
+
+@pytest.mark.parametrize(("text", "reason", "ours", "theirs"), CASES)
+def test_deliberate_difference(
+    text: str, reason: str, ours: object, theirs: object, world: World
+) -> None:
+    """epcore gives its documented value, classad2 its own, for the reason stated."""
+    got_ours = evaluate(text)
+    got_theirs = _oracle(text)
+    assert got_ours == ours, f"epcore on {text}: {got_ours!r} ({reason})"
+    assert got_theirs == theirs, f"classad2 on {text}: {got_theirs!r} ({reason})"
+
+
+def test_user_home_without_resolver() -> None:
+    """classad2 reads the passwd file; epcore without context.user_home knows no user."""
+    assert evaluate('userHome("root")', fixed_context()) is UNDEFINED
+    assert evaluate('userHome("root", "/fallback")', fixed_context()) == "/fallback"
+    assert _oracle('userHome("root")') == "/root", PASSWD
+
+
+def test_random_with_an_empty_range() -> None:
+    """libclassad's evaluation fails (classad2 raises); epcore returns ERROR instead."""
+    assert evaluate("random(0)") is ERROR
+    with pytest.raises(classad2.ClassAdException):
+        _oracle("random(0)")
+
+
+@pytest.mark.parametrize("text", ["splitTime(-9223372036854775807)"])
+def test_times_beyond_the_c_library(text: str, world: World) -> None:
+    """Past localtime()'s range libclassad reads uninitialised fields; epcore extends the
+    proleptic Gregorian calendar and takes the zone offset as 0."""
+    value = evaluate(text, EvalContext(now=0))
+    assert isinstance(value, ClassAd)
+    assert value.evaluate("Year") == -292277022657
+    assert value.evaluate("Offset") == 0
+    assert canon_epcore(text, world.scenes[0], world.context) != canon_oracle(text, world.scenes[0])
