@@ -144,16 +144,24 @@ class Parser:
     def binary(self, min_precedence: int) -> ast.Node:
         """Left-associative binary operators at or above ``min_precedence``."""
         left = self.unary()
-        while True:
-            op = self._binary_operator()
-            if op is None:
-                return left
-            precedence = _BINARY_PRECEDENCE[op]
-            if precedence < min_precedence:
-                return left
-            self.advance()
-            right = self.binary(precedence + 1)
-            left = ast.Binary(_CANONICAL.get(op, op), left, right)
+        chain = 0
+        try:
+            while True:
+                op = self._binary_operator()
+                if op is None:
+                    return left
+                precedence = _BINARY_PRECEDENCE[op]
+                if precedence < min_precedence:
+                    return left
+                self.advance()
+                # A chain a + b + c ... is a left-deep tree: each operator adds a level
+                # that every later walk of the tree (hashing, printing) recurses through.
+                self.enter(1)
+                chain += 1
+                right = self.binary(precedence + 1)
+                left = ast.Binary(_CANONICAL.get(op, op), left, right)
+        finally:
+            self.leave(chain)
 
     def unary(self) -> ast.Node:
         """unary := ('+' | '-' | '!' | '~') unary | postfix."""
@@ -200,25 +208,29 @@ class Parser:
 
     def selections(self, node: ast.Node) -> ast.Node:
         """Selections ``.name`` and subscripts ``[index]`` after a primary."""
-        while True:
-            if self.at_op("."):
-                self.advance()
-                name = self.token
-                if name.kind != NAME:
-                    raise self.error(
-                        f"expected an attribute name after '.' but found {describe(name)}"
-                    )
-                self.advance()
-                node = ast.AttrRef(str(name.value), node)
-            elif self.at_op("["):
-                self.advance()
-                self.enter(_BRACKET_COST)
-                index = self.expression()
-                self.leave(_BRACKET_COST)
-                self.expect("]")
-                node = ast.Subscript(node, index)
-            else:
-                return node
+        chain = 0
+        try:
+            while self.at_op(".") or self.at_op("["):
+                # Each selection nests the tree one level deeper, like a binary operator.
+                self.enter(1)
+                chain += 1
+                if self.advance().text == ".":
+                    name = self.token
+                    if name.kind != NAME:
+                        raise self.error(
+                            f"expected an attribute name after '.' but found {describe(name)}"
+                        )
+                    self.advance()
+                    node = ast.AttrRef(str(name.value), node)
+                else:
+                    self.enter(_BRACKET_COST)
+                    index = self.expression()
+                    self.leave(_BRACKET_COST)
+                    self.expect("]")
+                    node = ast.Subscript(node, index)
+            return node
+        finally:
+            self.leave(chain)
 
     def primary(self) -> ast.Node:
         """Literals, references, calls, parentheses, lists and nested ads."""

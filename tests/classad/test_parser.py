@@ -175,3 +175,15 @@ def test_elvis_fallback_takes_its_own_selections() -> None:
     """``0 ?: a.b`` is ``0 ?: (a.b)``: selections after the fallback belong to it."""
     node = parse_expr("0 ?: a.b").node
     assert node == ast.Elvis(ast.Literal(0), ast.AttrRef("b", ast.AttrRef("a")))
+
+
+def test_long_operator_chains_are_bounded() -> None:
+    """A 400-term sum parses and evaluates; a 1,000-term one is a syntax error.
+
+    A deliberate difference from libclassad, which accepts flat chains of any length:
+    each operator deepens the tree, and epcore walks trees recursively (hashing,
+    printing, compiling), so it bounds them as it bounds brackets.
+    """
+    assert parse_expr(" + ".join(["1"] * 400)).evaluate() == 400
+    with pytest.raises(ClassAdSyntaxError, match="nested too deeply"):
+        parse_uncached(" + ".join(["1"] * 1000))

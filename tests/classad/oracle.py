@@ -1,0 +1,614 @@
+"""Talking to the oracle (HTCondor's own classad2) and comparing its answers with epcore's.
+
+Both engines' results are brought to one canonical form, a tree of tuples that compares with
+``==`` exactly as the differential tests need:
+
+- ``("undefined",)``, ``("error",)``, ``("bool", b)``, ``("int", i)``, ``("string", s)``;
+- ``("real", float.hex(x))``: reals compare bit for bit (so ``-0.0`` differs from ``0.0``),
+  except that every NaN is ``("real", "nan")``;
+- ``("abstime", seconds, offset)`` and ``("reltime", float.hex(seconds))``;
+- ``("list", (item, ...))`` and ``("classad", ((lower-case name, value), ...))``, sorted by name;
+- ``("syntax-error",)`` when the text does not parse, ``("raised", "...")`` when an engine throws.
+
+classad2's ``ExprTree.eval`` loses two facts on the way to Python: a relative time comes back as a
+plain ``float`` and an absolute time as a ``datetime`` converted to UTC. The oracle recovers the
+first from ``ExprTree.simplify``, whose unparsed literal still says ``relTime(...)``, and the zone
+offset of the second from ``splitTime(expr).Offset``; the number itself always comes from
+``eval``, which is exact.
+List elements and ClassAd attributes are compared by evaluating ``(expr)[i]`` and
+``(expr)["name"]`` in each engine, so that both engines resolve them in the scope they really have.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime
+import math
+import os
+import pwd
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import classad2
+from hypothesis import reject
+
+from epcore.classad import (
+    ERROR,
+    UNDEFINED,
+    AbsTime,
+    ClassAd,
+    ClassAdSyntaxError,
+    EvalContext,
+    RelTime,
+    parse_ad,
+    parse_expr,
+)
+
+Canon = tuple[Any, ...]
+
+#: A POSIX TZ rule with daylight saving time: it needs no tz database and is the same everywhere.
+ORACLE_TZ = "EST5EDT,M3.2.0,M11.1.0"
+
+#: The clock epcore sees in the deterministic tests; classad2 cannot be given a clock, which is
+#: why clock-reading calls are kept out of those tests (see test_clock_functions).
+FIXED_NOW = 1_700_003_600
+
+#: How deep list elements and ClassAd attributes are compared, and how many of each.
+MAX_DEPTH = 3
+MAX_ITEMS = 16
+
+MACHINE_AD_TEXT = "\n".join(
+    [
+        'MyType = "Machine"',
+        'TargetType = "Job"',
+        'Name = "slot1@exec01.example.org"',
+        'Machine = "exec01.example.org"',
+        "SlotID = 1",
+        'SlotType = "Partitionable"',
+        "PartitionableSlot = true",
+        'State = "Unclaimed"',
+        'Activity = "Idle"',
+        "EnteredCurrentState = 1700000000",
+        "EnteredCurrentActivity = 1700000000",
+        "MyCurrentTime = 1700003600",
+        "DaemonStartTime = 1699990000",
+        "LastHeardFrom = 1700003590",
+        "UpdateSequenceNumber = 42",
+        "Cpus = 8",
+        "TotalCpus = 8.0",
+        "TotalSlotCpus = 8",
+        "DetectedCpus = 8",
+        "Memory = 32000",
+        "TotalMemory = 32000",
+        "TotalSlotMemory = 32000",
+        "DetectedMemory = 32000",
+        "Disk = 450000000",
+        "TotalDisk = 450000000",
+        "TotalSlotDisk = 450000000.0",
+        "VirtualMemory = 33554432",
+        "Swap = 0",
+        "KeyboardIdle = 1342",
+        "ConsoleIdle = 1342",
+        "LoadAvg = 0.12",
+        "CondorLoadAvg = 0.0",
+        "TotalLoadAvg = 0.31",
+        "TotalCondorLoadAvg = 0.0",
+        'OpSys = "LINUX"',
+        'OpSysAndVer = "AlmaLinux9"',
+        "OpSysMajorVer = 9",
+        'OpSysName = "AlmaLinux"',
+        'Arch = "X86_64"',
+        "Mips = 34567",
+        "KFlops = 2954320",
+        "HasFileTransfer = true",
+        "HasDocker = false",
+        "HasSingularity = true",
+        'FileSystemDomain = "example.org"',
+        'UidDomain = "example.org"',
+        'CondorVersion = "$CondorVersion: 23.9.6 2024-08-08 BuildID: 752706 PackageID: 23.9.6-1 $"',
+        'CondorPlatform = "$CondorPlatform: x86_64_AlmaLinux9 $"',
+        'StarterAbilityList = "HasFileTransfer,HasTDP,HasJobDeferral,HasVM"',
+        'MachineResources = "Cpus Memory Disk Swap GPUs"',
+        "ChildCpus = { 2, 1 }",
+        "ChildMemory = { 4096, 2048 }",
+        'ChildState = { "Claimed", "Claimed" }',
+        "NumDynamicSlots = 2",
+        "GPUs = 1",
+        "AvailableGPUs = { GPUs_GPU_c4a646d7 }",
+        (
+            'GPUs_GPU_c4a646d7 = [ Id = "GPU-c4a646d7"; DeviceName = "Tesla V100-PCIE-16GB"; '
+            "Capability = 7.0; GlobalMemoryMb = 16160; ECCEnabled = true; ClockMhz = 1380.0 ]"
+        ),
+        "CpuBusy = ((LoadAvg - CondorLoadAvg) >= 0.5)",
+        "CpuBusyTime = 0",
+        "KeyboardBusy = KeyboardIdle < 15 * 60",
+        "MachineBusy = (CpuBusy || KeyboardBusy)",
+        "Start = KeyboardIdle > 15 * 60 && (LoadAvg - CondorLoadAvg) <= 0.3",
+        "IsOwner = (START =?= false)",
+        (
+            "WithinResourceLimits = (MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus"
+            " && TARGET.RequestMemory <= MY.Memory && TARGET.RequestDisk <= MY.Disk)"
+        ),
+        "Requirements = START && (WithinResourceLimits)",
+        'Rank = ifThenElse(TARGET.Owner == "alice", 10, 0) + TARGET.JobPrio',
+        "CurrentRank = 0.0",
+        "MaxJobRetirementTime = 0",
+        "ConsumptionCpus = quantize(target.RequestCpus, { 1 })",
+        "ConsumptionMemory = quantize(target.RequestMemory, { 128 })",
+        "ConsumptionDisk = quantize(target.RequestDisk, { 1024 })",
+        "Unhibernate = MY.MachineLastMatchTime =!= undefined",
+        "SlotWeight = Cpus",
+    ]
+)
+
+JOB_AD_TEXT = "\n".join(
+    [
+        'MyType = "Job"',
+        'TargetType = "Machine"',
+        "ClusterId = 1234",
+        "ProcId = 0",
+        'GlobalJobId = "submit.example.org#1234.0#1699999000"',
+        'Owner = "alice"',
+        'User = "alice@example.org"',
+        'AccountingGroup = "physics.alice"',
+        "JobUniverse = 5",
+        "JobStatus = 1",
+        "JobPrio = 0",
+        "NiceUser = false",
+        'Cmd = "/home/alice/analysis/run.sh"',
+        'Arguments = "-n 10 --seed 42"',
+        'Iwd = "/home/alice/analysis"',
+        'Environment = "OMP_NUM_THREADS=1 HOME=/home/alice"',
+        'In = "/dev/null"',
+        'Out = "run.out"',
+        'Err = "run.err"',
+        'UserLog = "/home/alice/analysis/run.log"',
+        "RequestCpus = 1",
+        (
+            "RequestMemory = ifThenElse(MemoryUsage =!= undefined, MemoryUsage,"
+            " (ImageSize + 1023) / 1024)"
+        ),
+        "RequestDisk = DiskUsage",
+        "ImageSize = 2500",
+        "ImageSize_RAW = 2324",
+        "DiskUsage = 3000",
+        "DiskUsage_RAW = 2900",
+        "MemoryUsage = ((ResidentSetSize + 1023) / 1024)",
+        "QDate = 1699999000",
+        "EnteredCurrentStatus = 1699999000",
+        "CompletionDate = 0",
+        "NumJobStarts = 0",
+        "JobRunCount = 0",
+        "ExitBySignal = false",
+        "OnExitRemove = true",
+        "OnExitHold = false",
+        "PeriodicHold = false",
+        "PeriodicRemove = false",
+        "LeaveJobInQueue = false",
+        'WhenToTransferOutput = "ON_EXIT"',
+        'ShouldTransferFiles = "YES"',
+        'TransferInput = "data.csv,params.json"',
+        "TransferInputStats = [ CedarFilesCount = 2; CedarSizeBytes = 48213 ]",
+        "MaxHosts = 1",
+        "MinHosts = 1",
+        "JobLeaseDuration = 2400",
+        "RemoteWallClockTime = 0.0",
+        "CumulativeSlotTime = 0",
+        'LastRejMatchReason = "no match found"',
+        'AutoClusterAttrs = "JobUniverse,RequestCpus,RequestDisk,RequestMemory"',
+        'JobBatchName = "analysis"',
+        (
+            'Requirements = (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX")'
+            " && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory)"
+            " && (TARGET.Cpus >= RequestCpus) && (TARGET.HasFileTransfer)"
+        ),
+        "Rank = TARGET.Mips / 1000.0",
+    ]
+)
+
+
+def attribute_names(ad_text: str) -> list[str]:
+    """The attribute names of one of the old-syntax ads above, in order."""
+    return [line.split("=", 1)[0].strip() for line in ad_text.splitlines() if "=" in line]
+
+
+@contextmanager
+def fixed_timezone(tz: str = ORACLE_TZ) -> Iterator[None]:
+    """Run with the process time zone (and so classad2's local time) set to ``tz``."""
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = tz
+    time.tzset()
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = saved
+        time.tzset()
+
+
+def local_offset(epoch_secs: int) -> int:
+    """The process's zone offset at ``epoch_secs``, which fixed_timezone makes the oracle's too."""
+    return time.localtime(epoch_secs).tm_gmtoff
+
+
+def passwd_home(user: str) -> str | None:
+    """A user's home directory from the passwd database, as classad2's userHome() reads it."""
+    try:
+        return pwd.getpwnam(user).pw_dir
+    except (KeyError, ValueError):
+        return None
+
+
+def make_context(now: float | None = FIXED_NOW) -> EvalContext:
+    """The evaluation context epcore gets in the differential tests."""
+    return EvalContext(now=now, local_offset=local_offset, user_home=passwd_home)
+
+
+def parse_oracle_ad(text: str) -> classad2.ClassAd:
+    """Parse new (``[...]``) or old (one attribute a line) ClassAd text with classad2."""
+    kind = classad2.ParserType.New if text.lstrip().startswith("[") else classad2.ParserType.Old
+    return classad2.parseOne(text, kind)
+
+
+class Scene:
+    """One way of evaluating: which ads are MY and TARGET in each engine.
+
+    A plain class with a short repr: hypothesis prints fixtures in its failure reports, and the
+    ads themselves are already in the mismatch report.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        my: ClassAd | None,
+        target: ClassAd | None,
+        oracle_my: classad2.ClassAd | None,
+        oracle_target: classad2.ClassAd | None,
+        ad_texts: tuple[tuple[str, str], ...],
+    ) -> None:
+        self.name = name
+        self.my = my
+        self.target = target
+        self.oracle_my = oracle_my
+        self.oracle_target = oracle_target
+        self.ad_texts = ad_texts
+
+    def __repr__(self) -> str:
+        return f"Scene({self.name!r})"
+
+
+class World:
+    """The machine and job ads in both engines and the four scenes the differential tests use.
+
+    The scenes are: no ad; MY = machine; MY = machine with TARGET = job; MY = job with
+    TARGET = machine. classad2 gets an empty ad as TARGET when there is none, so that it
+    evaluates in a match context exactly as epcore does whenever MY is given.
+    """
+
+    def __init__(
+        self,
+        machine: ClassAd,
+        job: ClassAd,
+        oracle_machine: classad2.ClassAd,
+        oracle_job: classad2.ClassAd,
+        context: EvalContext,
+        scenes: tuple[Scene, ...],
+    ) -> None:
+        self.machine = machine
+        self.job = job
+        self.oracle_machine = oracle_machine
+        self.oracle_job = oracle_job
+        self.context = context
+        self.scenes = scenes
+
+    @classmethod
+    def build(cls) -> World:
+        """Parse the sample ads in both engines."""
+        machine, job = parse_ad(MACHINE_AD_TEXT), parse_ad(JOB_AD_TEXT)
+        oracle_machine = parse_oracle_ad(MACHINE_AD_TEXT)
+        oracle_job = parse_oracle_ad(JOB_AD_TEXT)
+        machine_text = ("machine ad", MACHINE_AD_TEXT)
+        job_text = ("job ad", JOB_AD_TEXT)
+        scenes = (
+            Scene("no ad", None, None, None, None, ()),
+            Scene(
+                "MY = machine", machine, None, oracle_machine, classad2.ClassAd(), (machine_text,)
+            ),
+            Scene(
+                "MY = machine, TARGET = job",
+                machine,
+                job,
+                oracle_machine,
+                oracle_job,
+                (machine_text, job_text),
+            ),
+            Scene(
+                "MY = job, TARGET = machine",
+                job,
+                machine,
+                oracle_job,
+                oracle_machine,
+                (job_text, machine_text),
+            ),
+        )
+        return cls(machine, job, oracle_machine, oracle_job, make_context(), scenes)
+
+    def __repr__(self) -> str:
+        return "World(machine ad, job ad)"
+
+
+def _real(value: float) -> Canon:
+    return ("real", "nan") if math.isnan(value) else ("real", value.hex())
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KEYWORDS = {"true", "false", "undefined", "error", "is", "isnt"}
+
+
+def _key_path(text: str, name: str) -> str:
+    # Selection, not a string subscript: classad2 evaluates ad["name"] without the ad's scope
+    # (a list element naming a sibling attribute comes out undefined), ad.name with it.
+    if _IDENTIFIER.fullmatch(name) and name.lower() not in _KEYWORDS:
+        return f"({text}).{name}"
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'({text})["{escaped}"]'
+
+
+# ----------------------------------------------------------------------------- epcore side
+
+
+def epcore_value(text: str, scene: Scene, context: EvalContext) -> object:
+    """Parse and evaluate ``text`` with epcore; a syntax error or an exception becomes a Canon."""
+    try:
+        expr = parse_expr(text)
+    except ClassAdSyntaxError:
+        return ("syntax-error",)
+    except Exception as exc:
+        return ("raised", f"parse_expr: {type(exc).__name__}: {exc}")
+    try:
+        return expr.evaluate(scene.my, scene.target, context=context)
+    except Exception as exc:
+        return ("raised", f"evaluate: {type(exc).__name__}: {exc}")
+
+
+def canon_epcore(text: str, scene: Scene, context: EvalContext, depth: int = 0) -> Canon:
+    """The canonical form of epcore's value of ``text`` in ``scene``."""
+    value = epcore_value(text, scene, context)
+    return _canon_epcore_value(value, text, scene, context, depth)
+
+
+def _canon_epcore_value(
+    value: object, text: str, scene: Scene, context: EvalContext, depth: int
+) -> Canon:
+    if type(value) is tuple:
+        return value
+    if value is UNDEFINED:
+        return ("undefined",)
+    if value is ERROR:
+        return ("error",)
+    kind = type(value)
+    if kind is bool:
+        return ("bool", value)
+    if kind is int:
+        return ("int", value)
+    if kind is float:
+        assert isinstance(value, float)
+        return _real(value)
+    if kind is str:
+        return ("string", value)
+    if kind is AbsTime:
+        assert isinstance(value, AbsTime)
+        return ("abstime", value.secs, value.offset)
+    if kind is RelTime:
+        assert isinstance(value, RelTime)
+        return ("reltime", float(value.secs).hex())
+    if kind is list:
+        assert isinstance(value, list)
+        if depth >= MAX_DEPTH:
+            return ("list", len(value), "...")
+        items = tuple(
+            _canon_epcore_value(item, f"({text})[{i}]", scene, context, depth + 1)
+            if type(item) is not ClassAd
+            else canon_epcore(f"({text})[{i}]", scene, context, depth + 1)
+            for i, item in enumerate(value[:MAX_ITEMS])
+        )
+        return ("list", items)
+    if isinstance(value, ClassAd):
+        names = sorted((name.lower(), name) for name in value)
+        if depth >= MAX_DEPTH:
+            return ("classad", tuple(lower for lower, _ in names), "...")
+        return (
+            "classad",
+            tuple(
+                (lower, canon_epcore(_key_path(text, name), scene, context, depth + 1))
+                for lower, name in names[:MAX_ITEMS]
+            ),
+        )
+    return ("raised", f"evaluate returned a {kind.__name__}: {value!r}")
+
+
+# ----------------------------------------------------------------------------- oracle side
+
+
+def _oracle_tree(text: str) -> tuple[classad2.ClassAd, Any] | None:
+    # The holder ad owns the tree; a bare classad2.ExprTree(text) would dangle.
+    try:
+        holder = classad2.ClassAd(f"[__e = {text}\n]")
+    except Exception:
+        return None
+    tree = holder.lookup("__e")
+    if tree is None:
+        return None
+    return holder, tree
+
+
+def oracle_parses(text: str) -> bool:
+    """Whether classad2 accepts ``text`` as one expression."""
+    return _oracle_tree(text) is not None
+
+
+def oracle_old_format_is_lossless(text: str) -> bool:
+    """Whether classad2 reads back its own old-syntax rendering of ad ``text`` unchanged.
+
+    Old syntax has no escapes but ``\\"``, so HTCondor itself cannot write some strings in it
+    (a newline, a trailing backslash); epcore is only held to a lossless old format where
+    HTCondor's is lossless.
+    """
+    ad = parse_oracle_ad(text)
+    try:
+        back = classad2.parseOne(ad.printOld(), classad2.ParserType.Old)
+    except Exception:
+        return False
+    if {k.lower() for k in back} != {k.lower() for k in ad}:
+        return False
+    return all(str(back.lookup(name)) == str(ad.lookup(name)) for name in ad)
+
+
+def canon_oracle(text: str, scene: Scene, depth: int = 0) -> Canon:
+    """The canonical form of classad2's value of ``text`` in ``scene``."""
+    parsed = _oracle_tree(text)
+    if parsed is None:
+        return ("syntax-error",)
+    _holder, tree = parsed
+    try:
+        value = tree.eval(scene.oracle_my, scene.oracle_target)
+    except classad2.ClassAdException:
+        # Evaluate() itself failed (e.g. an absolute reference with no scope); the language
+        # has no such outcome, and ERROR is its nearest value.
+        return ("error",)
+    except UnicodeDecodeError as exc:
+        # The C++ string is not UTF-8 (a byte-oriented function cut a character in two).
+        raw = exc.object if isinstance(exc.object, bytes) else bytes(exc.object)
+        return ("string", raw.decode("utf-8", "surrogateescape"))
+    if value is classad2.Value.Undefined:
+        return ("undefined",)
+    if value is classad2.Value.Error:
+        return ("error",)
+    kind = type(value)
+    if kind is bool:
+        return ("bool", value)
+    if kind is int:
+        return ("int", value)
+    if kind is str:
+        return ("string", value)
+    if kind is float:
+        literal = str(tree.simplify(scene.oracle_my, scene.oracle_target)).strip()
+        if literal.startswith("relTime("):
+            return ("reltime", value.hex())
+        return _real(value)
+    if kind is datetime.datetime:
+        # splitTime() reports the zone offset to the second; the unparsed literal only to the
+        # minute, and eval() drops it.
+        offset = _oracle_tree(f"splitTime(({text})).Offset")
+        assert offset is not None
+        zone = offset[1].eval(scene.oracle_my, scene.oracle_target)
+        return ("abstime", _epoch_seconds(value), zone if type(zone) is int else repr(zone))
+    if kind is list:
+        if depth >= MAX_DEPTH:
+            return ("list", len(value), "...")
+        return (
+            "list",
+            tuple(
+                canon_oracle(f"({text})[{i}]", scene, depth + 1)
+                for i in range(min(len(value), MAX_ITEMS))
+            ),
+        )
+    if kind is classad2.ClassAd:
+        names = sorted((name.lower(), name) for name in value)
+        if depth >= MAX_DEPTH:
+            return ("classad", tuple(lower for lower, _ in names), "...")
+        return (
+            "classad",
+            tuple(
+                (lower, canon_oracle(_key_path(text, name), scene, depth + 1))
+                for lower, name in names[:MAX_ITEMS]
+            ),
+        )
+    return ("raised", f"classad2 returned a {kind.__name__}: {value!r}")
+
+
+def _epoch_seconds(moment: datetime.datetime) -> int | float:
+    whole = calendar.timegm(moment.utctimetuple())
+    return whole + moment.microsecond / 1e6 if moment.microsecond else whole
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+def render(canon: Canon) -> str:
+    """A readable form of a canonical value for failure messages."""
+    tag = canon[0]
+    if tag in ("undefined", "error", "syntax-error"):
+        return tag
+    if tag == "real":
+        return "real NaN" if canon[1] == "nan" else f"real {float.fromhex(canon[1])!r}"
+    if tag == "reltime":
+        return f"relTime {float.fromhex(canon[1])!r}"
+    if tag == "abstime":
+        return f"absTime {canon[1]!r} offset {canon[2]!r}"
+    if tag == "list" and len(canon) == 2:
+        return "{" + ", ".join(render(item) for item in canon[1]) + "}"
+    if tag == "classad" and len(canon) == 2:
+        return "[" + "; ".join(f"{name} = {render(item)}" for name, item in canon[1]) + "]"
+    return f"{tag} {canon[1:]!r}" if len(canon) > 2 else f"{tag} {canon[1]!r}"
+
+
+def mismatch_report(text: str, scene: Scene, ours: Canon, theirs: Canon) -> str:
+    """Everything needed to act on a difference: the expression, the ads and both results."""
+    lines = [
+        "epcore and classad2 disagree",
+        f"  expression: {text}",
+        f"  scene:      {scene.name}",
+        f"  epcore:     {render(ours)}",
+        f"  classad2:   {render(theirs)}",
+    ]
+    for label, ad_text in scene.ad_texts:
+        lines.append(f"  {label}:")
+        lines.extend(f"      {line}" for line in ad_text.splitlines())
+    return "\n".join(lines)
+
+
+class OracleUnstable(Exception):
+    """classad2 gave two different answers for the same expression (undefined behaviour in C)."""
+
+
+def stable_canon_oracle(text: str, scene: Scene) -> Canon:
+    """canon_oracle, evaluated twice; raises OracleUnstable when the two answers differ.
+
+    formatTime() of an absolute time past the year 9999, for one, prints uninitialised memory.
+    """
+    first, second = canon_oracle(text, scene), canon_oracle(text, scene)
+    if first != second:
+        raise OracleUnstable(f"{text}: {render(first)} then {render(second)}")
+    return first
+
+
+def compare_everywhere(
+    text: str, world: World, scenes: tuple[Scene, ...] | None = None
+) -> list[str]:
+    """Evaluate ``text`` in every scene in both engines; one report per scene that differs."""
+    reports = []
+    for scene in scenes if scenes is not None else world.scenes:
+        theirs = stable_canon_oracle(text, scene)
+        ours = canon_epcore(text, scene, world.context)
+        if ours != theirs:
+            reports.append(mismatch_report(text, scene, ours, theirs))
+    return reports
+
+
+def assert_same_everywhere(text: str, world: World) -> None:
+    """Fail with a full report unless epcore and classad2 agree on ``text`` in every scene.
+
+    An expression on which classad2 contradicts itself has no reference answer and is skipped
+    (hypothesis counts it as invalid and draws another).
+    """
+    try:
+        reports = compare_everywhere(text, world)
+    except OracleUnstable:
+        reject()
+    assert not reports, "\n\n".join(reports)
