@@ -117,9 +117,14 @@ def to_node(value: object) -> ast.Node:
         return ast.AdExpr(tuple((b.name, b.node) for b in value._bindings.values()))
     if value is None:
         return ast.Literal(UNDEFINED)
-    if isinstance(value, str) and "\x00" in value:
-        # libclassad strings are C strings; a NUL would silently cut the value short.
-        raise ValueError(f"ClassAd strings cannot contain NUL characters: {value!r}")
+    if isinstance(value, str):
+        if "\x00" in value:
+            # libclassad strings are C strings; a NUL would silently cut the value short.
+            raise ValueError(f"ClassAd strings cannot contain NUL characters: {value!r}")
+        try:
+            value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"ClassAd strings must be encodable bytes: {value!r}") from error
     if isinstance(value, (_Undefined, _Error, bool, float, str, AbsTime, RelTime)):
         return ast.Literal(value)
     if isinstance(value, int):

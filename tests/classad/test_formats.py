@@ -125,13 +125,15 @@ def test_classad_stores_python_values_and_expressions() -> None:
         ad["huge"] = 1 << 70
     with pytest.raises(ValueError, match="NUL"):
         ad["nul"] = "a\x00b"
+    with pytest.raises(ValueError, match="encodable"):
+        ad["surrogate"] = "\ud800"
 
 
 finite_reals = st.floats(allow_nan=False)
 scalars = st.one_of(
     st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
     finite_reals,
-    st.text(alphabet=st.characters(blacklist_characters="\x00")),
+    st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"])),
     st.booleans(),
     st.sampled_from([UNDEFINED, ERROR]),
 )
