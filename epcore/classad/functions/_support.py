@@ -1,7 +1,8 @@
-"""Helpers shared by the built-in functions: arity, value conversions, value text.
+"""Helpers shared by the built-in functions: arity, conversions, time text, tree walking.
 
-The conversions are libclassad's ``convertValueTo*Value`` and its value printers; the C
-casts they rely on live in :mod:`._cnum` and are re-exported here for the functions.
+The conversions are libclassad's ``convertValueToIntegerValue``/``RealValue`` and its
+``absTimeToString``/``relTimeToString``; the C casts they rely on live in :mod:`._cnum`
+and are re-exported here. Value unparsing is in :mod:`._text`.
 """
 
 from __future__ import annotations
