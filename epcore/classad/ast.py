@@ -20,7 +20,16 @@ def _literal_key(value: LiteralValue) -> tuple[type, object]:
         return (float, "nan")
     if type(value) is float:
         return (float, value.hex())
+    if type(value) is RelTime:
+        return (RelTime, _literal_key(value.secs))
     return (type(value), value)
+
+
+def literal_value(value: LiteralValue) -> LiteralValue:
+    """What a literal evaluates to: a relTime literal is a real, as in libclassad 25.x."""
+    if type(value) is RelTime:
+        return value.secs
+    return value
 
 
 @attrs.frozen(slots=True, eq=False)

@@ -39,7 +39,7 @@ class Binding:
         self.node = node
         self._code: Code | None = None
         if constant is NOT_CONSTANT and type(node) is ast.Literal:
-            constant = node.value
+            constant = ast.literal_value(node.value)
         self.constant = constant
 
     def compiled(self) -> Code:

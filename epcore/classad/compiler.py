@@ -292,7 +292,7 @@ def _fold(node: ast.Node) -> Value | _NotFolded:
     """The value of a sub-tree made only of scalar literals and strict operators."""
     kind = type(node)
     if kind is ast.Literal:
-        return node.value  # type: ignore[union-attr]
+        return ast.literal_value(node.value)  # type: ignore[union-attr]
     if kind is ast.Paren:
         return _fold(node.inner)  # type: ignore[union-attr]
     if kind is ast.Unary:

@@ -28,7 +28,7 @@ from epcore.classad.lexer import (
     Token,
     integer_value,
 )
-from epcore.classad.values import ERROR, UNDEFINED
+from epcore.classad.values import ERROR, UNDEFINED, RelTime
 from epcore.errors import ClassAdSyntaxError
 
 _BINARY_PRECEDENCE: Final = {
@@ -251,7 +251,7 @@ class Parser:
             self.advance()
             name = str(token.value)
             if self.at_op("(") and not token.text.startswith("'"):
-                return self.call(name)
+                return self.call(name, token)
             return ast.AttrRef(name)
         if kind == OP:
             text = token.text
@@ -277,8 +277,13 @@ class Parser:
                 return self.ad_literal()
         raise self.error(f"unexpected {describe(token)}")
 
-    def call(self, name: str) -> ast.Node:
-        """name '(' [expression {',' expression}] ')'."""
+    def call(self, name: str, token: Token) -> ast.Node:
+        """name '(' [expression {',' expression}] ')'.
+
+        ``absTime("...")`` and ``relTime("...")`` with one string literal become time
+        literals here, as libclassad makes them, and text that is not a time is a syntax
+        error. (libclassad 25.x reads a relTime literal as a real number of seconds.)
+        """
         self.expect("(")
         self.enter(_BRACKET_COST)
         args: list[ast.Node] = []
@@ -289,7 +294,26 @@ class Parser:
                 args.append(self.expression())
         self.leave(_BRACKET_COST)
         self.expect(")")
+        lowered = name.lower()
+        if lowered in ("abstime", "reltime") and len(args) == 1:
+            text = args[0].value if type(args[0]) is ast.Literal else None
+            if type(text) is str:
+                return self._time_literal(lowered, text, token)
         return ast.Call(name, tuple(args))
+
+    def _time_literal(self, function: str, text: str, token: Token) -> ast.Literal:
+        from epcore.classad.calls import EvalContext
+        from epcore.classad.functions.timetext import parse_abs_time, parse_rel_time
+
+        if function == "abstime":
+            moment = parse_abs_time(text, EvalContext().local_offset)
+            if moment is None:
+                raise self.error(f"{text!r} is not an absolute time", token)
+            return ast.Literal(moment)
+        seconds = parse_rel_time(text)
+        if seconds is None:
+            raise self.error(f"{text!r} is not a relative time", token)
+        return ast.Literal(RelTime(seconds))
 
     def list_literal(self) -> ast.Node:
         """'{' [expression {',' expression}] '}'."""

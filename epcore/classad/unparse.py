@@ -73,36 +73,6 @@ def format_real(value: float) -> str:
     return text
 
 
-def format_abstime(value: AbsTime) -> str:
-    """``absTime("YYYY-MM-DDTHH:MM:SS+hh:mm")`` in the time's own zone."""
-    import datetime as _dt
-
-    zone = _dt.timezone(_dt.timedelta(seconds=value.offset))
-    moment = _dt.datetime.fromtimestamp(value.secs, zone)
-    sign = "-" if value.offset < 0 else "+"
-    hours, minutes = divmod(abs(value.offset) // 60, 60)
-    return f'absTime("{moment:%Y-%m-%dT%H:%M:%S}{sign}{hours:02d}:{minutes:02d}")'
-
-
-def format_reltime(value: RelTime) -> str:
-    """``relTime("[-]D+HH:MM:SS[.fff]")`` as libclassad writes durations."""
-    secs = value.secs
-    sign = "-" if secs < 0 else ""
-    secs = abs(secs)
-    whole = int(secs)
-    fraction = secs - whole
-    days, rest = divmod(whole, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    text = sign
-    if days:
-        text += f"{days}+"
-    text += f"{hours:02d}:{minutes:02d}:{seconds:02d}"
-    if fraction:
-        text += f"{fraction:.3f}"[1:]
-    return f'relTime("{text}")'
-
-
 def format_literal(value: object) -> str:
     """The text of a literal value."""
     if value is UNDEFINED:
@@ -118,10 +88,13 @@ def format_literal(value: object) -> str:
         return format_real(value)  # type: ignore[arg-type]
     if kind is str:
         return quote_string(value)  # type: ignore[arg-type]
-    if kind is AbsTime:
-        return format_abstime(value)  # type: ignore[arg-type]
-    if kind is RelTime:
-        return format_reltime(value)  # type: ignore[arg-type]
+    if isinstance(value, (AbsTime, RelTime)):
+        # The time text is libclassad's, which the functions package also needs.
+        from epcore.classad.functions._support import format_abs_time, format_rel_time
+
+        if isinstance(value, AbsTime):
+            return 'absTime("' + format_abs_time(value) + '")'
+        return 'relTime("' + format_rel_time(value.secs) + '")'
     raise TypeError(f"not a literal value: {value!r}")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from oracle import ORACLE_TZ, World, fixed_timezone
+from oracle import ORACLE_TZ, OracleProcess, World, fixed_timezone
 
 
 @pytest.fixture(scope="session")
@@ -13,7 +13,13 @@ def world() -> Iterator[World]:
     """The realistic machine and job ads parsed by epcore and classad2, evaluated in ORACLE_TZ.
 
     The zone is set for the whole session so that classad2's local-time functions and epcore's
-    ``local_offset`` agree; epcore reads it through ``oracle.local_offset``.
+    ``local_offset`` agree; epcore reads it through ``oracle.local_offset``. Generated
+    expressions reach classad2 in a child process (see oracle.OracleProcess).
     """
     with fixed_timezone(ORACLE_TZ):
-        yield World.build()
+        built = World.build()
+        built.process = OracleProcess()
+        try:
+            yield built
+        finally:
+            built.process.close()

@@ -331,14 +331,14 @@ CLOCK_WITHOUT_ARGUMENTS = {
 }  # fmt: skip
 
 
-def _call(name: Text, args: Text) -> Text:
+def _call(name: Text, args: st.SearchStrategy[list[str]]) -> Text:
     return st.tuples(name, args).map(lambda t: f"{t[0]}({', '.join(t[1])})")
 
 
 def _well_typed_calls(any_arg: Text) -> Text:
     table = _signatures(any_arg)
     calls = [
-        _call(_spellings(name), st.tuples(*spec).map(list))
+        _call(_spellings(name), st.tuples(*spec).map(lambda args: list(args)))
         for name, specs in table.items()
         for spec in specs
     ]

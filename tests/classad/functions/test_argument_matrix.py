@@ -24,6 +24,8 @@ FIXED = ['"s"', "1", '{1, "x"}']
 UNREPEATABLE = {"random", "time", "currenttime", "daytime", "timezoneoffset"}
 #: Functions that read the clock only when called without arguments.
 CLOCK_WITHOUT_ARGUMENTS = {"abstime", "formattime"}
+#: classad2 crashes (SIGSEGV) evaluating these with no ad at all, so they run with MY set.
+NEEDS_AN_AD = {"countmatches", "evalineachcontext"}
 
 
 def _argument_lists(name: str) -> list[tuple[str, ...]]:
@@ -45,7 +47,7 @@ def _argument_lists(name: str) -> list[tuple[str, ...]]:
 @pytest.mark.parametrize("name", sorted(set(builtin_functions()) - UNREPEATABLE))
 def test_every_argument_kind(name: str, world: World) -> None:
     """The function gives classad2's value for every combination of argument kinds tried."""
-    scene = world.scenes[0]
+    scene = world.scenes[1] if name in NEEDS_AN_AD else world.scenes[0]
     reports: list[str] = []
     for args in _argument_lists(name):
         text = f"{name}({', '.join(args)})"
