@@ -18,7 +18,7 @@ from typing import Any, Final
 from epcore.classad import ast
 from epcore.classad.classad import ClassAd, Expr
 from epcore.classad.parser import iter_new_ads, parse_ad_node, parse_node
-from epcore.classad.unparse import attribute_name, unparse
+from epcore.classad.unparse import attribute_name, format_literal, unparse
 from epcore.classad.values import UNDEFINED
 from epcore.errors import ClassAdError, ClassAdSyntaxError
 
@@ -99,35 +99,30 @@ def _old_lines(text: str, source: str | None, *, separators: bool = False) -> It
 # -- old syntax output ----------------------------------------------------------------------
 
 
-def _old_string(text: str) -> str:
-    return '"' + text.replace('"', '\\"') + '"'
+def _old_literal(value: object) -> str:
+    """A literal as HTCondor's old syntax writes it.
 
-
-def _old_real(value: float) -> str:
-    if not math.isfinite(value) or value == 0.0:
-        return unparse(ast.Literal(value))
-    text = f"{value:.15G}"
-    if float(text) != value:
-        text = f"{value:.17G}"
-    return text
-
-
-def _old_unparse(node: ast.Node) -> str:
-    # Old syntax differs from new syntax only in how string and real literals look;
-    # rewrite those literals, leave the rest to the new-syntax unparser.
-    if type(node) is ast.Literal:
-        value = node.value
-        if type(value) is str:
-            return _old_string(value)
-        if type(value) is float:
-            return _old_real(value)
-    return unparse(node)
+    Strings are written raw with only ``"`` escaped (old syntax reads backslashes
+    literally), and reals as ``%.15G`` (17 digits when that is not exact) with a ``.0``
+    kept on integral values so that they stay reals.
+    """
+    if type(value) is str:
+        return '"' + value.replace('"', '\\"') + '"'
+    if type(value) is float and math.isfinite(value) and value != 0.0:
+        text = f"{value:.15G}"
+        if float(text) != value:
+            text = f"{value:.17G}"
+        if "." not in text and "E" not in text:
+            text += ".0"
+        return text
+    return format_literal(value)
 
 
 def format_old(ad: ClassAd) -> str:
     """The ad in old syntax: one ``Name = Expr`` line per attribute, newline-terminated."""
     return "".join(
-        f"{attribute_name(b.name)} = {_old_unparse(b.node)}\n" for b in ad._bindings.values()
+        f"{attribute_name(b.name)} = {unparse(b.node, _old_literal)}\n"
+        for b in ad._bindings.values()
     )
 
 

@@ -266,17 +266,15 @@ def target_ref(state: State, frame: Frame | None, key: str) -> Value:
 
 
 def absolute_ref(state: State, frame: Frame | None, key: str) -> Value:
-    """``.name``: a name looked up from the root scope."""
+    """``.name``: a name looked up from the root scope.
+
+    Without any ad there is no root scope, and libclassad fails the evaluation: ERROR.
+    """
     root = state.root
     if root is None and state.left is not None:
         root = state.layout()
     if root is None:
-        if frame is None:
-            return UNDEFINED
-        top = frame
-        while top.parent is not None:
-            top = top.parent
-        root = top
+        return ERROR
     return _resolve(state, root, key)
 
 
@@ -296,7 +294,9 @@ def select(state: State, base: Value, key: str) -> Value:
             return evaluate_binding(state, holder, binding)
         return found  # type: ignore[return-value]
     if type(base) is list:
-        return [select(state, item, key) if isinstance(item, ClassAd) else ERROR for item in base]
+        # libclassad applies the selection to each element: an undefined element selects
+        # to UNDEFINED, a nested list to a nested list, anything else but an ad to ERROR.
+        return [select(state, item, key) for item in base]
     return ERROR
 
 

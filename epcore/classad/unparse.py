@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Final
 
 from epcore.classad import ast
@@ -98,68 +99,71 @@ def format_literal(value: object) -> str:
     raise TypeError(f"not a literal value: {value!r}")
 
 
-def unparse(node: ast.Node) -> str:
-    """The new-syntax text of ``node`` on one line."""
+LiteralFormatter = Callable[[object], str]
+
+
+def unparse(node: ast.Node, literal: LiteralFormatter = format_literal) -> str:
+    """The text of ``node`` on one line; ``literal`` writes the literals (new syntax by default)."""
     parts: list[str] = []
-    _emit(node, parts)
+    _emit(node, parts, literal)
     return "".join(parts)
 
 
 def unparse_attributes(entries: tuple[tuple[str, ast.Node], ...]) -> str:
     """``[ a = 1; b = 2 ]`` for a sequence of (name, node) pairs."""
     parts: list[str] = []
-    _emit(ast.AdExpr(entries), parts)
+    _emit(ast.AdExpr(entries), parts, format_literal)
     return "".join(parts)
 
 
-def _emit(node: ast.Node, out: list[str]) -> None:
+def _emit(node: ast.Node, out: list[str], literal: LiteralFormatter) -> None:
     # An explicit stack would be faster to write for deep trees, but the parser bounds
     # nesting well below Python's recursion limit, so plain recursion is safe here.
     kind = type(node)
     if kind is ast.Literal:
-        out.append(format_literal(node.value))  # type: ignore[union-attr]
+        out.append(literal(node.value))  # type: ignore[union-attr]
     elif kind is ast.AttrRef:
         ref: ast.AttrRef = node  # type: ignore[assignment]
         if ref.scope is not None:
-            _emit(ref.scope, out)
+            _emit(ref.scope, out, literal)
             out.append(".")
         elif ref.absolute:
             out.append(".")
         out.append(attribute_name(ref.name))
     elif kind is ast.Binary:
         binary: ast.Binary = node  # type: ignore[assignment]
-        _emit(binary.left, out)
+        _emit(binary.left, out, literal)
         out.append(f" {binary.op} ")
-        _emit(binary.right, out)
+        _emit(binary.right, out, literal)
     elif kind is ast.Unary:
         unary: ast.Unary = node  # type: ignore[assignment]
         operand: list[str] = []
-        _emit(unary.operand, operand)
+        _emit(unary.operand, operand, literal)
         text = "".join(operand)
         # "-5" would read back as the literal -5, not as minus applied to 5.
         gap = " " if unary.op == "-" and text[:1] in "0123456789." and text else ""
         out.append(" " + unary.op + gap + text)
     elif kind is ast.Paren:
         out.append("(")
-        _emit(node.inner, out)  # type: ignore[union-attr]
+        _emit(node.inner, out, literal)  # type: ignore[union-attr]
         out.append(")")
     elif kind is ast.Ternary:
         ternary: ast.Ternary = node  # type: ignore[assignment]
-        _emit(ternary.cond, out)
+        _emit(ternary.cond, out, literal)
         out.append(" ? ")
-        _emit(ternary.then, out)
+        _emit(ternary.then, out, literal)
         out.append(" : ")
-        _emit(ternary.otherwise, out)
+        _emit(ternary.otherwise, out, literal)
     elif kind is ast.Elvis:
         elvis: ast.Elvis = node  # type: ignore[assignment]
-        _emit(elvis.left, out)
+        _emit(elvis.left, out, literal)
         out.append(" ?: ")
-        _emit(elvis.right, out)
+        _emit(elvis.right, out, literal)
     elif kind is ast.Subscript:
         subscript: ast.Subscript = node  # type: ignore[assignment]
-        _emit(subscript.base, out)
+        _emit(subscript.base, out, literal)
         out.append("[")
-        _emit(subscript.index, out)
+        _emit(subscript.index, out, literal)
         out.append("]")
     elif kind is ast.Call:
         call: ast.Call = node  # type: ignore[assignment]
@@ -167,7 +171,7 @@ def _emit(node: ast.Node, out: list[str]) -> None:
         for position, arg in enumerate(call.args):
             if position:
                 out.append(",")
-            _emit(arg, out)
+            _emit(arg, out, literal)
         out.append(")")
     elif kind is ast.ListExpr:
         items = node.items  # type: ignore[union-attr]
@@ -175,7 +179,7 @@ def _emit(node: ast.Node, out: list[str]) -> None:
         for position, item in enumerate(items):
             if position:
                 out.append(",")
-            _emit(item, out)
+            _emit(item, out, literal)
         out.append(" }")
     elif kind is ast.AdExpr:
         entries = node.attrs  # type: ignore[union-attr]
@@ -184,7 +188,7 @@ def _emit(node: ast.Node, out: list[str]) -> None:
             if position:
                 out.append("; ")
             out.append(attribute_name(name) + " = ")
-            _emit(value, out)
+            _emit(value, out, literal)
         out.append(" ]")
     else:
         raise TypeError(f"not a ClassAd AST node: {node!r}")
