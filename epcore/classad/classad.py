@@ -14,9 +14,17 @@ from typing import Any, Final
 
 from epcore.classad import ast
 from epcore.classad.calls import EvalContext, FunctionTable
-from epcore.classad.runtime import NOT_CONSTANT, Code, Frame, State, evaluate_binding, ref
+from epcore.classad.runtime import (
+    NOT_CONSTANT,
+    Code,
+    EvaluationFailure,
+    Frame,
+    State,
+    evaluate_binding,
+    ref,
+)
 from epcore.classad.unparse import unparse, unparse_attributes
-from epcore.classad.values import UNDEFINED, AbsTime, RelTime, Value, _Error, _Undefined
+from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value, _Error, _Undefined
 
 _DEFAULT_CONTEXT: Final = EvalContext()
 
@@ -72,7 +80,10 @@ class Expr:
         from epcore.classad.compiler import compile_node
 
         state, frame = _start(my, target, context, functions)
-        return compile_node(self.node)(state, frame)
+        try:
+            return compile_node(self.node)(state, frame)
+        except EvaluationFailure:
+            return ERROR
 
     def __str__(self) -> str:
         return unparse(self.node)
@@ -230,9 +241,12 @@ class ClassAd(MutableMapping[str, Expr]):
         assert frame is not None
         key = name.lower()
         binding = self._bindings.get(key)
-        if binding is not None:
-            return evaluate_binding(state, frame, binding)
-        return ref(state, frame, key)
+        try:
+            if binding is not None:
+                return evaluate_binding(state, frame, binding)
+            return ref(state, frame, key)
+        except EvaluationFailure:
+            return ERROR
 
     def copy(self) -> ClassAd:
         """A shallow copy (expressions are immutable, so this is a full copy)."""

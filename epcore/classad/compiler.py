@@ -125,9 +125,14 @@ class _Generator:
         if kind is ast.Call:
             return self.call(node, fn)  # type: ignore[arg-type]
         if kind is ast.ListExpr:
-            items = [self.expression(item, fn) for item in node.items]  # type: ignore[union-attr]
             target = self.fresh()
-            fn.emit(f"{target} = [{', '.join(items)}]")
+            items = node.items  # type: ignore[union-attr]
+            if all(_fold(item) is not _NOT_FOLDED for item in items):
+                constants = [self.expression(item, fn) for item in items]
+                fn.emit(f"{target} = [{', '.join(constants)}]")
+            else:
+                codes = tuple(compile_node(item) for item in items)
+                fn.emit(f"{target} = make_list(S, F, {self.constant(codes)})")
             return target
         if kind is ast.AdExpr:
             target = self.fresh()

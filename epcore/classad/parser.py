@@ -195,13 +195,14 @@ class Parser:
         libclassad binds the elvis operator tighter than any other binary operator
         (``1 + undefined ?: 5`` is ``1 + (undefined ?: 5)``), and its fallback is a
         primary with its own selections and subscripts (``0 ?: a.b`` is ``0 ?: (a.b)``),
-        so ``undefined ?: !x`` does not parse.
+        optionally negated: ``0 ?: -x`` parses, ``undefined ?: !x`` and ``0 ?: +1`` do not.
         """
         node = self.selections(node)
         while self.at_op("?:"):
             self.advance()
             self.enter(1)
-            fallback = self.selections(self.primary())
+            # The fallback may carry a minus sign, but no other prefix operator.
+            fallback = self.unary() if self.at_op("-") else self.selections(self.primary())
             self.leave(1)
             node = ast.Elvis(node, fallback)
         return node
@@ -341,6 +342,12 @@ class Parser:
     def attribute_list(self, closing: str | None) -> tuple[tuple[str, ast.Node], ...]:
         """Assignments separated by one or more ';' up to ``closing`` (or END)."""
         entries: list[tuple[str, ast.Node]] = []
+        # libclassad lets separators lead ("[ ;; a = 1 ]") but not stand alone ("[ ; ]").
+        leading = self.token
+        while self.at_op(";"):
+            self.advance()
+        if leading is not self.token and self._at_close(closing):
+            raise self.error(f"expected an attribute name but found {describe(self.token)}")
         while not self._at_close(closing):
             if entries:
                 if not self.at_op(";"):

@@ -39,7 +39,7 @@ Code = Callable[["State", "Frame | None"], Value]
 # Python's default recursion limit.
 MAX_DEPTH: Final = 200
 
-_SPECIAL_NAMES: Final = frozenset({"toplevel", "root", "self", "parent", "currenttime"})
+_SPECIAL_NAMES: Final = frozenset({"toplevel", "root", "self", "my", "parent", "currenttime"})
 # Every name defined by the match layout's root and context ads.
 _MATCH_NAMES: Final = frozenset(
     {
@@ -58,6 +58,15 @@ _MATCH_NAMES: Final = frozenset(
         "rightmatchesleft",
     }
 )
+
+
+class EvaluationFailure(Exception):
+    """libclassad's failed evaluation (as opposed to an ERROR value).
+
+    A failure abandons the whole evaluation, whatever operator or function is around it;
+    the entry points turn it into ERROR. It happens for ``.name`` with no ad at all and
+    when references nest beyond the depth bound.
+    """
 
 
 class Frame:
@@ -143,7 +152,7 @@ def evaluate_binding(state: State, frame: Frame, binding: Binding) -> Value:
     if key in active:
         return UNDEFINED
     if state.depth >= MAX_DEPTH:
-        return ERROR
+        raise EvaluationFailure("attribute references nest too deeply")
     active.add(key)
     state.depth += 1
     try:
@@ -211,7 +220,7 @@ def _lookup(state: State, start: Frame, key: str) -> tuple[Binding, Frame] | Val
             if root is None and state.left is not None:
                 root = state.layout()
             return root.ad if root is not None else ERROR
-        if key == "self":
+        if key == "self" or key == "my":
             return current.ad
         if key == "parent":
             return superscope.ad if superscope is not None else None
@@ -268,13 +277,13 @@ def target_ref(state: State, frame: Frame | None, key: str) -> Value:
 def absolute_ref(state: State, frame: Frame | None, key: str) -> Value:
     """``.name``: a name looked up from the root scope.
 
-    Without any ad there is no root scope, and libclassad fails the evaluation: ERROR.
+    Without any ad there is no root scope, and libclassad fails the whole evaluation.
     """
     root = state.root
     if root is None and state.left is not None:
         root = state.layout()
     if root is None:
-        return ERROR
+        raise EvaluationFailure(f"absolute reference .{key} with no ad to start from")
     return _resolve(state, root, key)
 
 
@@ -357,6 +366,22 @@ def subscript(state: State, base: Value, index: Value) -> Value:
             return ERROR
         return select(state, base, index.lower())
     return ERROR
+
+
+def make_list(state: State, frame: Frame | None, codes: tuple[Code, ...]) -> list[Value]:
+    """The value of a list literal.
+
+    libclassad evaluates list elements only when something reads them, so an element
+    whose evaluation fails (``{.x}`` with no ad) does not fail the list itself; epcore,
+    which evaluates elements at once, keeps such an element as ERROR.
+    """
+    items: list[Value] = []
+    for code in codes:
+        try:
+            items.append(code(state, frame))
+        except EvaluationFailure:
+            items.append(ERROR)
+    return items
 
 
 def make_ad(state: State, frame: Frame | None, node: ast.AdExpr) -> ClassAd:
@@ -512,6 +537,7 @@ RUNTIME_NAMES: Final[Mapping[str, Any]] = {
     "select": select,
     "subscript": subscript,
     "make_ad": make_ad,
+    "make_list": make_list,
     "call_function": call_function,
 }
 """What generated code may call, besides the operators."""

@@ -539,12 +539,31 @@ def stable_canon_oracle(text: str, scene: Scene) -> Canon:
     return first
 
 
+def has_absolute_reference(text: str) -> bool:
+    """Whether ``text`` may hold an absolute reference ``.name`` (strings can give false hits)."""
+    for index, char in enumerate(text):
+        if char != ".":
+            continue
+        after = text[index + 1 :].lstrip()
+        before = text[:index].rstrip()
+        starts_name = after[:1].isalpha() or after[:1] in ("_", "'")
+        follows_operand = bool(before) and (before[-1].isalnum() or before[-1] in "_)]}'\"")
+        if starts_name and not follows_operand:
+            return True
+    return False
+
+
 def compare_everywhere(
     text: str, world: World, scenes: tuple[Scene, ...] | None = None
 ) -> list[str]:
     """Evaluate ``text`` in every scene in both engines; one report per scene that differs."""
     reports = []
     for scene in scenes if scenes is not None else world.scenes:
+        if scene.oracle_my is None and has_absolute_reference(text):
+            # With no ad at all, libclassad fails any evaluation that reaches ".name", and
+            # what classad2 then shows depends on where its Python layer re-evaluates list
+            # elements; epcore answers ERROR (pinned in test_evaluation.py).
+            continue
         theirs = world.oracle(text, scene)
         ours = canon_epcore(text, scene, world.context)
         if ours != theirs:

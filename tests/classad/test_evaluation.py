@@ -225,3 +225,11 @@ def test_operator_table_agrees_with_classad2(text: str, expected: Value) -> None
         assert math.isnan(value)
     else:
         assert type(value) is type(expected) and value == expected
+
+
+def test_absolute_reference_without_any_ad_fails_the_evaluation() -> None:
+    """``.name`` with no ad fails the whole evaluation (ERROR), even under =?= or isError."""
+    for text in (".x", "0 =?= .x", "isError(.x)", "[a = 1; b = .a].b"):
+        assert parse_expr(text).evaluate() is ERROR, text
+    assert parse_expr("size({.x})").evaluate() == 1
+    assert parse_expr(".x").evaluate(parse_ad("[ x = 5 ]")) is UNDEFINED

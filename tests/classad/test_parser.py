@@ -95,7 +95,7 @@ def test_equality_operators_share_one_level_left_to_right() -> None:
 
 BAD = [
     ("1 2", 1, 3),
-    ("[;]", 1, 2),
+    ("[;]", 1, 3),
     ("f(1,)", 1, 5),
     ("a.(b)", 1, 3),
     ("08", 1, 1),
