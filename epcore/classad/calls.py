@@ -30,6 +30,23 @@ def _system_local_offset(epoch_secs: int) -> int:
     return time.localtime(epoch_secs).tm_gmtoff
 
 
+def _system_zone_name(offset: int) -> str:
+    """The process's local zone abbreviation for ``offset`` (seconds east of UTC).
+
+    The standard and daylight names of the local zone answer their own offsets; any
+    other offset is written as ``+hhmm`` (``UTC`` for zero), as no name is known for it.
+    """
+    if offset == -time.timezone:
+        return time.tzname[0]
+    if time.daylight and offset == -time.altzone:
+        return time.tzname[1]
+    if offset == 0:
+        return "UTC"
+    sign = "+" if offset > 0 else "-"
+    offset = abs(offset)
+    return f"{sign}{offset // 3600:02d}{offset // 60 % 60:02d}"
+
+
 @attrs.frozen
 class EvalContext:
     """What an evaluation may know about the world besides the ads themselves.
@@ -37,10 +54,13 @@ class EvalContext:
     ``now`` is the wall-clock time that ``time()``, ``currentTime()`` and the
     ``CurrentTime`` attribute report; ``None`` means "ask the system clock when a
     function needs it". Simulations pass a fixed ``now`` so results are reproducible.
+    ``local_offset`` and ``zone_name`` describe the local time zone (formatTime's
+    ``%z`` and ``%Z``); the defaults ask the process's own zone.
     """
 
     now: float | None = None
     local_offset: Callable[[int], int] = _system_local_offset
+    zone_name: Callable[[int], str] = _system_zone_name
     rng: random.Random | None = None
     user_home: Callable[[str], str | None] | None = None
     user_map: Callable[[str, str], Sequence[str] | None] | None = None

@@ -233,3 +233,10 @@ def test_absolute_reference_without_any_ad_fails_the_evaluation() -> None:
         assert parse_expr(text).evaluate() is ERROR, text
     assert parse_expr("size({.x})").evaluate() == 1
     assert parse_expr(".x").evaluate(parse_ad("[ x = 5 ]")) is UNDEFINED
+
+
+def test_zone_names_come_from_the_context() -> None:
+    """formatTime's %Z prints the context's name for the local zone's offset."""
+    context = EvalContext(local_offset=lambda _secs: 3600, zone_name=lambda offset: f"Z{offset}")
+    text = parse_expr('formatTime(1700000000, "%Z")').evaluate(context=context)
+    assert text == "Z3600"

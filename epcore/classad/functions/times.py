@@ -50,13 +50,8 @@ def _offset(call: FunctionCall, secs: int) -> int:
         return 0
 
 
-def _zone_name(offset: int) -> str:
-    # The context knows the local offset but not the zone's abbreviation.
-    if offset == 0:
-        return "UTC"
-    sign = "+" if offset > 0 else "-"
-    offset = abs(offset)
-    return f"{sign}{offset // 3600:02d}{offset // 60 % 60:02d}"
+def _zone_name(call: FunctionCall, offset: int) -> str:
+    return call.context.zone_name(offset)
 
 
 def epoch_time(call: FunctionCall) -> Value:
@@ -216,7 +211,7 @@ def format_time(call: FunctionCall) -> Value:
             weekday=local.weekday,
             yearday=local.yearday,
             gmtoff=offset,
-            zone=_zone_name(offset),
+            zone=_zone_name(call, offset),
             mktime=lambda: now,
         )
         return strftime(_DEFAULT_FORMAT, tm)
@@ -245,7 +240,7 @@ def format_time(call: FunctionCall) -> Value:
         second=second,
         weekday=weekday,
         yearday=yearday,
-        zone=_zone_name(zone_offset),
+        zone=_zone_name(call, zone_offset),
         mktime=lambda: fields_secs - _standard_offset(call, fields_secs),
     )
     if len(call.args) == 1:
