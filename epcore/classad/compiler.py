@@ -25,7 +25,7 @@ from epcore.classad.values import ERROR, UNDEFINED, Value
 
 _MAX_NESTING: Final = 30
 _COMPARISONS: Final = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
-_RECURSION_HEADROOM: Final = 20000
+_RECURSION_HEADROOM: Final = 5000
 
 
 class _Function:

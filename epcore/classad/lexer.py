@@ -77,14 +77,19 @@ class Token:
         return f"Token({self.kind}, {self.text!r}, {self.value!r}, offset={self.offset})"
 
 
+# One match per token: optional blanks and comments, then the token itself. Text the
+# scanner does not match (strings with escapes, malformed numbers, junk) goes the slow way.
 _SCANNER: Final = re.compile(
     r"""
-      (?P<space>(?:[ \t\r\n\f\v]+|/\*.*?\*/|//[^\n]*(?:\n|\Z))+)
-    | (?P<real>(?:[0-9]+\.[0-9]+|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
+    (?:[ \t\r\n\f\v]+|/\*.*?\*/|//[^\n]*(?:\n|\Z))*
+    (?:
+      (?P<real>(?:[0-9]+\.[0-9]+|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
     | (?P<int>0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)
     | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
     | (?P<string>"[^"\\\x00]*")
     | (?P<op>=\?=|=!=|>>>|<<|>>|<=|>=|==|!=|&&|\|\||\?:|[-+*/%<>!~&|^?:()\[\]{},;.=])
+    | (?P<end>\Z)
+    )?
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -132,41 +137,42 @@ class Lexer:
     def next_token(self) -> Token:
         """Scan and return the next token."""
         text = self.text
-        pos = self.pos
-        match = _SCANNER.match(text, pos)
-        if match is not None and match.lastgroup == "space":
-            pos = self.pos = match.end()
-            match = _SCANNER.match(text, pos)
-        if pos >= len(text):
-            return Token(END, "", None, pos, pos, self)
-        if match is None:
-            return self._irregular(pos)
+        match = _SCANNER.match(text, self.pos)
+        assert match is not None  # every part of the pattern is optional
         group = match.lastgroup
+        if group is None:
+            # Blanks (maybe none) and then something the fast path leaves alone.
+            pos = self.pos = match.end()
+            return self._irregular(pos)
+        pos = match.start(group)
         end = match.end()
-        word = match.group()
+        if group == "op":
+            self.pos = end
+            word = match.group(group)
+            if word == "/" and text.startswith("/*", pos):
+                raise self.error("unterminated /* comment", pos)
+            return Token(OP, word, None, pos, end, self)
         if group == "name":
             self.pos = end
+            word = match.group(group)
             lowered = word.lower()
             if lowered in KEYWORDS:
                 return Token(KEYWORD, lowered, None, pos, end, self)
             return Token(NAME, word, word, pos, end, self)
-        if group == "op":
-            if word == "/" and text.startswith("/*", pos):
-                raise self.error("unterminated /* comment")
+        if group == "end":
             self.pos = end
-            return Token(OP, word, None, pos, end, self)
-        if group == "int" or group == "real":
-            if end < len(text) and (text[end] in _IDENT_CHARS or text[end] == "."):
-                self.pos = end
-                raise self.error(f"malformed number {text[pos : end + 1]!r}", pos)
-            self.pos = end
-            if group == "real":
-                return Token(REAL, word, float(word), pos, end, self)
-            return Token(INT, word, integer_value(word), pos, end, self)
+            return Token(END, "", None, pos, pos, self)
+        word = match.group(group)
         if group == "string":
             self.pos = end
             return Token(STRING, word, word[1:-1], pos, end, self)
-        return self._irregular(pos)
+        if end < len(text) and (text[end] in _IDENT_CHARS or text[end] == "."):
+            self.pos = end
+            raise self.error(f"malformed number {text[pos : end + 1]!r}", pos)
+        self.pos = end
+        if group == "real":
+            return Token(REAL, word, float(word), pos, end, self)
+        return Token(INT, word, integer_value(word), pos, end, self)
 
     def _irregular(self, start: int) -> Token:
         """Tokens the fast scanner leaves alone: strings with escapes, bad numbers, junk."""

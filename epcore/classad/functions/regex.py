@@ -119,15 +119,24 @@ def _options(values: list[Value], required: int) -> str | _Outcome:
     return ""
 
 
+def _arguments(call: FunctionCall, fixed: int) -> tuple[list[Value], str] | _Outcome:
+    """The evaluated arguments and the option string of a call taking ``fixed`` arguments
+    and an optional options argument, or the value to return at once."""
+    if not arity_ok(call, fixed, fixed + 1):
+        return _Outcome(ERROR)
+    values = call.values()
+    options = _options(values, fixed)
+    if isinstance(options, _Outcome):
+        return options
+    return values, options
+
+
 def match_pattern(call: FunctionCall) -> Value:
     """``regexp(pattern, target[, options])``."""
-    if not arity_ok(call, 2, 3):
-        return ERROR
-    values = call.values()
-    options = _options(values, 2)
-    if isinstance(options, _Outcome):
-        return options.value
-    assert isinstance(options, str)
+    prepared = _arguments(call, 2)
+    if isinstance(prepared, _Outcome):
+        return prepared.value
+    values, options = prepared
     pattern, target = values[0], values[1]
     if type(pattern) is not str or type(target) is not str:
         return ERROR
@@ -141,13 +150,10 @@ def match_pattern(call: FunctionCall) -> Value:
 
 def match_pattern_member(call: FunctionCall) -> Value:
     """``regexpMember(pattern, list[, options])``: does any string in the list match."""
-    if not arity_ok(call, 2, 3):
-        return ERROR
-    values = call.values()
-    options = _options(values, 2)
-    if isinstance(options, _Outcome):
-        return options.value
-    assert isinstance(options, str)
+    prepared = _arguments(call, 2)
+    if isinstance(prepared, _Outcome):
+        return prepared.value
+    values, options = prepared
     pattern, targets = values[0], values[1]
     if type(pattern) is not str or type(targets) is not list:
         return ERROR
@@ -172,13 +178,10 @@ def match_pattern_member(call: FunctionCall) -> Value:
 
 def _substituter(implied: str) -> FunctionImpl:
     def impl(call: FunctionCall) -> Value:
-        if not arity_ok(call, 3, 4):
-            return ERROR
-        values = call.values()
-        options = _options(values, 3)
-        if isinstance(options, _Outcome):
-            return options.value
-        assert isinstance(options, str)
+        prepared = _arguments(call, 3)
+        if isinstance(prepared, _Outcome):
+            return prepared.value
+        values, options = prepared
         options += implied
         pattern, target, template = values[0], values[1], values[2]
         if not all(type(v) is str for v in (pattern, target, template)):
