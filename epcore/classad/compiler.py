@@ -15,7 +15,6 @@ same expression share one function.
 from __future__ import annotations
 
 import math
-import sys
 from functools import lru_cache
 from typing import Any, Final
 
@@ -25,7 +24,6 @@ from epcore.classad.values import ERROR, UNDEFINED, Value
 
 _MAX_NESTING: Final = 30
 _COMPARISONS: Final = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
-_RECURSION_HEADROOM: Final = 5000
 
 
 class _Function:
@@ -319,10 +317,6 @@ def _fold(node: ast.Node) -> Value | _NotFolded:
 @lru_cache(maxsize=16384)
 def compile_node(node: ast.Node) -> Code:
     """A Python function ``code(state, frame) -> value`` that evaluates ``node``."""
-    # Code generation recurses once per tree level; the parser allows trees a few hundred
-    # levels deep, which can exceed Python's default limit of 1000 frames.
-    if sys.getrecursionlimit() < _RECURSION_HEADROOM:
-        sys.setrecursionlimit(_RECURSION_HEADROOM)
     generator = _Generator()
     entry = generator.function(node)
     namespace = generator.namespace
