@@ -358,9 +358,11 @@ def subscript(state: State, base: Value, index: Value) -> Value:
     if type(base) is list:
         if type(index) is not int:
             return ERROR
-        if index < 0 or index >= len(base):
+        # libclassad reads the index into a C int: only its low 32 bits count.
+        position = ((index + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+        if position < 0 or position >= len(base):
             return ERROR
-        return base[index]
+        return base[position]
     if isinstance(base, ClassAd):
         if type(index) is not str:
             return ERROR
