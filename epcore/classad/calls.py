@@ -99,6 +99,13 @@ class FunctionCall(Protocol):
         With ``scope`` the caller's TARGET (if any) stays the TARGET.
         """
 
+    def source_of(self, value: Value) -> Node | None:
+        """The list literal a list value came from in this evaluation, or None.
+
+        libclassad's list values are unevaluated expression lists; functions that print a
+        list (string, strcat, unparse...) print these expressions when they are known.
+        """
+
     def parse(self, text: str) -> Node:
         """Parse expression text; raises ClassAdSyntaxError when it does not parse."""
 

@@ -125,12 +125,15 @@ class _Generator:
         if kind is ast.ListExpr:
             target = self.fresh()
             items = node.items  # type: ignore[union-attr]
-            if all(_fold(item) is not _NOT_FOLDED for item in items):
+            if all(type(item) is ast.Literal for item in items):
                 constants = [self.expression(item, fn) for item in items]
                 fn.emit(f"{target} = [{', '.join(constants)}]")
             else:
+                # Kept with its literal, so that printing the value can show the expressions.
                 codes = tuple(compile_node(item) for item in items)
-                fn.emit(f"{target} = make_list(S, F, {self.constant(codes)})")
+                fn.emit(
+                    f"{target} = make_list(S, F, {self.constant(node)}, {self.constant(codes)})"
+                )
             return target
         if kind is ast.AdExpr:
             target = self.fresh()

@@ -195,17 +195,30 @@ class Parser:
         libclassad binds the elvis operator tighter than any other binary operator
         (``1 + undefined ?: 5`` is ``1 + (undefined ?: 5)``), and its fallback is a
         primary with its own selections and subscripts (``0 ?: a.b`` is ``0 ?: (a.b)``),
-        optionally negated: ``0 ?: -x`` parses, ``undefined ?: !x`` and ``0 ?: +1`` do not.
+        so ``undefined ?: !x`` and ``0 ?: -x`` do not parse; a negative number (``0 ?: -1``)
+        does, since its minus sign belongs to the literal.
         """
         node = self.selections(node)
         while self.at_op("?:"):
             self.advance()
             self.enter(1)
-            # The fallback may carry a minus sign, but no other prefix operator.
-            fallback = self.unary() if self.at_op("-") else self.selections(self.primary())
+            fallback = self.selections(self._elvis_fallback())
             self.leave(1)
             node = ast.Elvis(node, fallback)
         return node
+
+    def _elvis_fallback(self) -> ast.Node:
+        minus = self.token
+        if minus.kind == OP and minus.text == "-":
+            self.advance()
+            number = self.token
+            if number.kind in (INT, REAL) and number.offset == minus.end:
+                self.advance()
+                if number.kind == INT:
+                    return ast.Literal(integer_value("-" + number.text))
+                return ast.Literal(-float(number.text))
+            raise self.error("unexpected '-'", minus)
+        return self.primary()
 
     def selections(self, node: ast.Node) -> ast.Node:
         """Selections ``.name`` and subscripts ``[index]`` after a primary."""

@@ -88,7 +88,16 @@ class State:
     climbs past MY or TARGET, which most evaluations never do.
     """
 
-    __slots__ = ("active", "context", "depth", "functions", "left", "right", "root")
+    __slots__ = (
+        "active",
+        "context",
+        "depth",
+        "functions",
+        "left",
+        "list_sources",
+        "right",
+        "root",
+    )
 
     def __init__(
         self,
@@ -104,6 +113,9 @@ class State:
         self.right = right
         self.active: set[int] = set()
         self.depth = 0
+        # List values built from list literals, by id, with the literal they came from:
+        # libclassad prints such a list as its unevaluated expressions.
+        self.list_sources: dict[int, tuple[list[Value], ast.ListExpr]] | None = None
 
     def layout(self) -> Frame:
         """Build the match's root and context frames (once) and return the root."""
@@ -370,7 +382,9 @@ def subscript(state: State, base: Value, index: Value) -> Value:
     return ERROR
 
 
-def make_list(state: State, frame: Frame | None, codes: tuple[Code, ...]) -> list[Value]:
+def make_list(
+    state: State, frame: Frame | None, node: ast.ListExpr, codes: tuple[Code, ...]
+) -> list[Value]:
     """The value of a list literal.
 
     libclassad evaluates list elements only when something reads them, so an element
@@ -383,6 +397,10 @@ def make_list(state: State, frame: Frame | None, codes: tuple[Code, ...]) -> lis
             items.append(code(state, frame))
         except EvaluationFailure:
             items.append(ERROR)
+    sources = state.list_sources
+    if sources is None:
+        sources = state.list_sources = {}
+    sources[id(items)] = (items, node)
     return items
 
 
@@ -451,6 +469,16 @@ class Invocation:
         if frame.alternate is None and state.right is not None and frame is not state.right:
             frame = Frame(scope, frame.parent, state.right)
         return code(state, frame)
+
+    def source_of(self, value: Value) -> ast.Node | None:
+        """The list literal a list value was built from in this evaluation, if any."""
+        sources = self._state.list_sources
+        if sources is None or type(value) is not list:
+            return None
+        entry = sources.get(id(value))
+        if entry is None or entry[0] is not value:
+            return None
+        return entry[1]
 
     def parse(self, text: str) -> ast.Node:
         """Parse expression text (raises ClassAdSyntaxError)."""

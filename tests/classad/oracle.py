@@ -536,7 +536,24 @@ def stable_canon_oracle(text: str, scene: Scene) -> Canon:
     first, second = canon_oracle(text, scene), canon_oracle(text, scene)
     if first != second:
         raise OracleUnstable(f"{text}: {render(first)} then {render(second)}")
+    if _impossible_calendar(first):
+        # A time beyond the C library's range: libclassad splits it into garbage fields,
+        # consistently, where epcore computes the real calendar date.
+        raise OracleUnstable(f"{text}: classad2 gives impossible calendar fields")
     return first
+
+
+def _impossible_calendar(canon: Canon) -> bool:
+    """Whether a canonical value holds a split time whose month or day cannot exist."""
+    if canon[0] == "list":
+        return any(_impossible_calendar(item) for item in canon[1] if isinstance(item, tuple))
+    if canon[0] != "classad" or not isinstance(canon[1], tuple):
+        return False
+    fields = dict(item for item in canon[1] if isinstance(item, tuple) and len(item) == 2)
+    month, day = fields.get("month"), fields.get("day")
+    if fields.get("type") == ("string", "AbsoluteTime") and month and day:
+        return not (1 <= month[-1] <= 12 and 1 <= day[-1] <= 31)
+    return any(_impossible_calendar(value) for value in fields.values())
 
 
 def has_absolute_reference(text: str) -> bool:

@@ -245,3 +245,10 @@ def test_zone_names_come_from_the_context() -> None:
     context = EvalContext(local_offset=lambda _secs: 3600, zone_name=lambda offset: f"Z{offset}")
     text = parse_expr('formatTime(1700000000, "%Z")').evaluate(context=context)
     assert text == "Z3600"
+
+
+def test_printed_lists_show_their_expressions() -> None:
+    """A list built from a literal prints its unevaluated expressions, as libclassad's does."""
+    assert parse_expr("string({1 + 1, x})").evaluate() == "{ 1 + 1,x }"
+    assert parse_ad("[ l = {2 * 3}; s = strcat(l) ]").evaluate("s") == "{ 2 * 3 }"
+    assert parse_expr('string(split("a b"))').evaluate() == '{ "a","b" }'

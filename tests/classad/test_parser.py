@@ -165,10 +165,12 @@ def test_elvis_binds_tighter_than_every_binary_operator(text: str, value: object
     assert type(result) is type(value) and result == value
 
 
-def test_elvis_right_operand_is_a_primary() -> None:
-    """``undefined ?: !x`` does not parse: the fallback of ``?:`` is a primary expression."""
+@pytest.mark.parametrize("text", ["undefined ?: !false", "0 ?: -x", '0 ?: -""', "0 ?: - 1"])
+def test_elvis_right_operand_is_a_primary(text: str) -> None:
+    """The fallback of ``?:`` is a primary: no prefix operator, though -1 is a literal."""
     with pytest.raises(ClassAdSyntaxError):
-        parse_uncached("undefined ?: !false")
+        parse_uncached(text)
+    assert parse_expr("undefined ?: -1.5").evaluate() == -1.5
 
 
 def test_elvis_fallback_takes_its_own_selections() -> None:

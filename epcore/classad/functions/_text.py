@@ -112,6 +112,9 @@ def unparse_value(call: FunctionCall, value: Value) -> str:
     """The text of a value, as libclassad's unparser writes it."""
     if type(value) is list:
         assert isinstance(value, list)
+        source = call.source_of(value)
+        if source is not None:
+            return unparse_substituting(call, in_ad_order(source), literal_text)
         return "{ " + ",".join(unparse_value(call, item) for item in value) + " }"
     return unparse_substituting(call, in_ad_order(to_node(value)), literal_text)
 
