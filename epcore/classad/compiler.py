@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from epcore.classad import ast, operators
 from epcore.classad.runtime import RUNTIME_NAMES, Code
-from epcore.classad.values import ERROR, UNDEFINED, Value
+from epcore.classad.values import ERROR, UNDEFINED, RelTime, Value
 
 _MAX_NESTING: Final = 30
 _COMPARISONS: Final = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
@@ -125,7 +125,7 @@ class _Generator:
         if kind is ast.ListExpr:
             target = self.fresh()
             items = node.items  # type: ignore[union-attr]
-            if all(type(item) is ast.Literal for item in items):
+            if all(type(item) is ast.Literal and type(item.value) is not RelTime for item in items):
                 constants = [self.expression(item, fn) for item in items]
                 fn.emit(f"{target} = [{', '.join(constants)}]")
             else:

@@ -167,6 +167,9 @@ def test_unparse_round_trip(text: str, world: World, example_counter: Tick) -> N
     example_counter()
     expr = parse_expr(text)
     unparsed = str(expr)
+    # An absolute time before the year 1 prints with a negative year, as libclassad prints
+    # it, and neither libclassad nor epcore reads that text back as the same time.
+    assume('absTime("-' not in unparsed)
     assert parse_expr(unparsed) == expr, f"{text!r} unparsed as {unparsed!r}"
     for scene in world.scenes[:3]:
         try:

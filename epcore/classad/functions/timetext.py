@@ -66,6 +66,8 @@ def _zone_suffix(text: str) -> tuple[str, int | None]:
 
 def parse_abs_time(text: str, local_offset: Callable[[int], int]) -> AbsTime | None:
     """An absolute time from its literal text; ``local_offset`` supplies the local zone."""
+    # libclassad measures the fields in bytes: read the UTF-8 bytes one character each.
+    text = text.encode("utf-8", "surrogateescape").decode("latin-1")
     text, offset = _zone_suffix(text)
     fields = [0, 1, 0, 0, 0, 0]  # year, month, day, hours, minutes, seconds
     pos = 0
@@ -122,6 +124,7 @@ def parse_rel_time(text: str) -> float | None:
 
     classad2 25.x makes the literal a real number of seconds, not a relative time.
     """
+    text = text.encode("utf-8", "surrogateescape").decode("latin-1")
     pos = _skip_space(text, len(text) - 1)
     seconds = 0.0
     if pos >= 0 and (text[pos] in "sS" or text[pos] in _DIGITS):
