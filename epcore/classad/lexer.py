@@ -1,11 +1,13 @@
 """ClassAd lexer: text to tokens, each with its 1-based line and column.
 
-Numbers follow libclassad's reading of them: a leading ``0`` starts an octal-looking
-token and ``0x`` a hex-looking one, but the value is read in base 10 up to the first
-non-digit (so ``017`` is 17 and ``0x1F`` is 0), and an integer outside the signed
-64-bit range reads as 0. Strings are byte strings in libclassad; epcore keeps them as
-Python ``str`` decoded from UTF-8 with ``surrogateescape`` so that any byte survives a
-round trip.
+Numbers follow HTCondor's reading of them once its configuration layer is loaded, as in
+every daemon: an integer written with a leading zero (``017``) or in hex (``0x1F``) is a
+syntax error, and an integer outside the signed 64-bit range reads as 0. (Bare libclassad,
+without HTCondor's layer, reads such tokens as base-10 prefixes, ``017`` as 17 and ``0x1F``
+as 0; admins' expressions run in daemons, so epcore follows the daemons.)
+
+Strings are byte strings in libclassad; epcore keeps them as Python ``str`` decoded from
+UTF-8 with ``surrogateescape`` so that any byte survives a round trip.
 """
 
 from __future__ import annotations
@@ -169,13 +171,18 @@ class Lexer:
         if end < len(text) and (text[end] in _IDENT_CHARS or text[end] == "."):
             self.pos = end
             raise self.error(f"malformed number {text[pos : end + 1]!r}", pos)
+        if group == "int" and len(word) > 1 and word[0] == "0":
+            self.pos = end
+            raise self.error(
+                f"integer {word!r} has a leading zero (octal and hex are not ClassAd syntax)", pos
+            )
         self.pos = end
         if group == "real":
             return Token(REAL, word, float(word), pos, end, self)
         return Token(INT, word, integer_value(word), pos, end, self)
 
     def _irregular(self, start: int) -> Token:
-        """Tokens the fast scanner leaves alone: strings with escapes, bad numbers, junk."""
+        """Tokens the fast scanner leaves alone: strings with escapes, quoted names, junk."""
         text = self.text
         char = text[start]
         if char == '"':
@@ -184,57 +191,7 @@ class Lexer:
         if char == "'":
             name = self._quoted("'", "quoted attribute name")
             return Token(NAME, text[start : self.pos], name, start, self.pos, self)
-        if char in _DIGITS or char == ".":
-            return self._number(start)
         raise self.error(f"unexpected character {char!r}")
-
-    def _number(self, start: int) -> Token:
-        text = self.text
-        length = len(text)
-        pos = start
-        is_real = False
-        if text[pos] == "0" and pos + 1 < length and text[pos + 1] in "xX":
-            pos += 2
-            hex_start = pos
-            while pos < length and text[pos] in "0123456789abcdefABCDEF":
-                pos += 1
-            if pos == hex_start:
-                self.pos = pos
-                raise self.error("hexadecimal number without digits", start)
-        elif text[pos] == "0" and pos + 1 < length and text[pos + 1] in _DIGITS:
-            while pos < length and text[pos] in "01234567":
-                pos += 1
-        else:
-            while pos < length and text[pos] in _DIGITS:
-                pos += 1
-            if pos < length and text[pos] == ".":
-                is_real = True
-                pos += 1
-                fraction_start = pos
-                while pos < length and text[pos] in _DIGITS:
-                    pos += 1
-                if pos == fraction_start:
-                    self.pos = pos
-                    raise self.error("digits expected after the decimal point", start)
-            if pos < length and text[pos] in "eE":
-                is_real = True
-                pos += 1
-                if pos < length and text[pos] in "+-":
-                    pos += 1
-                exponent_start = pos
-                while pos < length and text[pos] in _DIGITS:
-                    pos += 1
-                if pos == exponent_start:
-                    self.pos = pos
-                    raise self.error("digits expected in the exponent", start)
-        if pos < length and (text[pos] in _IDENT_CHARS or text[pos] == "."):
-            self.pos = pos
-            raise self.error(f"malformed number {text[start : pos + 1]!r}", start)
-        self.pos = pos
-        literal = text[start:pos]
-        if is_real:
-            return Token(REAL, literal, float(literal), start, pos, self)
-        return Token(INT, literal, integer_value(literal), start, pos, self)
 
     def _quoted(self, quote: str, what: str) -> str:
         text = self.text

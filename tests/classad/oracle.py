@@ -546,7 +546,8 @@ def stable_canon_oracle(text: str, scene: Scene) -> Canon:
 def _impossible_calendar(canon: Canon) -> bool:
     """Whether a canonical value holds a split time whose month or day cannot exist."""
     if canon[0] == "list":
-        return any(_impossible_calendar(item) for item in canon[1] if isinstance(item, tuple))
+        items = canon[1] if isinstance(canon[1], tuple) else ()
+        return any(_impossible_calendar(item) for item in items if isinstance(item, tuple))
     if canon[0] != "classad" or not isinstance(canon[1], tuple):
         return False
     fields = dict(item for item in canon[1] if isinstance(item, tuple) and len(item) == 2)
