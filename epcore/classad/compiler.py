@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from epcore.classad import ast, operators
+from epcore.classad.invocation import call_function
 from epcore.classad.runtime import RUNTIME_NAMES, Code
 from epcore.classad.values import ERROR, UNDEFINED, RelTime, Value
 
@@ -40,7 +41,7 @@ class _Function:
 
 class _Generator:
     def __init__(self) -> None:
-        self.namespace: dict[str, Any] = dict(RUNTIME_NAMES)
+        self.namespace: dict[str, Any] = dict(RUNTIME_NAMES, call_function=call_function)
         self.namespace.update(
             UNDEFINED=UNDEFINED,
             ERROR=ERROR,

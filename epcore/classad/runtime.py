@@ -200,7 +200,7 @@ def frame_of(state: State, ad: ClassAd) -> Frame:
     return Frame(ad, parent)
 
 
-def _lookup(state: State, start: Frame, key: str) -> tuple[Binding, Frame] | Value | None:
+def lookup(state: State, start: Frame, key: str) -> tuple[Binding, Frame] | Value | None:
     """libclassad's LookupInScope: the binding and its frame, a special value, or None."""
     current: Frame | None = start
     root = state.root
@@ -241,12 +241,12 @@ def _lookup(state: State, start: Frame, key: str) -> tuple[Binding, Frame] | Val
 
 
 def _resolve(state: State, frame: Frame, key: str) -> Value:
-    found = _lookup(state, frame, key)
+    found = lookup(state, frame, key)
     if found is None:
         alternate = frame.alternate
         if alternate is None:
             return UNDEFINED
-        found = _lookup(state, alternate, key)
+        found = lookup(state, alternate, key)
         if found is None:
             return UNDEFINED
     if type(found) is tuple:
@@ -307,7 +307,7 @@ def select(state: State, base: Value, key: str) -> Value:
         return UNDEFINED
     if isinstance(base, ClassAd):
         frame = frame_of(state, base)
-        found = _lookup(state, frame, key)
+        found = lookup(state, frame, key)
         if found is None:
             return UNDEFINED
         if type(found) is tuple:
@@ -341,7 +341,7 @@ def _in_frame(state: State, frame: Frame, key: str) -> Value:
     binding = frame.ad._bindings.get(key)
     if binding is not None:
         return evaluate_binding(state, frame, binding)
-    found = _lookup(state, frame, key)
+    found = lookup(state, frame, key)
     if found is None:
         return UNDEFINED
     if type(found) is tuple:
@@ -413,127 +413,6 @@ def make_ad(state: State, frame: Frame | None, node: ast.AdExpr) -> ClassAd:
     return ad
 
 
-# -- function calls -----------------------------------------------------------------------
-
-
-class Invocation:
-    """The :class:`~epcore.classad.calls.FunctionCall` handed to a built-in function."""
-
-    __slots__ = ("_codes", "_frame", "_state", "args", "name")
-
-    def __init__(
-        self,
-        state: State,
-        frame: Frame | None,
-        name: str,
-        args: tuple[ast.Node, ...],
-        codes: tuple[Code, ...],
-    ) -> None:
-        self._state = state
-        self._frame = frame
-        self._codes = codes
-        self.name = name
-        self.args = args
-
-    @property
-    def context(self) -> EvalContext:
-        """The evaluation context."""
-        return self._state.context
-
-    def now(self) -> float:
-        """The evaluation's current time."""
-        return self._state.now()
-
-    def rng(self) -> random.Random:
-        """The evaluation's random source."""
-        return self._state.rng()
-
-    def value(self, index: int) -> Value:
-        """Evaluate one argument."""
-        return self._codes[index](self._state, self._frame)
-
-    def values(self) -> list[Value]:
-        """Evaluate every argument, left to right."""
-        state, frame = self._state, self._frame
-        return [code(state, frame) for code in self._codes]
-
-    def evaluate(self, node: ast.Node, scope: ClassAd | None = None) -> Value:
-        """Evaluate ``node`` here, or with ``scope`` as the current ad."""
-        from epcore.classad.compiler import compile_node
-
-        code = compile_node(node)
-        if scope is None:
-            return code(self._state, self._frame)
-        state = self._state
-        frame = frame_of(state, scope)
-        if frame.alternate is None and state.right is not None and frame is not state.right:
-            frame = Frame(scope, frame.parent, state.right)
-        return code(state, frame)
-
-    def source_of(self, value: Value) -> ast.Node | None:
-        """The list literal a list value was built from in this evaluation, if any."""
-        sources = self._state.list_sources
-        if sources is None or type(value) is not list:
-            return None
-        entry = sources.get(id(value))
-        if entry is None or entry[0] is not value:
-            return None
-        return entry[1]
-
-    def parse(self, text: str) -> ast.Node:
-        """Parse expression text (raises ClassAdSyntaxError)."""
-        from epcore.classad.parser import parse_node
-
-        return parse_node(text)
-
-    def resolve(self, node: ast.Node) -> ast.Node | None:
-        """The expression an attribute reference refers to, or None."""
-        if type(node) is not ast.AttrRef:
-            return None
-        state, frame = self._state, self._frame
-        if node.scope is None and not node.absolute:
-            if frame is None:
-                return None
-            found = _lookup(state, frame, node.name.lower())
-            if found is None and frame.alternate is not None:
-                found = _lookup(state, frame.alternate, node.name.lower())
-        else:
-            from epcore.classad.classad import ClassAd
-            from epcore.classad.compiler import compile_node
-
-            if node.absolute:
-                base: Value = state.root.ad if state.root is not None else UNDEFINED
-            else:
-                assert node.scope is not None
-                base = compile_node(node.scope)(state, frame)
-            if not isinstance(base, ClassAd):
-                return None
-            found = _lookup(state, frame_of(state, base), node.name.lower())
-        if type(found) is tuple:
-            return found[0].node
-        return None
-
-    def unparse(self, node: ast.Node) -> str:
-        """The text of ``node``."""
-        from epcore.classad.unparse import unparse
-
-        return unparse(node)
-
-
-def call_function(
-    state: State,
-    frame: Frame | None,
-    node: ast.Call,
-    key: str,
-    codes: tuple[Code, ...],
-) -> Value:
-    """Run the built-in named ``key`` (lower-case); unknown names are ERROR."""
-    impl = state.functions.get(key)
-    if impl is None:
-        return ERROR
-    return impl(Invocation(state, frame, node.name, node.args, codes))
-
-
 # -- the match context --------------------------------------------------------------------
 
 
@@ -568,6 +447,5 @@ RUNTIME_NAMES: Final[Mapping[str, Any]] = {
     "subscript": subscript,
     "make_ad": make_ad,
     "make_list": make_list,
-    "call_function": call_function,
 }
 """What generated code may call, besides the operators."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from oracle import ORACLE_TZ, OracleProcess, World, fixed_timezone
+from oracle import ORACLE_TZ, World, fixed_timezone
+from oracle_child import OracleProcess
 
 
 @pytest.fixture(scope="session")

@@ -24,19 +24,17 @@ from __future__ import annotations
 import calendar
 import datetime
 import math
-import multiprocessing
 import os
 import pwd
 import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import classad2
 from hypothesis import reject
+from sample_ads import JOB_AD_TEXT, MACHINE_AD_TEXT
 
 from epcore.classad import (
     ERROR,
@@ -50,6 +48,9 @@ from epcore.classad import (
     parse_expr,
 )
 
+if TYPE_CHECKING:
+    from oracle_child import OracleProcess
+
 Canon = tuple[Any, ...]
 
 #: A POSIX TZ rule with daylight saving time: it needs no tz database and is the same everywhere.
@@ -62,83 +63,6 @@ FIXED_NOW = 1_700_003_600
 #: How deep list elements and ClassAd attributes are compared, and how many of each.
 MAX_DEPTH = 3
 MAX_ITEMS = 16
-
-# fmt: off
-MACHINE_AD_TEXT = "\n".join(
-    [
-        'MyType = "Machine"', 'TargetType = "Job"', 'Name = "slot1@exec01.example.org"',
-        'Machine = "exec01.example.org"', 'SlotID = 1', 'SlotType = "Partitionable"',
-        'PartitionableSlot = true', 'State = "Unclaimed"', 'Activity = "Idle"',
-        'EnteredCurrentState = 1700000000', 'EnteredCurrentActivity = 1700000000',
-        'MyCurrentTime = 1700003600', 'DaemonStartTime = 1699990000', 'LastHeardFrom = 1700003590',
-        'UpdateSequenceNumber = 42', 'Cpus = 8', 'TotalCpus = 8.0', 'TotalSlotCpus = 8',
-        'DetectedCpus = 8', 'Memory = 32000', 'TotalMemory = 32000', 'TotalSlotMemory = 32000',
-        'DetectedMemory = 32000', 'Disk = 450000000', 'TotalDisk = 450000000',
-        'TotalSlotDisk = 450000000.0', 'VirtualMemory = 33554432', 'Swap = 0',
-        'KeyboardIdle = 1342', 'ConsoleIdle = 1342', 'LoadAvg = 0.12', 'CondorLoadAvg = 0.0',
-        'TotalLoadAvg = 0.31',
-        'TotalCondorLoadAvg = 0.0', 'OpSys = "LINUX"', 'OpSysAndVer = "AlmaLinux9"',
-        'OpSysMajorVer = 9', 'OpSysName = "AlmaLinux"', 'Arch = "X86_64"', 'Mips = 34567',
-        'KFlops = 2954320', 'HasFileTransfer = true', 'HasDocker = false', 'HasSingularity = true',
-        'FileSystemDomain = "example.org"', 'UidDomain = "example.org"',
-        'CondorVersion = "$CondorVersion: 23.9.6 2024-08-08 BuildID: 752706 PackageID: 23.9.6-1 $"',
-        'CondorPlatform = "$CondorPlatform: x86_64_AlmaLinux9 $"',
-        'StarterAbilityList = "HasFileTransfer,HasTDP,HasJobDeferral,HasVM"',
-        'MachineResources = "Cpus Memory Disk Swap GPUs"', 'ChildCpus = { 2, 1 }',
-        'ChildMemory = { 4096, 2048 }', 'ChildState = { "Claimed", "Claimed" }',
-        'NumDynamicSlots = 2',        'GPUs = 1', 'AvailableGPUs = { GPUs_GPU_c4a646d7 }',
-        ('GPUs_GPU_c4a646d7 = [ Id = "GPU-c4a646d7"; DeviceName = "Tesla V100-PCIE-16GB"; '
-         'Capability = 7.0; GlobalMemoryMb = 16160; ECCEnabled = true; ClockMhz = 1380.0 ]'),
-        'CpuBusy = ((LoadAvg - CondorLoadAvg) >= 0.5)', 'CpuBusyTime = 0',
-        'KeyboardBusy = KeyboardIdle < 15 * 60', 'MachineBusy = (CpuBusy || KeyboardBusy)',
-        'Start = KeyboardIdle > 15 * 60 && (LoadAvg - CondorLoadAvg) <= 0.3',
-        'IsOwner = (START =?= false)',
-        ('WithinResourceLimits = (MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && '
-         'TARGET.RequestMemory <= MY.Memory && TARGET.RequestDisk <= MY.Disk)'),
-        'Requirements = START && (WithinResourceLimits)',
-        'Rank = ifThenElse(TARGET.Owner == "alice", 10, 0) + TARGET.JobPrio', 'CurrentRank = 0.0',
-        'MaxJobRetirementTime = 0', 'ConsumptionCpus = quantize(target.RequestCpus, { 1 })',
-        'ConsumptionMemory = quantize(target.RequestMemory, { 128 })',
-        'ConsumptionDisk = quantize(target.RequestDisk, { 1024 })',
-        'Unhibernate = MY.MachineLastMatchTime =!= undefined', 'SlotWeight = Cpus',
-    ]
-)
-
-JOB_AD_TEXT = "\n".join(
-    [
-        'MyType = "Job"', 'TargetType = "Machine"', 'ClusterId = 1234', 'ProcId = 0',
-        'GlobalJobId = "submit.example.org#1234.0#1699999000"', 'Owner = "alice"',
-        'User = "alice@example.org"', 'AccountingGroup = "physics.alice"', 'JobUniverse = 5',
-        'JobStatus = 1', 'JobPrio = 0', 'NiceUser = false', 'Cmd = "/home/alice/analysis/run.sh"',
-        'Arguments = "-n 10 --seed 42"', 'Iwd = "/home/alice/analysis"',
-        'Environment = "OMP_NUM_THREADS=1 HOME=/home/alice"', 'In = "/dev/null"', 'Out = "run.out"',
-        'Err = "run.err"', 'UserLog = "/home/alice/analysis/run.log"', 'RequestCpus = 1',
-        ('RequestMemory = ifThenElse(MemoryUsage =!= undefined, MemoryUsage, (ImageSize + '
-         '1023) / 1024)'),
-        'RequestDisk = DiskUsage', 'ImageSize = 2500', 'ImageSize_RAW = 2324', 'DiskUsage = 3000',
-        'DiskUsage_RAW = 2900', 'MemoryUsage = ((ResidentSetSize + 1023) / 1024)',
-        'QDate = 1699999000', 'EnteredCurrentStatus = 1699999000', 'CompletionDate = 0',
-        'NumJobStarts = 0', 'JobRunCount = 0', 'ExitBySignal = false', 'OnExitRemove = true',
-        'OnExitHold = false', 'PeriodicHold = false', 'PeriodicRemove = false',
-        'LeaveJobInQueue = false', 'WhenToTransferOutput = "ON_EXIT"',
-        'ShouldTransferFiles = "YES"',        'TransferInput = "data.csv,params.json"',
-        'TransferInputStats = [ CedarFilesCount = 2; CedarSizeBytes = 48213 ]', 'MaxHosts = 1',
-        'MinHosts = 1', 'JobLeaseDuration = 2400', 'RemoteWallClockTime = 0.0',
-        'CumulativeSlotTime = 0', 'LastRejMatchReason = "no match found"',
-        'AutoClusterAttrs = "JobUniverse,RequestCpus,RequestDisk,RequestMemory"',
-        'JobBatchName = "analysis"',
-        ('Requirements = (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && '
-         '(TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory) && '
-         '(TARGET.Cpus >= RequestCpus) && (TARGET.HasFileTransfer)'),
-        'Rank = TARGET.Mips / 1000.0',
-    ]
-)
-# fmt: on
-
-
-def attribute_names(ad_text: str) -> list[str]:
-    """The attribute names of one of the old-syntax ads above, in order."""
-    return [line.split("=", 1)[0].strip() for line in ad_text.splitlines() if "=" in line]
 
 
 @contextmanager
@@ -600,87 +524,3 @@ def assert_same_everywhere(text: str, world: World) -> None:
     except OracleUnstable:
         reject()
     assert not reports, "\n\n".join(reports)
-
-
-# ----------------------------------------------------------------------------- a child process
-
-#: Seconds the child may take over one request before it counts as hung.
-ORACLE_TIMEOUT = 60.0
-
-
-def canon_in_ad(ad_text: str, parser: str, text: str) -> Canon:
-    """stable_canon_oracle of ``text`` with MY = the ad that classad2 reads from ``ad_text``."""
-    kind = {
-        "new": classad2.ParserType.New,
-        "old": classad2.ParserType.Old,
-        "json": classad2.ParserType.JSON,
-    }[parser]
-    ad = classad2.parseOne(ad_text, kind)
-    return stable_canon_oracle(text, Scene(parser, None, None, ad, classad2.ClassAd(), ()))
-
-
-def _serve(conn: Connection) -> None:
-    with fixed_timezone():
-        world = World.build()
-        while True:
-            try:
-                kind, args = conn.recv()
-            except EOFError:
-                return
-            try:
-                if kind == "scene":
-                    answer: tuple[str, object] = (
-                        "ok",
-                        stable_canon_oracle(args[0], world.scenes[args[1]]),
-                    )
-                else:
-                    answer = ("ok", canon_in_ad(*args))
-            except OracleUnstable as exc:
-                answer = ("unstable", str(exc))
-            except Exception as exc:
-                answer = ("raised", f"{type(exc).__name__}: {exc}")
-            conn.send(answer)
-
-
-class OracleProcess:
-    """classad2 in a child process, so that a crash in its C++ code costs one example, not the run.
-
-    classad2 reads freed memory on, for example, ``split("a b").x`` and dies with SIGSEGV; the
-    child is then started again and the example is rejected as having no reference answer.
-    """
-
-    def __init__(self) -> None:
-        self._conn: Connection | None = None
-        self._child: BaseProcess | None = None
-
-    def call(self, kind: str, *args: object) -> Canon:
-        """Run ``("scene", text, index)`` or ``("ad", ad_text, parser, text)`` in the child."""
-        if self._conn is None:
-            # fork, not spawn: spawn re-runs the parent's __main__, which is not always a file.
-            context = multiprocessing.get_context("fork")
-            self._conn, child_end = context.Pipe()
-            self._child = context.Process(target=_serve, args=(child_end,), daemon=True)
-            self._child.start()
-            child_end.close()
-        try:
-            self._conn.send((kind, args))
-            if not self._conn.poll(ORACLE_TIMEOUT):
-                raise TimeoutError
-            status, payload = self._conn.recv()
-        except (EOFError, OSError, TimeoutError) as exc:
-            self.close()
-            raise OracleUnstable(f"classad2 died or hung on {args!r}") from exc
-        if status == "unstable":
-            raise OracleUnstable(str(payload))
-        assert status == "ok", f"the oracle helper raised {payload} on {args!r}"
-        assert isinstance(payload, tuple)
-        return payload
-
-    def close(self) -> None:
-        """Stop the child (it is started again on the next call)."""
-        if self._conn is not None:
-            self._conn.close()
-        if self._child is not None:
-            self._child.kill()
-            self._child.join()
-        self._conn, self._child = None, None

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import hypothesis.strategies as st
 from hypothesis import settings
-from oracle import JOB_AD_TEXT, MACHINE_AD_TEXT, attribute_names
+from sample_ads import JOB_AD_TEXT, MACHINE_AD_TEXT, attribute_names
 
 Text = st.SearchStrategy[str]
 

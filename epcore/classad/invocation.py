@@ -1,0 +1,132 @@
+"""Built-in function invocations: the FunctionCall the evaluator hands to each built-in."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from epcore.classad import ast
+from epcore.classad.calls import EvalContext
+from epcore.classad.runtime import Code, Frame, State, frame_of, lookup
+from epcore.classad.values import ERROR, UNDEFINED, Value
+
+if TYPE_CHECKING:
+    from epcore.classad.classad import ClassAd
+
+
+class Invocation:
+    """The :class:`~epcore.classad.calls.FunctionCall` handed to a built-in function."""
+
+    __slots__ = ("_codes", "_frame", "_state", "args", "name")
+
+    def __init__(
+        self,
+        state: State,
+        frame: Frame | None,
+        name: str,
+        args: tuple[ast.Node, ...],
+        codes: tuple[Code, ...],
+    ) -> None:
+        self._state = state
+        self._frame = frame
+        self._codes = codes
+        self.name = name
+        self.args = args
+
+    @property
+    def context(self) -> EvalContext:
+        """The evaluation context."""
+        return self._state.context
+
+    def now(self) -> float:
+        """The evaluation's current time."""
+        return self._state.now()
+
+    def rng(self) -> random.Random:
+        """The evaluation's random source."""
+        return self._state.rng()
+
+    def value(self, index: int) -> Value:
+        """Evaluate one argument."""
+        return self._codes[index](self._state, self._frame)
+
+    def values(self) -> list[Value]:
+        """Evaluate every argument, left to right."""
+        state, frame = self._state, self._frame
+        return [code(state, frame) for code in self._codes]
+
+    def evaluate(self, node: ast.Node, scope: ClassAd | None = None) -> Value:
+        """Evaluate ``node`` here, or with ``scope`` as the current ad."""
+        from epcore.classad.compiler import compile_node
+
+        code = compile_node(node)
+        if scope is None:
+            return code(self._state, self._frame)
+        state = self._state
+        frame = frame_of(state, scope)
+        if frame.alternate is None and state.right is not None and frame is not state.right:
+            frame = Frame(scope, frame.parent, state.right)
+        return code(state, frame)
+
+    def source_of(self, value: Value) -> ast.Node | None:
+        """The list literal a list value was built from in this evaluation, if any."""
+        sources = self._state.list_sources
+        if sources is None or type(value) is not list:
+            return None
+        entry = sources.get(id(value))
+        if entry is None or entry[0] is not value:
+            return None
+        return entry[1]
+
+    def parse(self, text: str) -> ast.Node:
+        """Parse expression text (raises ClassAdSyntaxError)."""
+        from epcore.classad.parser import parse_node
+
+        return parse_node(text)
+
+    def resolve(self, node: ast.Node) -> ast.Node | None:
+        """The expression an attribute reference refers to, or None."""
+        if type(node) is not ast.AttrRef:
+            return None
+        state, frame = self._state, self._frame
+        if node.scope is None and not node.absolute:
+            if frame is None:
+                return None
+            found = lookup(state, frame, node.name.lower())
+            if found is None and frame.alternate is not None:
+                found = lookup(state, frame.alternate, node.name.lower())
+        else:
+            from epcore.classad.classad import ClassAd
+            from epcore.classad.compiler import compile_node
+
+            if node.absolute:
+                base: Value = state.root.ad if state.root is not None else UNDEFINED
+            else:
+                assert node.scope is not None
+                base = compile_node(node.scope)(state, frame)
+            if not isinstance(base, ClassAd):
+                return None
+            found = lookup(state, frame_of(state, base), node.name.lower())
+        if type(found) is tuple:
+            return found[0].node
+        return None
+
+    def unparse(self, node: ast.Node) -> str:
+        """The text of ``node``."""
+        from epcore.classad.unparse import unparse
+
+        return unparse(node)
+
+
+def call_function(
+    state: State,
+    frame: Frame | None,
+    node: ast.Call,
+    key: str,
+    codes: tuple[Code, ...],
+) -> Value:
+    """Run the built-in named ``key`` (lower-case); unknown names are ERROR."""
+    impl = state.functions.get(key)
+    if impl is None:
+        return ERROR
+    return impl(Invocation(state, frame, node.name, node.args, codes))
