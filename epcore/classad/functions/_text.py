@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from epcore.classad.ast import AdExpr, Literal, Node, Unary
 from epcore.classad.classad import to_node
 from epcore.classad.functions._support import (
+    arity_ok,
     format_abs_time,
     format_rel_time,
     map_children,
@@ -133,3 +134,21 @@ def to_string(call: FunctionCall, value: Value) -> Value:
         assert isinstance(value, RelTime)
         return format_rel_time(float(rel_secs(value)))
     return unparse_value(call, value)
+
+
+def string_pair(call: FunctionCall) -> tuple[str, str] | Value:
+    """The two arguments of a two-string comparison as text, or the value to return at once.
+
+    libclassad's strcmp and versioncmp families share this: two arguments, UNDEFINED if
+    either is, each converted to a string, ERROR when one cannot be.
+    """
+    if not arity_ok(call, 2):
+        return ERROR
+    left, right = call.values()
+    if left is UNDEFINED or right is UNDEFINED:
+        return UNDEFINED
+    left_text, right_text = to_string(call, left), to_string(call, right)
+    if type(left_text) is not str or type(right_text) is not str:
+        return ERROR
+    assert isinstance(left_text, str) and isinstance(right_text, str)
+    return left_text, right_text

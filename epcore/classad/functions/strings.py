@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from epcore.classad.functions._support import arity_ok, low32
-from epcore.classad.functions._text import to_string
+from epcore.classad.functions._text import string_pair, to_string
 from epcore.classad.values import ERROR, UNDEFINED, Value
 
 if TYPE_CHECKING:
@@ -124,15 +124,10 @@ def substr(call: FunctionCall) -> Value:
 
 def _compare(ignore_case: bool) -> FunctionImpl:
     def impl(call: FunctionCall) -> Value:
-        if not arity_ok(call, 2):
-            return ERROR
-        left, right = call.values()
-        if left is UNDEFINED or right is UNDEFINED:
-            return UNDEFINED
-        left_text, right_text = to_string(call, left), to_string(call, right)
-        if type(left_text) is not str or type(right_text) is not str:
-            return ERROR
-        assert isinstance(left_text, str) and isinstance(right_text, str)
+        pair = string_pair(call)
+        if not isinstance(pair, tuple):
+            return pair
+        left_text, right_text = pair
         if ignore_case:
             left_text, right_text = ascii_lower(left_text), ascii_lower(right_text)
         a, b = to_bytes(left_text), to_bytes(right_text)

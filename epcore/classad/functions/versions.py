@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from epcore.classad.functions._support import arity_ok
-from epcore.classad.functions._text import to_string
+from epcore.classad.functions._text import string_pair, to_string
 from epcore.classad.values import ERROR, UNDEFINED, Value
 
 if TYPE_CHECKING:
@@ -69,16 +69,10 @@ def natural_cmp(left: str, right: str) -> int:
 
 def _compare_version(decide: Callable[[int], Value]) -> FunctionImpl:
     def impl(call: FunctionCall) -> Value:
-        if not arity_ok(call, 2):
-            return ERROR
-        left, right = call.values()
-        if left is UNDEFINED or right is UNDEFINED:
-            return UNDEFINED
-        left_text, right_text = to_string(call, left), to_string(call, right)
-        if type(left_text) is not str or type(right_text) is not str:
-            return ERROR
-        assert isinstance(left_text, str) and isinstance(right_text, str)
-        return decide(natural_cmp(left_text, right_text))
+        pair = string_pair(call)
+        if not isinstance(pair, tuple):
+            return pair
+        return decide(natural_cmp(*pair))
 
     return impl
 
