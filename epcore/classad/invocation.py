@@ -109,6 +109,11 @@ class Invocation:
             found = lookup(state, frame_of(state, base), node.name.lower())
         if type(found) is tuple:
             return found[0].node
+        from epcore.classad.classad import ClassAd, to_node
+
+        if isinstance(found, ClassAd):
+            # A special name (self, my, parent, toplevel) refers to an ad itself.
+            return to_node(found)
         return None
 
     def unparse(self, node: ast.Node) -> str:

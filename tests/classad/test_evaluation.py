@@ -252,3 +252,11 @@ def test_printed_lists_show_their_expressions() -> None:
     assert parse_expr("string({1 + 1, x})").evaluate() == "{ 1 + 1,x }"
     assert parse_ad("[ l = {2 * 3}; s = strcat(l) ]").evaluate("s") == "{ 2 * 3 }"
     assert parse_expr('string(split("a b"))').evaluate() == '{ "a","b" }'
+
+
+def test_unresolved_sees_through_special_names() -> None:
+    """unresolved(MY) and unresolved(self) list what the ad itself needs from outside."""
+    ad = parse_ad("[ a = 1; b = x ]")
+    assert parse_expr("unresolved(MY)").evaluate(ad) == "x"
+    assert parse_expr("unresolved(self)").evaluate(ad) == "x"
+    assert parse_expr("unresolved(a)").evaluate(ad) == ""
