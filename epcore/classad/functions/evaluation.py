@@ -96,8 +96,9 @@ class _ExternalRefs:
     def add(self, name: str) -> None:
         self.found.setdefault(ascii_lower(name), name)
 
-    def lookup(self, start: ClassAd | None, name: str) -> Node | bool | None:
-        """The node bound to ``name`` from ``start`` outwards; True for a scope keyword."""
+    def lookup(self, start: ClassAd | None, name: str) -> tuple[Node, ClassAd] | bool | None:
+        """The node bound to ``name`` from ``start`` outwards and the ad holding it; True for
+        a scope keyword."""
         if ascii_lower(name) in _SCOPE_NAMES:
             return True
         ad = start
@@ -106,7 +107,7 @@ class _ExternalRefs:
                 return None
             expr = ad.lookup(name)
             if expr is not None:
-                return expr.node
+                return expr.node, ad
             ad = _as_classad(self.call.evaluate(AttrRef("parent"), scope=ad))
         return None
 
@@ -139,19 +140,28 @@ class _ExternalRefs:
         if found is True:
             return
         assert not isinstance(found, bool)
+        bound, holder = found
         # Bound expressions are shared AST nodes, so their identity marks a cycle; the depth
         # bound stands in for libclassad's depth limit.
-        key = id(found)
+        key = id(bound)
         if key in self.active or len(self.active) >= _MAX_REFERENCE_DEPTH:
             raise _Unresolvable
         self.active.add(key)
+        # The bound expression's own names resolve in the ad that holds it (libclassad's
+        # curAd moves there), so a TARGET attribute's references are the target's.
+        origin = self.origin
+        if node.scope is not None:
+            self.origin = holder
         try:
-            self.visit(found)
+            self.visit(bound)
         finally:
             self.active.discard(key)
+            self.origin = origin
 
     def names(self) -> list[str]:
-        ordered = [self.found[key] for key in sorted(self.found, key=to_bytes)]
+        # libclassad keeps the names in a case-sensitive ordered set of the full names, so
+        # "target.X" names sort after capitalised plain ones.
+        ordered = sorted(self.found.values(), key=to_bytes)
         return [name[7:] if ascii_lower(name[:7]) == "target." else name for name in ordered]
 
 
