@@ -326,7 +326,7 @@ def scoped_ref(state: State, frame: Frame | None, scope_key: str, key: str) -> V
     left = state.left
     if left is not None and frame is not None and scope_key not in frame.ad._bindings:
         right = state.right
-        own_side = _CONTEXT_SIDE[scope_key]
+        own_side = _CONTEXT_SIDE.get(scope_key)
         if own_side is not None and right is not None:
             if frame is left:
                 return _in_frame(state, left if own_side else right, key)
@@ -350,13 +350,7 @@ def _in_frame(state: State, frame: Frame, key: str) -> Value:
     return found  # type: ignore[return-value]
 
 
-class _ContextSide(dict[str, "bool | None"]):
-    def __missing__(self, key: str) -> None:
-        return None
-
-
-# True: the frame's own side; False: the other side (see lCtx / rCtx above).
-_CONTEXT_SIDE: Final = _ContextSide({"my": True, "ad": True, "target": False, "other": False})
+_CONTEXT_SIDE: Final[dict[str, bool]] = {"my": True, "ad": True, "target": False, "other": False}
 
 
 def subscript(state: State, base: Value, index: Value) -> Value:

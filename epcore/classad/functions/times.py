@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from epcore.classad.ast import Literal
 from epcore.classad.classad import ClassAd
 from epcore.classad.functions._calendar import (
     civil_from_epoch,
@@ -26,7 +25,7 @@ from epcore.classad.functions._support import (
     rel_secs,
     to_integer,
 )
-from epcore.classad.functions.timetext import parse_abs_time, parse_rel_time, standard_offset
+from epcore.classad.functions.timetext import standard_offset
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value
 
 if TYPE_CHECKING:
@@ -252,30 +251,10 @@ def format_time(call: FunctionCall) -> Value:
     return strftime(fmt, tm)
 
 
-def _literal_text(call: FunctionCall) -> str | None:
-    """The string of a call's single string-literal argument (a time literal's text)."""
-    if len(call.args) != 1:
-        return None
-    node = call.args[0]
-    if type(node) is Literal and type(node.value) is str:
-        assert isinstance(node.value, str)
-        return node.value
-    return None
-
-
 def _convert_time(relative: bool) -> FunctionImpl:
     def impl(call: FunctionCall) -> Value:
         if not call.args and not relative:
             return current_time(call)
-        text = _literal_text(call)
-        if text is not None:
-            # libclassad reads these at parse time, where a bad string is a syntax error.
-            parsed = (
-                parse_rel_time(text)
-                if relative
-                else parse_abs_time(text, call.context.local_offset)
-            )
-            return ERROR if parsed is None else parsed
         if not arity_ok(call, 1, 2):
             return ERROR
         value = call.value(0)
