@@ -350,6 +350,8 @@ def _in_frame(state: State, frame: Frame, key: str) -> Value:
     return found  # type: ignore[return-value]
 
 
+# Which match ad a context name names, seen from MY or TARGET (see lCtx / rCtx above):
+# True for the frame's own ad, False for the other one.
 _CONTEXT_SIDE: Final[dict[str, bool]] = {"my": True, "ad": True, "target": False, "other": False}
 
 
