@@ -13,7 +13,6 @@ UTF-8 with ``surrogateescape`` so that any byte survives a round trip.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Final
 
 from epcore.classad.values import INT64_MAX, INT64_MIN
@@ -127,14 +126,6 @@ class Lexer:
         line = self.text.count("\n", 0, at) + 1
         column = at - (self.text.rfind("\n", 0, at) + 1) + 1
         return ClassAdSyntaxError(message, line, column, self.source)
-
-    def tokens(self) -> Iterator[Token]:
-        """Every token of the text, ending with one END token."""
-        while True:
-            token = self.next_token()
-            yield token
-            if token.kind == END:
-                return
 
     def next_token(self) -> Token:
         """Scan and return the next token."""

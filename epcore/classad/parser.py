@@ -168,21 +168,10 @@ class Parser:
         token = self.token
         if token.kind == OP and token.text in _UNARY:
             self.advance()
-            operand_token = self.token
-            if (
-                token.text == "-"
-                and operand_token.kind in (INT, REAL)
-                and operand_token.offset == token.end
-            ):
-                # libclassad reads a minus sign written against a number as part of the
-                # literal: -9223372036854775808 is a valid integer, "- 9223372036854775808" is not.
-                self.advance()
-                literal: ast.Node
-                if operand_token.kind == INT:
-                    literal = ast.Literal(integer_value("-" + operand_token.text))
-                else:
-                    literal = ast.Literal(-float(operand_token.text))
-                return self.postfix(literal)
+            if token.text == "-":
+                literal = self._negative_number(token)
+                if literal is not None:
+                    return self.postfix(literal)
             self.enter(1)
             operand = self.unary()
             self.leave(1)
@@ -207,17 +196,28 @@ class Parser:
             node = ast.Elvis(node, fallback)
         return node
 
+    def _negative_number(self, minus: Token) -> ast.Literal | None:
+        """The literal a minus sign (already consumed) makes with a number written against it.
+
+        libclassad reads such a sign as part of the literal: -9223372036854775808 is a valid
+        integer, "- 9223372036854775808" is not. None when no number follows directly.
+        """
+        number = self.token
+        if number.kind not in (INT, REAL) or number.offset != minus.end:
+            return None
+        self.advance()
+        if number.kind == INT:
+            return ast.Literal(integer_value("-" + number.text))
+        return ast.Literal(-float(number.text))
+
     def _elvis_fallback(self) -> ast.Node:
         minus = self.token
         if minus.kind == OP and minus.text == "-":
             self.advance()
-            number = self.token
-            if number.kind in (INT, REAL) and number.offset == minus.end:
-                self.advance()
-                if number.kind == INT:
-                    return ast.Literal(integer_value("-" + number.text))
-                return ast.Literal(-float(number.text))
-            raise self.error("unexpected '-'", minus)
+            literal = self._negative_number(minus)
+            if literal is None:
+                raise self.error("unexpected '-'", minus)
+            return literal
         return self.primary()
 
     def selections(self, node: ast.Node) -> ast.Node:

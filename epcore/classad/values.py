@@ -66,9 +66,6 @@ class _Error(_Singleton):
 UNDEFINED: Final = _Undefined()
 ERROR: Final = _Error()
 
-UndefinedType = _Undefined
-ErrorType = _Error
-
 
 @attrs.frozen(slots=True)
 class AbsTime:
@@ -94,27 +91,3 @@ def wrap_int(value: int) -> int:
         return value
     value &= _MASK64
     return value - (1 << 64) if value > INT64_MAX else value
-
-
-def type_name(value: object) -> str:
-    """The ClassAd name of a value's type, as libclassad's diagnostics spell it."""
-    if value is UNDEFINED:
-        return "undefined"
-    if value is ERROR:
-        return "error"
-    kind = type(value)
-    if kind is bool:
-        return "boolean"
-    if kind is int:
-        return "integer"
-    if kind is float:
-        return "real"
-    if kind is str:
-        return "string"
-    if kind is list:
-        return "list"
-    if kind is AbsTime:
-        return "absolute time"
-    if kind is RelTime:
-        return "relative time"
-    return "classad"
