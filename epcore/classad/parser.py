@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Final
 
 from epcore.classad import ast
+from epcore.classad.calls import EvalContext
 from epcore.classad.lexer import (
     END,
     INT,
@@ -28,6 +29,7 @@ from epcore.classad.lexer import (
     Token,
     integer_value,
 )
+from epcore.classad.timetext import parse_abs_time, parse_rel_time
 from epcore.classad.values import ERROR, UNDEFINED, RelTime
 from epcore.errors import ClassAdSyntaxError
 
@@ -316,9 +318,6 @@ class Parser:
         return ast.Call(name, tuple(args))
 
     def _time_literal(self, function: str, text: str, token: Token) -> ast.Literal:
-        from epcore.classad.calls import EvalContext
-        from epcore.classad.functions.timetext import parse_abs_time, parse_rel_time
-
         if function == "abstime":
             moment = parse_abs_time(text, EvalContext().local_offset)
             if moment is None:

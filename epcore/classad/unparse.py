@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Final
 
 from epcore.classad import ast
+from epcore.classad.timetext import format_abs_time, format_rel_time
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime
 
 _PLAIN_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -90,9 +91,6 @@ def format_literal(value: object) -> str:
     if kind is str:
         return quote_string(value)  # type: ignore[arg-type]
     if isinstance(value, (AbsTime, RelTime)):
-        # The time text is libclassad's, which the functions package also needs.
-        from epcore.classad.functions._support import format_abs_time, format_rel_time
-
         if isinstance(value, AbsTime):
             return 'absTime("' + format_abs_time(value) + '")'
         return 'relTime("' + format_rel_time(value.secs) + '")'

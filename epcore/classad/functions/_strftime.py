@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import attrs
 
-from epcore.classad.functions._cnum import c_div, c_mod
+from epcore.classad.cnum import c_div, c_mod
 
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _MONTHS = (

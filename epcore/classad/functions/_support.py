@@ -1,14 +1,13 @@
 """Helpers shared by the built-in functions: arity, conversions, time text, tree walking.
 
 The conversions are libclassad's ``convertValueToIntegerValue``/``RealValue`` and its
-``absTimeToString``/``relTimeToString``; the C casts they rely on live in :mod:`._cnum`
-and are re-exported here. Value unparsing is in :mod:`._text`.
+``absTimeToString``/``relTimeToString`` (kept with the time-literal reading in
+:mod:`epcore.classad.timetext`); the C casts live in :mod:`epcore.classad.cnum` and are
+re-exported here. Value unparsing is in :mod:`._text`.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
@@ -28,8 +27,7 @@ from epcore.classad.ast import (
     Ternary,
     Unary,
 )
-from epcore.classad.functions._calendar import civil_from_epoch
-from epcore.classad.functions._cnum import (
+from epcore.classad.cnum import (
     INT32_MAX,
     INT32_MIN,
     c_div,
@@ -37,8 +35,10 @@ from epcore.classad.functions._cnum import (
     c_int64,
     c_mod,
     low32,
+    strtod,
 )
 from epcore.classad.operators import BINARY
+from epcore.classad.timetext import format_abs_time, format_rel_time
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value
 
 if TYPE_CHECKING:
@@ -68,44 +68,6 @@ def arity_ok(call: FunctionCall, low: int, high: int | None = None) -> bool:
 def rel_secs(value: RelTime) -> int:
     """A relative time as libclassad's ``IsRelativeTimeValue(time_t&)`` hands it out."""
     return c_int32(value.secs)
-
-
-_STRTOD = re.compile(
-    r"""[ \t\n\v\f\r]*
-    (?P<num>[+-]?
-      (?: (?P<inf>inf(?:inity)?)
-        | (?P<nan>nan(?:\([0-9A-Za-z_]*\))?)
-        | (?P<hex>0x(?:[0-9a-f]+(?:\.[0-9a-f]*)?|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?)
-        | (?P<dec>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?)
-      )
-    )""",
-    re.IGNORECASE | re.VERBOSE,
-)
-
-
-def strtod(text: str) -> tuple[float, bool]:
-    """C ``strtod`` on the longest numeric prefix; the flag says whether anything was read."""
-    match = _STRTOD.match(text)
-    if match is None:
-        return 0.0, False
-    number = match.group("num")
-    negative = number.startswith("-")
-    if match.group("inf"):
-        return (-math.inf if negative else math.inf), True
-    if match.group("nan"):
-        return (-math.nan if negative else math.nan), True
-    hex_part = match.group("hex")
-    if hex_part:
-        mantissa = hex_part if "p" in hex_part.lower() else hex_part + "p0"
-        try:
-            value = float.fromhex(mantissa)
-        except OverflowError:
-            value = math.inf
-        return (-value if negative else value), True
-    try:
-        return float(number), True
-    except OverflowError:  # pragma: no cover - float() returns inf rather than raising
-        return (-math.inf if negative else math.inf), True
 
 
 def to_integer(value: Value) -> Value:
@@ -156,49 +118,6 @@ def to_real(value: Value) -> Value:
     if value is UNDEFINED:
         return UNDEFINED
     return ERROR
-
-
-def format_abs_time(value: AbsTime) -> str:
-    """libclassad's ``absTimeToString``: local wall time in ISO 8601 with the offset."""
-    fields = civil_from_epoch(value.secs + value.offset)
-    offset = value.offset
-    sign = "+" if offset > 0 else "-"
-    offset = abs(offset)
-    return (
-        f"{fields.year:04d}-{fields.month:02d}-{fields.day:02d}T"
-        f"{fields.hour:02d}:{fields.minute:02d}:{fields.second:02d}"
-        f"{sign}{c_div(offset, 3600):02d}:{c_mod(c_div(offset, 60), 60):02d}"
-    )
-
-
-def format_rel_time(secs: float) -> str:
-    """libclassad's ``relTimeToString``: ``[-][D+]HH:MM:SS`` shortened from the left."""
-    prefix = ""
-    if secs < 0:
-        prefix = "-"
-        secs = -secs
-    fraction = secs - math.floor(secs)
-    whole = c_int32(secs)
-    hours_rest = c_mod(whole, 86400)
-    minutes_rest = c_mod(hours_rest, 3600)
-    seconds = c_mod(minutes_rest, 60) + fraction
-    days = c_div(whole, 86400)
-    hours = c_div(hours_rest, 3600)
-    minutes = c_div(minutes_rest, 60)
-    sec_text = f"{int(seconds):02d}" if fraction == 0 else _c_g02(seconds)
-    if days:
-        return f"{prefix}{days}+{hours:02d}:{minutes:02d}:{sec_text}"
-    if hours:
-        return f"{prefix}{hours:02d}:{minutes:02d}:{sec_text}"
-    if minutes:
-        return f"{prefix}{minutes:02d}:{sec_text}"
-    return prefix + sec_text
-
-
-def _c_g02(x: float) -> str:
-    """C's ``%02g``."""
-    text = f"{x:g}"
-    return text if len(text) >= 2 else "0" + text
 
 
 def operate(op: str, left: Value, right: Value) -> Value:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from epcore.classad.classad import ClassAd
-from epcore.classad.functions._calendar import (
+from epcore.classad.civil import (
     civil_from_epoch,
     day_numbers,
     epoch_from_fields,
 )
+from epcore.classad.classad import ClassAd
 from epcore.classad.functions._strftime import Tm, strftime
 from epcore.classad.functions._support import (
     arity_ok,
@@ -25,7 +25,7 @@ from epcore.classad.functions._support import (
     rel_secs,
     to_integer,
 )
-from epcore.classad.functions.timetext import standard_offset
+from epcore.classad.timetext import standard_offset
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value
 
 if TYPE_CHECKING:

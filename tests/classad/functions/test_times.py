@@ -11,8 +11,8 @@ from fn_oracle import assert_agree
 from oracle import World, canon_oracle, local_offset
 
 from epcore.classad import ClassAdSyntaxError
-from epcore.classad.functions.timetext import parse_abs_time, parse_rel_time
 from epcore.classad.parser import parse_uncached
+from epcore.classad.timetext import parse_abs_time, parse_rel_time
 
 pytestmark = pytest.mark.oracle
 

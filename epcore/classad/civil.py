@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from epcore.classad.functions._cnum import c_div, c_mod
+from epcore.classad.cnum import c_div, c_mod
 
 
 @attrs.frozen

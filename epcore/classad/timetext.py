@@ -13,18 +13,25 @@ makes a ``relTime("...")`` literal a real number of seconds).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Final
 
-from epcore.classad.functions._calendar import epoch_from_fields
-from epcore.classad.functions._support import INT32_MAX, low32, strtod
+from epcore.classad.civil import civil_from_epoch, epoch_from_fields
+from epcore.classad.cnum import INT32_MAX, c_div, c_int32, c_mod, low32, strtod
 from epcore.classad.values import AbsTime
 
 _SPACE: Final = " \t\n\v\f\r"
 _DIGITS: Final = "0123456789"
 _QUARTER: Final = 91 * 86400
 
-__all__ = ["parse_abs_time", "parse_rel_time", "standard_offset"]
+__all__ = [
+    "format_abs_time",
+    "format_rel_time",
+    "parse_abs_time",
+    "parse_rel_time",
+    "standard_offset",
+]
 
 
 def standard_offset(local_offset: Callable[[int], int], secs: int) -> int:
@@ -156,3 +163,46 @@ def parse_rel_time(text: str) -> float | None:
     whole = low32(low32(low32(days * 86400) + low32(hours * 3600)) + low32(minutes * 60))
     total = whole + seconds
     return -total if negative else total
+
+
+def format_abs_time(value: AbsTime) -> str:
+    """libclassad's ``absTimeToString``: local wall time in ISO 8601 with the offset."""
+    fields = civil_from_epoch(value.secs + value.offset)
+    offset = value.offset
+    sign = "+" if offset > 0 else "-"
+    offset = abs(offset)
+    return (
+        f"{fields.year:04d}-{fields.month:02d}-{fields.day:02d}T"
+        f"{fields.hour:02d}:{fields.minute:02d}:{fields.second:02d}"
+        f"{sign}{c_div(offset, 3600):02d}:{c_mod(c_div(offset, 60), 60):02d}"
+    )
+
+
+def format_rel_time(secs: float) -> str:
+    """libclassad's ``relTimeToString``: ``[-][D+]HH:MM:SS`` shortened from the left."""
+    prefix = ""
+    if secs < 0:
+        prefix = "-"
+        secs = -secs
+    fraction = secs - math.floor(secs)
+    whole = c_int32(secs)
+    hours_rest = c_mod(whole, 86400)
+    minutes_rest = c_mod(hours_rest, 3600)
+    seconds = c_mod(minutes_rest, 60) + fraction
+    days = c_div(whole, 86400)
+    hours = c_div(hours_rest, 3600)
+    minutes = c_div(minutes_rest, 60)
+    sec_text = f"{int(seconds):02d}" if fraction == 0 else _c_g02(seconds)
+    if days:
+        return f"{prefix}{days}+{hours:02d}:{minutes:02d}:{sec_text}"
+    if hours:
+        return f"{prefix}{hours:02d}:{minutes:02d}:{sec_text}"
+    if minutes:
+        return f"{prefix}{minutes:02d}:{sec_text}"
+    return prefix + sec_text
+
+
+def _c_g02(x: float) -> str:
+    """C's ``%02g``."""
+    text = f"{x:g}"
+    return text if len(text) >= 2 else "0" + text
