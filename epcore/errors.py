@@ -21,3 +21,21 @@ class ClassAdSyntaxError(ClassAdError):
         self.source = source
         where = f"{source}:" if source else ""
         super().__init__(f"{where}{line}:{column}: {message}")
+
+
+class ConfigError(EpError):
+    """A configuration that HTCondor would refuse, located at its file and line when known.
+
+    ``source`` is the file (or ``<string>``, or a template such as ``use POLICY:Desktop``) and
+    ``line`` its 1-based line; both are None for errors that belong to no single line (a
+    missing ``CONDOR_CONFIG`` file, say).
+    """
+
+    def __init__(self, message: str, source: str | None = None, line: int | None = None) -> None:
+        self.reason = message
+        self.source = source
+        self.line = line
+        where = ""
+        if source is not None:
+            where = f"{source}, line {line}: " if line is not None else f"{source}: "
+        super().__init__(f"{where}{message}")

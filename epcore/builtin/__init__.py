@@ -1,0 +1,1 @@
+"""Plugins and host access that ship with epcore, registered like third-party ones."""

@@ -1,0 +1,178 @@
+"""The local machine as a :class:`~epcore.config.host.ConfigHost`: files, commands, detection.
+
+This is the one module that reads the machine for the configuration layer; psutil is imported
+here and nowhere else. Detection follows what HTCondor puts into the configuration before
+reading any file: core and memory counts, the platform names (``ARCH``, ``OPSYS``,
+``OPSYSANDVER``...), the host name and address, the user and process ids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import platform
+import pwd
+import shlex
+import socket
+import subprocess
+from collections.abc import Mapping
+from functools import cached_property
+
+import attrs
+import psutil
+
+from epcore.config.host import CommandOutput, HostFacts
+
+#: Seconds an ``include command`` may run before it counts as hung.
+COMMAND_TIMEOUT = 60.0
+
+
+def _os_release(text: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            fields[key.strip()] = value.strip().strip('"').strip("'")
+    return fields
+
+
+def platform_macros(os_release: str, uname_arch: str, uname_opsys: str) -> dict[str, str]:
+    """``ARCH``, ``OPSYS*`` and ``UNAME_*`` as HTCondor derives them on Linux."""
+    arch = {"x86_64": "X86_64", "amd64": "X86_64"}.get(uname_arch.lower(), uname_arch)
+    if uname_arch.lower() in ("i386", "i486", "i586", "i686"):
+        arch = "INTEL"
+    fields = _os_release(os_release)
+    name = fields.get("NAME", uname_opsys).split()[0] if fields.get("NAME") else uname_opsys
+    version = fields.get("VERSION_ID", "0")
+    parts = ([*version.split("."), "0"])[:2]
+    major = parts[0] if parts[0].isdigit() else "0"
+    minor = parts[1] if parts[1].isdigit() else "0"
+    pretty = fields.get("PRETTY_NAME", f"{name} {version}")
+    long_name = pretty.split(" (")[0]
+    return {
+        "ARCH": arch,
+        "OPSYS": "LINUX" if uname_opsys.lower() == "linux" else uname_opsys.upper(),
+        "OPSYSLEGACY": "LINUX" if uname_opsys.lower() == "linux" else uname_opsys.upper(),
+        "OPSYSNAME": name,
+        "OPSYSSHORTNAME": name,
+        "OPSYSLONGNAME": long_name,
+        "OPSYSMAJORVER": major,
+        "OPSYSVER": str(int(major) * 100 + int(minor)),
+        "OPSYSANDVER": f"{name}{major}",
+        "UNAME_ARCH": uname_arch,
+        "UNAME_OPSYS": uname_opsys,
+    }
+
+
+def _addresses() -> tuple[str, str]:
+    """The first usable IPv4 and IPv6 addresses (non-loopback, non-link-local), or ""."""
+    v4 = v6 = ""
+    for addresses in psutil.net_if_addrs().values():
+        for entry in addresses:
+            text = entry.address.split("%")[0]
+            try:
+                ip = ipaddress.ip_address(text)
+            except ValueError:
+                continue
+            if ip.is_loopback or ip.is_link_local:
+                continue
+            if ip.version == 4 and not v4:
+                v4 = text
+            elif ip.version == 6 and not v6:
+                v6 = text
+    return v4, v6
+
+
+@attrs.define
+class LocalHost:
+    """The machine this process runs on."""
+
+    @cached_property
+    def _facts(self) -> HostFacts:
+        logical = psutil.cpu_count(logical=True) or 1
+        physical = psutil.cpu_count(logical=False) or logical
+        try:
+            limit = min(logical, len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):
+            limit = logical
+        memory_mb = psutil.virtual_memory().total // (1024 * 1024)
+        try:
+            with open("/etc/os-release", encoding="utf-8") as release:
+                os_release = release.read()
+        except OSError:
+            os_release = ""
+        uname = platform.uname()
+        detected = {
+            "DETECTED_CORES": str(logical),
+            "DETECTED_PHYSICAL_CPUS": str(physical),
+            "DETECTED_CPUS_LIMIT": str(limit),
+            "DETECTED_MEMORY": str(memory_mb),
+            **platform_macros(os_release, uname.machine, uname.system),
+            "UTSNAME_SYSNAME": uname.system,
+            "UTSNAME_NODENAME": uname.node,
+            "UTSNAME_RELEASE": uname.release,
+            "UTSNAME_VERSION": uname.version,
+            "UTSNAME_MACHINE": uname.machine,
+        }
+        with contextlib.suppress(KeyError):
+            detected["TILDE"] = pwd.getpwnam("condor").pw_dir
+        v4, v6 = _addresses()
+        try:
+            username = pwd.getpwuid(os.geteuid()).pw_name
+        except KeyError:
+            username = str(os.geteuid())
+        # HTCondor calls the configuration "admin" only for its own service account.
+        detected["CondorIsAdmin"] = "true" if username == "condor" else "false"
+        specials = {
+            "DETECTED_CPUS": str(logical),
+            "USERNAME": username,
+            "PID": str(os.getpid()),
+            "PPID": str(os.getppid()),
+            "REAL_UID": str(os.getuid()),
+            "REAL_GID": str(os.getgid()),
+            "IP_ADDRESS": v4 or v6 or "127.0.0.1",
+            "IPV4_ADDRESS": v4,
+            "IPV6_ADDRESS": v6,
+            "IP_ADDRESS_IS_IPV6": "true" if not v4 and v6 else "false",
+        }
+        name = socket.gethostname()
+        return HostFacts(
+            hostname=name.split(".")[0],
+            full_hostname=name,
+            detected=detected,
+            specials={k: v for k, v in specials.items() if v},
+        )
+
+    def facts(self) -> HostFacts:
+        """The detected values (computed once per LocalHost)."""
+        return self._facts
+
+    def read_text(self, path: str) -> str:
+        """Read a file as text (undecodable bytes are replaced, not fatal)."""
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+
+    def is_file(self, path: str) -> bool:
+        """True when ``path`` is a readable regular file."""
+        return os.path.isfile(path) and os.access(path, os.R_OK)
+
+    def list_dir(self, path: str) -> list[str]:
+        """Names of the non-directory entries of ``path``."""
+        return [e.name for e in os.scandir(path) if not e.is_dir()]
+
+    def run_command(self, command: str) -> CommandOutput:
+        """Run ``command`` without a shell and capture its standard output."""
+        completed = subprocess.run(
+            shlex.split(command),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=COMMAND_TIMEOUT,
+            check=False,
+        )
+        return CommandOutput(stdout=completed.stdout, exit_status=completed.returncode)
+
+    def environ(self) -> Mapping[str, str]:
+        """The process environment."""
+        return os.environ

@@ -1,0 +1,133 @@
+"""What the configuration reader needs from the machine, as an object that tests can replace.
+
+The reader itself does no I/O: it asks a :class:`ConfigHost` for file contents, directory
+listings, the output of ``include command`` lines, environment variables and the values HTCondor
+detects before it reads any file (``DETECTED_CORES``, ``FULL_HOSTNAME``, ``OPSYS``, ...). The real
+machine is ``epcore.builtin.host.LocalHost``; :class:`MemoryHost` serves files from a dict and
+facts from a record, for tests, the policy simulator and embedding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import attrs
+
+
+@attrs.frozen
+class HostFacts:
+    """The values HTCondor puts into the configuration before reading any file.
+
+    ``detected`` holds macros a configuration file may override (``DETECTED_CORES``, ``ARCH``,
+    ``OPSYSANDVER``, ``TILDE``, ...); ``specials`` holds those HTCondor inserts again after
+    reading every file, so that no file can change them (``USERNAME``, ``PID``, ``HOSTNAME``,
+    ``IP_ADDRESS``, ...). ``hostname`` is the short name from which ``FULL_HOSTNAME`` is built.
+    """
+
+    hostname: str
+    full_hostname: str
+    detected: Mapping[str, str] = attrs.field(factory=dict)
+    specials: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class CommandOutput:
+    """What ``include command : ...`` read: the command's standard output and exit status."""
+
+    stdout: str
+    exit_status: int
+
+
+class ConfigHost(Protocol):
+    """The machine as the configuration reader sees it. Every method may raise ``OSError``."""
+
+    def read_text(self, path: str) -> str:
+        """Return the contents of the file at ``path``."""
+        ...
+
+    def list_dir(self, path: str) -> list[str]:
+        """Return the names of the regular files (not directories) in the directory ``path``."""
+        ...
+
+    def run_command(self, command: str) -> CommandOutput:
+        """Run ``command`` (a command line, split as HTCondor splits arguments) and capture it."""
+        ...
+
+    def environ(self) -> Mapping[str, str]:
+        """Return the process environment (for ``$ENV()`` and ``_CONDOR_`` overrides)."""
+        ...
+
+    def facts(self) -> HostFacts:
+        """Return the detected values (see :class:`HostFacts`)."""
+        ...
+
+    def is_file(self, path: str) -> bool:
+        """Return True when ``path`` names an existing, readable regular file."""
+        ...
+
+
+def _default_facts() -> HostFacts:
+    return HostFacts(
+        hostname="localhost",
+        full_hostname="localhost",
+        detected={
+            "DETECTED_CORES": "1",
+            "DETECTED_PHYSICAL_CPUS": "1",
+            "DETECTED_CPUS_LIMIT": "1",
+            "DETECTED_MEMORY": "1024",
+            "ARCH": "X86_64",
+            "OPSYS": "LINUX",
+            "UNAME_ARCH": "x86_64",
+            "UNAME_OPSYS": "Linux",
+        },
+        specials={"DETECTED_CPUS": "1", "USERNAME": "condor", "PID": "1", "PPID": "0"},
+    )
+
+
+@attrs.define
+class MemoryHost:
+    """A :class:`ConfigHost` backed by memory: files in a dict, commands answered by a dict.
+
+    Paths are used as given (no normalisation); ``commands`` maps a command line to its output.
+    """
+
+    files: dict[str, str] = attrs.field(factory=dict)
+    commands: dict[str, CommandOutput] = attrs.field(factory=dict)
+    environment: dict[str, str] = attrs.field(factory=dict)
+    host_facts: HostFacts = attrs.field(factory=_default_facts)
+
+    def read_text(self, path: str) -> str:
+        """Return the stored file, or raise FileNotFoundError."""
+        try:
+            return self.files[path]
+        except KeyError:
+            raise FileNotFoundError(path) from None
+
+    def list_dir(self, path: str) -> list[str]:
+        """Return the stored files directly inside ``path``."""
+        prefix = path.rstrip("/") + "/"
+        names = [p[len(prefix) :] for p in self.files if p.startswith(prefix)]
+        found = [n for n in names if "/" not in n]
+        if not found and not any(p.startswith(prefix) for p in self.files):
+            raise FileNotFoundError(path)
+        return found
+
+    def run_command(self, command: str) -> CommandOutput:
+        """Return the stored output for ``command``, or raise FileNotFoundError."""
+        try:
+            return self.commands[command]
+        except KeyError:
+            raise FileNotFoundError(command) from None
+
+    def environ(self) -> Mapping[str, str]:
+        """Return the stored environment."""
+        return self.environment
+
+    def facts(self) -> HostFacts:
+        """Return the stored facts."""
+        return self.host_facts
+
+    def is_file(self, path: str) -> bool:
+        """Return True when ``path`` is one of the stored files."""
+        return path in self.files
