@@ -1,0 +1,197 @@
+"""epcore's default table (epcore.config.defaults) checked against HTCondor 25.14.1's own.
+
+With an empty configuration file, every knob of KNOB_DEFAULTS must read the same through
+``Config.get`` as through htcondor2.param, for the startd, the negotiator and the schedd. The
+oracle is asked once per subsystem for every name; the table is also checked for completeness
+against section (c) of the requirements inventory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from param_oracle import OracleValue, ParamOracle
+
+from epcore.builtin.host import LocalHost
+from epcore.config import Config
+from epcore.config.defaults import DETECTED_KNOBS, KNOB_DEFAULTS, KnobDefault
+
+INVENTORY = Path(__file__).resolve().parents[3] / "shared" / "reference" / "inventory.md"
+
+SUBSYSTEMS = ("STARTD", "NEGOTIATOR", "SCHEDD")
+
+#: Names in the inventory's knob section that are debug categories (values of the *_DEBUG
+#: knobs), not configuration variables.
+NOT_KNOBS = frozenset({"D_FULLDEBUG", "D_LOAD"})
+
+#: The Python type htcondor2.param.get returns for each declared kind.
+PYTHON_KIND = {
+    "string": "str",
+    "path": "str",
+    "int": "int",
+    "long": "int",
+    "double": "float",
+    "bool": "bool",
+}
+
+_RANDOM_INTEGER = re.compile(r"\$RANDOM_INTEGER\(\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,\s*(\d+)\s*)?\)")
+_MACRO_REF = re.compile(r"\$\(([A-Za-z0-9_.]+)")
+
+
+def _normal(text: str | None) -> str | None:
+    """Whitespace runs collapsed to one space and trimmed; empty text counts as no value."""
+    if text is None:
+        return None
+    collapsed = " ".join(text.split())
+    return collapsed or None
+
+
+def _assert_random_expansion(raw: str, ours: str | None, theirs: str | None) -> None:
+    """Both expansions have the raw text's shape, each $RANDOM_INTEGER drawn from its range."""
+    pieces = _RANDOM_INTEGER.split(raw)
+    ranges = []
+    pattern = ""
+    for index in range(0, len(pieces), 4):
+        literal = _normal(pieces[index]) or ""
+        assert "$" not in literal, f"{raw!r} mixes macros with $RANDOM_INTEGER"
+        pattern += r"\s*".join(re.escape(part) for part in literal.split(" "))
+        if index + 3 < len(pieces):
+            low, high, step = pieces[index + 1 : index + 4]
+            ranges.append((int(low), int(high), int(step or 1)))
+            pattern += r"\s*(-?\d+)\s*"
+    for text in (ours, theirs):
+        assert text is not None
+        found = re.fullmatch(pattern, _normal(text) or "")
+        assert found is not None, f"{text!r} does not have the shape of {raw!r}"
+        for drawn, (low, high, step) in zip(found.groups(), ranges, strict=True):
+            assert low <= int(drawn) <= high and (int(drawn) - low) % step == 0
+
+
+def _cases() -> list[tuple[KnobDefault, str, str]]:
+    """(entry, subsystem, name to read): bare knobs in every subsystem of SUBSYSTEMS; a
+    subsystem-specific entry ``SUBSYS.NAME`` as NAME read by that subsystem, which is how a
+    daemon meets it."""
+    cases = []
+    for entry in KNOB_DEFAULTS:
+        prefix, dot, bare = entry.name.partition(".")
+        if dot:
+            cases.append((entry, prefix.upper(), bare))
+        else:
+            cases.extend((entry, subsystem, entry.name) for subsystem in SUBSYSTEMS)
+    return cases
+
+
+CASES = _cases()
+ALL_SUBSYSTEMS = sorted({case[1] for case in CASES})
+
+
+@pytest.fixture(scope="module")
+def oracle_defaults(param_oracle: ParamOracle) -> dict[str, Mapping[str, OracleValue]]:
+    """HTCondor's view of every table name under an empty configuration, per subsystem."""
+    names = sorted({case[2] for case in CASES} | {entry.name for entry in KNOB_DEFAULTS})
+    views: dict[str, Mapping[str, OracleValue]] = {}
+    for subsystem in ALL_SUBSYSTEMS:
+        answer = param_oracle.load("", names, subsystem=subsystem)
+        assert answer.error is None, answer.error
+        views[subsystem] = answer.values
+    return views
+
+
+@pytest.fixture(scope="module")
+def empty_configs(local_host: LocalHost) -> dict[str, Config]:
+    """epcore's reading of an empty configuration, one per subsystem."""
+    return {
+        subsystem: Config.from_text("", host=local_host, subsystem=subsystem)
+        for subsystem in ALL_SUBSYSTEMS
+    }
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize(
+    ("entry", "subsystem", "name"), CASES, ids=[f"{c[0].name}-{c[1]}" for c in CASES]
+)
+def test_default_expands_as_htcondor_does(
+    entry: KnobDefault,
+    subsystem: str,
+    name: str,
+    oracle_defaults: dict[str, Mapping[str, OracleValue]],
+    empty_configs: dict[str, Config],
+) -> None:
+    """With no configuration, epcore's value of the knob equals condor_config_val's."""
+    theirs = oracle_defaults[subsystem][name].text
+    ours = empty_configs[subsystem].get(name)
+    if entry.default is not None and _RANDOM_INTEGER.search(entry.default):
+        _assert_random_expansion(entry.default, ours, theirs)
+    else:
+        assert _normal(ours) == _normal(theirs)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("entry", KNOB_DEFAULTS, ids=lambda entry: entry.name)
+def test_declared_kind_matches_htcondor(
+    entry: KnobDefault, oracle_defaults: dict[str, Mapping[str, OracleValue]]
+) -> None:
+    """Where HTCondor has a value, param.get returns the Python type of the declared kind."""
+    for subsystem in SUBSYSTEMS:
+        value = oracle_defaults[subsystem][entry.name.partition(".")[2] or entry.name]
+        if value.kind != "none":
+            assert value.kind == PYTHON_KIND[entry.kind], subsystem
+
+
+def test_no_knob_is_listed_twice() -> None:
+    """Table names, compared without regard to case as HTCondor does, are unique."""
+    seen: dict[str, str] = {}
+    for entry in KNOB_DEFAULTS:
+        key = entry.name.upper()
+        assert key not in seen, f"{entry.name} repeats {seen[key]}"
+        seen[key] = entry.name
+    detected = {name.upper() for name in DETECTED_KNOBS}
+    assert len(detected) == len(DETECTED_KNOBS)
+    assert not detected & set(seen)
+
+
+def test_every_macro_reference_has_an_entry() -> None:
+    """Each $(NAME) in a default names a table knob or a detected one."""
+    known = {entry.name.upper() for entry in KNOB_DEFAULTS}
+    known |= {name.upper() for name in DETECTED_KNOBS}
+    missing = {
+        f"{entry.name} -> {name}"
+        for entry in KNOB_DEFAULTS
+        for name in _MACRO_REF.findall(entry.default or "")
+        if name.upper() not in known
+    }
+    assert not missing
+
+
+def _inventory_knob_names(text: str) -> list[str]:
+    """Concrete knob names of inventory section (c), without families and [recon] rows."""
+    section = text[text.index("## (c)") : text.index("## (d)")]
+    names: list[str] = []
+    for line in section.splitlines():
+        if not line.startswith("| `") or "[recon]" in line:
+            continue
+        cell = re.fullmatch(r"`([^`]*)`", line.split("|")[1].strip())
+        if cell is None:
+            continue
+        parts = [part.strip() for part in cell.group(1).split("/")]
+        for part in parts:
+            # "GANGLIAD_DEFAULT_CLUSTER / _MACHINE / _IP" abbreviates sibling names.
+            name = parts[0].rsplit("_", 1)[0] + part if part.startswith("_") else part
+            if "<" not in name and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+                names.append(name)
+    return names
+
+
+def test_every_inventory_knob_is_in_the_table() -> None:
+    """Every concrete knob the seeds name is a table entry or a detected knob."""
+    if not INVENTORY.exists():
+        pytest.skip(f"{INVENTORY} is not available")
+    names = _inventory_knob_names(INVENTORY.read_text(encoding="utf-8"))
+    assert len(names) > 200, "the inventory's knob section was not found"
+    known = {entry.name.upper() for entry in KNOB_DEFAULTS}
+    known |= {name.upper() for name in DETECTED_KNOBS}
+    missing = [name for name in names if name not in NOT_KNOBS and name.upper() not in known]
+    assert not missing
