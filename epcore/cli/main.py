@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import click
 
 from epcore import __version__
+from epcore.cli.config_cmd import config_command
 from epcore.cli.eval_cmd import eval_command
 
 
@@ -20,6 +21,7 @@ def ep() -> None:
 
 
 ep.add_command(eval_command)
+ep.add_command(config_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
