@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 import attrs
 
 from epcore.classad import EvalContext, parse_expr
+from epcore.config.code_defaults import code_default
 from epcore.config.conditions import ConditionError, evaluate_condition
 from epcore.config.expansion import Expander
 from epcore.config.host import ConfigHost
@@ -367,6 +368,19 @@ class Config:
         if isinstance(value, int | float):
             return value != 0
         return default
+
+    def daemon_value(
+        self, name: str, subsystem: str | None = None, local_name: str | None = None
+    ) -> str | None:
+        """What a daemon uses for ``name``: the configured value, else the fallback its code
+        applies (see :mod:`epcore.config.code_defaults`), else None."""
+        value = self.get(name, subsystem, local_name)
+        if value is not None:
+            return value
+        fallback = code_default(name)
+        if fallback is None or not fallback.value:
+            return None
+        return self.expand(fallback.value, subsystem, local_name) or None
 
     def get_list(self, name: str, **who: str | None) -> list[str]:
         """``name`` split on commas and whitespace (empty when unset)."""

@@ -170,3 +170,68 @@ def test_local_name_prefix_wins_over_subsystem(local_host: LocalHost) -> None:
     )
     assert cfg.get("A") == "local"
     assert cfg.get("A", subsystem="STARTD") == "sub"
+
+
+def test_slot_lookup_prefers_slot_then_slot_type_then_plain(local_host: LocalHost) -> None:
+    """slot_get reads SLOT<N>_NAME, then SLOT_TYPE_<T>_NAME, then NAME, as the startd does."""
+    cfg = _load(
+        "STARTD_ATTRS = plain\nSLOT_TYPE_2_STARTD_ATTRS = type2\nSLOT1_STARTD_ATTRS = slot1\n",
+        local_host,
+    )
+    assert cfg.slot_get("STARTD_ATTRS", 1, slot_type=2) == "slot1"
+    assert cfg.slot_get("STARTD_ATTRS", 3, slot_type=2) == "type2"
+    assert cfg.slot_get("STARTD_ATTRS", 3) == "plain"
+    assert cfg.slot_get("NO_SUCH_KNOB", 3, slot_type=2) is None
+
+
+def test_typed_reads_follow_the_daemons(local_host: LocalHost) -> None:
+    """get_int/get_float/get_bool evaluate expressions and fall back on bad values."""
+    cfg = _load(
+        "I = 3*4\nR = 2.7\nBAD = abc\nB1 = TRUE && false\nB2 = 2\nY = yes\nL = a, b c\n",
+        local_host,
+    )
+    assert (cfg.get_int("I", 0), cfg.get_int("R", 0), cfg.get_int("BAD", 5)) == (12, 2, 5)
+    assert (cfg.get_float("R", 0.0), cfg.get_float("I", 0.0), cfg.get_float("BAD", 1.5)) == (
+        2.7,
+        12.0,
+        1.5,
+    )
+    assert (cfg.get_bool("B1", True), cfg.get_bool("B2", False), cfg.get_bool("Y", False)) == (
+        False,
+        True,
+        False,
+    )
+    assert cfg.get_bool("Y", False, crufty=True) is True
+    assert cfg.get_int("UNSET", 9) == 9
+    assert cfg.get_list("L") == ["a", "b", "c"]
+
+
+@pytest.mark.oracle
+def test_typed_reads_match_htcondor(local_host: LocalHost, param_oracle: ParamOracle) -> None:
+    """For knobs HTCondor declares typed, the daemon's reading matches htcondor2.param."""
+    text = (
+        "NUM_CPUS = $(DETECTED_CORES)*2\nMATCH_TIMEOUT = abc\nKILLING_TIMEOUT = 2.7\n"
+        "ENABLE_BACKFILL = TRUE && false\nSTARTD_ENFORCE_DISK_LIMITS = yes\n"
+        "PRIORITY_HALFLIFE = 1e3\n"
+    )
+    cfg = _load(text, local_host)
+    answer = param_oracle.load(
+        text,
+        [
+            "NUM_CPUS",
+            "MATCH_TIMEOUT",
+            "KILLING_TIMEOUT",
+            "ENABLE_BACKFILL",
+            "STARTD_ENFORCE_DISK_LIMITS",
+            "PRIORITY_HALFLIFE",
+        ],
+    )
+    typed = {name: value.typed for name, value in answer.values.items()}
+    assert typed == {
+        "NUM_CPUS": repr(cfg.get_int("NUM_CPUS", 1)),
+        "MATCH_TIMEOUT": repr(cfg.get_int("MATCH_TIMEOUT", 120)),
+        "KILLING_TIMEOUT": repr(cfg.get_int("KILLING_TIMEOUT", 30)),
+        "ENABLE_BACKFILL": repr(cfg.get_bool("ENABLE_BACKFILL", False)),
+        "STARTD_ENFORCE_DISK_LIMITS": repr(cfg.get_bool("STARTD_ENFORCE_DISK_LIMITS", False)),
+        "PRIORITY_HALFLIFE": repr(cfg.get_float("PRIORITY_HALFLIFE", 86400.0)),
+    }
