@@ -157,6 +157,12 @@ class LocalHost:
         """True when ``path`` is a readable regular file."""
         return os.path.isfile(path) and os.access(path, os.R_OK)
 
+    def write_text(self, path: str, text: str) -> None:
+        """Write ``text`` to ``path`` (mode 0644, as HTCondor creates its cache files)."""
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
     def list_dir(self, path: str) -> list[str]:
         """Names of the non-directory entries of ``path``."""
         return [e.name for e in os.scandir(path) if not e.is_dir()]

@@ -349,25 +349,37 @@ class Config:
     def get_bool(
         self, name: str, default: bool, *, crufty: bool = False, **who: str | None
     ) -> bool:
-        """``name`` read as a boolean expression, else ``default``.
+        """``name`` read as a boolean the way a daemon reads it, else ``default``.
 
-        ``crufty`` also accepts ``yes``/``no``/``t``/``f`` (HTCondor does for a few old knobs).
+        As in HTCondor, a value that starts with ``true``, ``false``, ``1`` or ``0`` is that
+        boolean unless the whole value is a ClassAd expression with a different truth
+        (``false || true``); otherwise the value is evaluated as an expression; a value that is
+        neither gives ``default``. ``crufty`` also accepts ``yes``/``no``/``t``/``f`` (HTCondor
+        does for a few old knobs).
         """
         text = self.get(name, **who)
         if text is None:
             return default
-        word = text.strip().lower()
-        if crufty and word in ("yes", "t", "no", "f"):
-            return word in ("yes", "t")
+        stripped = text.strip()
+        lowered = stripped.lower()
+        if crufty and lowered in ("yes", "t", "no", "f"):
+            return lowered in ("yes", "t")
+        result = default
+        for word, meaning in (("true", True), ("false", False), ("1", True), ("0", False)):
+            if lowered.startswith(word):
+                if not stripped[len(word) :].strip():
+                    return meaning
+                result = meaning
+                break
         try:
             value = parse_expr(text).evaluate(context=self.eval_context)
         except ClassAdSyntaxError:
-            return default
+            return result
         if isinstance(value, bool):
             return value
         if isinstance(value, int | float):
             return value != 0
-        return default
+        return result
 
     def daemon_value(
         self, name: str, subsystem: str | None = None, local_name: str | None = None

@@ -30,16 +30,36 @@ class KnobDefault:
 
     ``name`` may carry a subsystem prefix (``STARTD.IsStartd``) when HTCondor's default
     differs for that subsystem; the prefixed entry wins for lookups made as that subsystem.
+
+    ``minimum`` and ``maximum`` are the bounds HTCondor forces a typed read of the knob into:
+    a configured number below ``minimum`` is read as ``minimum``, one above ``maximum`` as
+    ``maximum``. None means that side is open. Only ``int`` knobs carry bounds: HTCondor
+    25.14.1 declares ranges for a few ``double`` knobs too, but its typed read of a double
+    ignores them, so they are left out. For ``int`` knobs the 32-bit limits apply on top of
+    (and before) these bounds: a number that does not fit in 32 bits becomes -2147483648 or
+    2147483647 whatever the range, so an upper bound of 2147483647 is left as None.
     """
 
     name: str
     default: str | None
     kind: KnobKind
     doc: str
+    minimum: float | None = None
+    maximum: float | None = None
 
 
-def _k(name: str, default: str | None, kind: KnobKind, doc: str) -> KnobDefault:
-    return KnobDefault(name=name, default=default, kind=kind, doc=doc)
+def _k(
+    name: str,
+    default: str | None,
+    kind: KnobKind,
+    doc: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> KnobDefault:
+    return KnobDefault(
+        name=name, default=default, kind=kind, doc=doc, minimum=minimum, maximum=maximum
+    )
 
 
 KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
@@ -315,6 +335,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "100",
         "int",
         "Most attributes a job may buffer through delayed Chirp updates.",
+        minimum=0,
     ),
     _k(
         "CHIRP_DELAYED_UPDATE_PREFIX",
@@ -402,6 +423,8 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "9618",
         "int",
         "Port the collector listens on when COLLECTOR_HOST names none.",
+        minimum=0,
+        maximum=65535,
     ),
     _k(
         "CONCURRENCY_LIMIT_DEFAULT",
@@ -646,6 +669,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "0",
         "int",
         "Rate at which condor_defrag starts draining machines.",
+        minimum=0,
     ),
     _k(
         "DEFRAG_DRAINING_SCHEDULE",
@@ -666,12 +690,14 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "-1",
         "int",
         "Most machines condor_defrag drains at once (-1 means no limit).",
+        minimum=-1,
     ),
     _k(
         "DEFRAG_MAX_WHOLE_MACHINES",
         "-1",
         "int",
         "condor_defrag stops draining once this many whole machines exist (-1 means no limit).",
+        minimum=-1,
     ),
     _k(
         "DEFRAG_NAME",
@@ -962,6 +988,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "1",
         "int",
         "Number of additional flocking pools the schedd adds at a time.",
+        minimum=1,
     ),
     _k(
         "FLOCK_NEGOTIATOR_HOSTS",
@@ -1066,6 +1093,8 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "3",
         "int",
         "Most rounds the negotiator uses to hand out group surplus.",
+        minimum=1,
+        maximum=1000000000,
     ),
     _k(
         "GROUP_QUOTA_ROUND_ROBIN_RATE",
@@ -1307,6 +1336,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "1",
         "int",
         "Number of jobs the schedd starts per JOB_START_DELAY period.",
+        minimum=1,
     ),
     _k("JOB_START_DELAY", "0", "int", "Seconds the schedd waits between starting batches of jobs."),
     _k(
@@ -1361,6 +1391,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "30",
         "int",
         "Seconds a job may take to die in Preempting/Killing before it is forcibly killed.",
+        minimum=0,
     ),
     _k(
         "KILL_VANILLA", None, "string", "Vanilla-universe override of KILL; unset, so KILL applies."
@@ -1578,18 +1609,21 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "100",
         "int",
         "Most simultaneous output transfers the schedd allows (0 means no limit).",
+        minimum=0,
     ),
     _k(
         "MAX_CONCURRENT_UPLOADS",
         "100",
         "int",
         "Most simultaneous input transfers the schedd allows (0 means no limit).",
+        minimum=0,
     ),
     _k(
         "MAX_CONCURRENT_UPLOADS_PER_USER",
         "$(MAX_CONCURRENT_UPLOADS:100)/5",
         "int",
         "Most simultaneous input transfers the schedd allows one user.",
+        minimum=0,
     ),
     _k("MAX_DEFAULT_LOG", "10 Mb", "string", "Default size at which daemon logs are rotated."),
     _k(
@@ -1732,6 +1766,8 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "3",
         "int",
         "Number of past negotiation cycles whose statistics the negotiator publishes.",
+        minimum=0,
+        maximum=100,
     ),
     _k("NEGOTIATOR", "$(SBIN)/condor_negotiator", "path", "Path of the condor_negotiator program."),
     _k(
@@ -1866,6 +1902,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "60",
         "int",
         "Longest the request prefetch phase may take, in seconds.",
+        minimum=0,
     ),
     _k(
         "NEGOTIATOR_PRE_JOB_RANK",
@@ -1884,6 +1921,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "200",
         "int",
         "Number of resource requests the negotiator asks a schedd for at once.",
+        minimum=1,
     ),
     _k(
         "NEGOTIATOR_SLOT_CONSTRAINT",
@@ -1902,6 +1940,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "500",
         "int",
         "Number of schedd connections the negotiator keeps open between uses.",
+        minimum=1,
     ),
     _k(
         "NEGOTIATOR_STATE_FILE",
@@ -1975,6 +2014,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "3600",
         "int",
         "Seconds after which a daemon that stops responding is considered hung.",
+        minimum=1,
     ),
     _k(
         "NUM_CPUS",
@@ -2156,6 +2196,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "300",
         "int",
         "Seconds between condor_rooster's checks for machines to wake.",
+        minimum=0,
     ),
     _k("ROOSTER_LOG", "$(LOG)/RoosterLog", "path", "Log file of condor_rooster."),
     _k(
@@ -2163,6 +2204,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "0",
         "int",
         "Most machines condor_rooster wakes per cycle (0 means no limit).",
+        minimum=0,
     ),
     _k(
         "ROOSTER_UNHIBERNATE",
@@ -2564,6 +2606,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "30",
         "int",
         "Seconds before the starter sends its first keep-alive to the startd.",
+        minimum=0,
     ),
     _k(
         "STARTER_HIDE_GPU_DEVICES",
@@ -2733,6 +2776,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "1",
         "int",
         "Number of past machines whose attributes a job remembers.",
+        minimum=0,
     ),
     _k(
         "SYSTEM_ON_VACATE_COOL_DOWN",
@@ -2818,6 +2862,7 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "10",
         "int",
         "Seconds between file-transfer I/O reports to the transfer queue.",
+        minimum=0,
     ),
     _k(
         "TRANSFER_IO_REPORT_TIMESPANS",

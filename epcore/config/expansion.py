@@ -46,6 +46,7 @@ class Expander:
             self._scope = FunctionScope(
                 lookup=self.lookup,
                 expand=self.expand_keeping_dollar,
+                expand_all=self.expand,
                 environ=self.environ,
                 rng=self.rng,
                 eval_context=self.eval_context,

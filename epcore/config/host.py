@@ -66,6 +66,10 @@ class ConfigHost(Protocol):
         """Return True when ``path`` names an existing, readable regular file."""
         ...
 
+    def write_text(self, path: str, text: str) -> None:
+        """Write ``text`` to ``path`` (``include command into`` keeps command output there)."""
+        ...
+
 
 def _default_facts() -> HostFacts:
     return HostFacts(
@@ -131,3 +135,7 @@ class MemoryHost:
     def is_file(self, path: str) -> bool:
         """Return True when ``path`` is one of the stored files."""
         return path in self.files
+
+    def write_text(self, path: str, text: str) -> None:
+        """Store ``text`` as the file ``path``."""
+        self.files[path] = text

@@ -288,13 +288,15 @@ class Loader:
     def _assign(self, name: str, raw: str, origin: Origin, line: int) -> None:
         value = self.expander.expand_self(raw, name)
         table = self.expander.table
-        knob = table.default(name)
-        if knob is not None and knob.default is not None and _same_value(knob.default, value):
-            # HTCondor keeps the default's own text for a value equal to it ("true" for a
-            # default "True") and does not record a new knob that only repeats its default.
-            if table.exact(name) is None:
-                return
-            value = knob.default
+        if table.exact(name) is None:
+            # A new knob whose value repeats its default: HTCondor keeps the default's own
+            # text ("True" for "true"), and does not record an unprefixed one at all.
+            bare = name.rpartition(".")[2]
+            knob = table.default(name) or table.default(bare)
+            if knob is not None and knob.default is not None and _same_value(knob.default, value):
+                if "." not in name:
+                    return
+                value = knob.default
         where = origin if origin.line == line else Origin(origin.source, line, origin.template)
         table.set(name, value, where)
 
@@ -316,12 +318,18 @@ class Loader:
         words = options.split()
         must_exist = True
         is_command = False
+        cache: str | None = None
         if words and words[0] in ("ifexist", "ifexists"):
             must_exist = False
             words = words[1:]
         if words and words[0] in ("output", "command"):
             is_command = True
             words = words[1:]
+            if words and words[0] == "into":
+                if len(words) < 2:
+                    raise ConfigError("expected filename after keyword 'into'")
+                cache = words[1]
+                words = words[2:]
         if words:
             raise ConfigError(f"unexpected keyword(s) '{options}' after include")
         path = self.expander.expand(target)
@@ -329,12 +337,46 @@ class Loader:
             raise ConfigError("include needs a file name after ':'")
         if depth + 1 >= MAX_NESTING:
             raise ConfigError("includes nested too deep")
+        if cache is not None:
+            self._include_into(cache, path, depth + 1, must_exist)
+            return
         if is_command:
             self._read_command(path.rstrip("| "), path, depth + 1)
             return
         if not must_exist and not path.rstrip().endswith("|") and not self.host.is_file(path):
             return
         self.read_file(path, depth + 1, required=must_exist)
+
+    def _include_into(self, cache: str, command: str, depth: int, must_exist: bool) -> None:
+        """``include command into FILE : cmd``: read FILE if it exists, else run ``cmd``,
+        keep its output in FILE and read that."""
+        if cache.rstrip().endswith("|"):
+            raise ConfigError("destination for 'include into' may not be a script")
+        cache_path = self.expander.expand(cache)
+        if not cache_path:
+            raise ConfigError("destination for 'include into' expanded to ''")
+        if self.host.is_file(cache_path):
+            self.read_file(cache_path, depth)
+            return
+        command = command.rstrip("| ")
+        try:
+            result = self.host.run_command(command)
+        except (OSError, ValueError) as exc:
+            if not must_exist:
+                return
+            raise ConfigError(f"cannot run configuration command '{command}': {exc}") from exc
+        if result.exit_status != 0:
+            if not must_exist:
+                return
+            raise ConfigError(
+                f"configuration command '{command}' exited with status {result.exit_status}"
+            )
+        try:
+            self.host.write_text(cache_path, result.stdout)
+        except OSError as exc:
+            raise ConfigError(f"can't open '{cache_path}' for write: {exc}") from exc
+        self.sources.append(command + " |")
+        self.read_text(result.stdout, command + " |", depth)
 
 
 def _same_value(default: str, value: str) -> bool:

@@ -28,6 +28,7 @@ class FunctionScope:
 
     lookup: Callable[[str], str | None]
     expand: Callable[[str], str]  # expands references but keeps $(DOLLAR)
+    expand_all: Callable[[str], str]  # expands references, $(DOLLAR) included
     environ: Mapping[str, str]
     rng: random.Random
     eval_context: EvalContext
@@ -189,7 +190,7 @@ def _substr(scope: FunctionScope, body: str) -> str:
     # Unlike the other functions, $SUBSTR of a name with no value is empty, not the name.
     name = _nth_item(body, 0) or ""
     raw = scope.lookup(name)
-    text = scope.expand(raw) if raw else ""
+    text = scope.expand_all(raw) if raw else ""
     if not text:
         return ""
     start_text = _lookup_and_expand(scope, body, 1) or ""
@@ -278,10 +279,13 @@ def evaluate_reference(scope: FunctionScope, ref: MacroRef, text: str) -> str:
     elif function in (FILENAME, "BASENAME", "DIRNAME"):
         from epcore.config.paths import path_function
 
+        # The argument names a knob; when no knob has that name it is the path itself.
         raw = scope.lookup(body)
-        if raw is not None and "$" in raw:
+        if raw is None:
+            raw = body
+        elif "$" in raw:
             raw = scope.expand(raw)
-        value = None if raw is None else path_function(ref.prefix, function, raw)
+        value = path_function(ref.prefix, function, raw)
     else:
         handlers: dict[str, Callable[[FunctionScope, str], str]] = {
             "CHOICE": _choice,
