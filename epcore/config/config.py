@@ -35,6 +35,7 @@ from epcore.errors import ClassAdSyntaxError, ConfigError
 _ROOT_SEARCH = ("/etc/condor/condor_config", "/usr/local/etc/condor_config")
 _LIST_SPLIT = re.compile(r"[,\s]+")
 _AUTO_USE = re.compile(r"AUTO_USE_([A-Za-z]+)_(.+)", re.IGNORECASE)
+_SUBSYS_LOCAL = re.compile(r"[A-Za-z_]*\.[A-Za-z_0-9]*\.")
 _DETECTED = "<Detected>"
 _ENVIRONMENT = "<Environment>"
 
@@ -173,6 +174,13 @@ class Config:
                 )
         self._insert_specials()
         self._auto_use(loader)
+        for definition in self.table:
+            if _SUBSYS_LOCAL.match(definition.name):
+                # HTCondor 25 reads LOCALNAME.NAME only, and warns about this older form.
+                loader.warnings.append(
+                    f"{definition.origin.describe()}: {definition.name} has the unsupported form "
+                    "SUBSYS.LOCALNAME.NAME; use LOCALNAME.NAME"
+                )
         self.sources = tuple(loader.sources)
         self.warnings = tuple(loader.warnings)
 

@@ -8,7 +8,7 @@ import pytest
 from param_oracle import ParamOracle
 
 from epcore.builtin.host import LocalHost
-from epcore.config import CommandOutput, Config, HostFacts, MemoryHost
+from epcore.config import CommandOutput, Config, ConfigError, HostFacts, MemoryHost
 
 
 def _host(files: dict[str, str], **environment: str) -> MemoryHost:
@@ -209,3 +209,20 @@ def test_detected_values_match_htcondor(local_host: LocalHost, param_oracle: Par
     answer = param_oracle.load("", names)
     cfg = Config.from_text("", host=local_host)
     assert {n: cfg.get(n) for n in names} == {n: answer.values[n].text for n in names}
+
+
+def test_include_command_into_keeps_the_output_and_reuses_it() -> None:
+    """``include command into FILE`` runs the command once, keeps its output in FILE, and later
+    loads read FILE without running the command."""
+    host = MemoryHost(commands={"gen": CommandOutput("FROM_CMD = first\n", 0)})
+    text = "include command into /cache/gen.conf : gen\n"
+    assert Config.from_text(text, host=host).get("FROM_CMD") == "first"
+    assert host.files["/cache/gen.conf"] == "FROM_CMD = first\n"
+    host.commands["gen"] = CommandOutput("FROM_CMD = second\n", 0)
+    assert Config.from_text(text, host=host).get("FROM_CMD") == "first"
+
+
+def test_include_into_needs_a_file_name() -> None:
+    """``include command into : cmd`` without a file name is refused at that line."""
+    with pytest.raises(ConfigError, match="expected filename after keyword 'into'"):
+        Config.from_text("A = 1\ninclude command into : gen\n", host=MemoryHost())

@@ -235,3 +235,12 @@ def test_typed_reads_match_htcondor(local_host: LocalHost, param_oracle: ParamOr
         "STARTD_ENFORCE_DISK_LIMITS": repr(cfg.get_bool("STARTD_ENFORCE_DISK_LIMITS", False)),
         "PRIORITY_HALFLIFE": repr(cfg.get_float("PRIORITY_HALFLIFE", 86400.0)),
     }
+
+
+def test_subsystem_local_name_form_is_warned_about(local_host: LocalHost) -> None:
+    """STARTD.STARTD2.NAME is not read (as in HTCondor 25) and a warning names it."""
+    cfg = Config.from_text(
+        "STARTD.STARTD2.A = old\nSTARTD2.A = new\n", host=local_host, local_name="STARTD2"
+    )
+    assert cfg.get("A") == "new"
+    assert any("STARTD.STARTD2.A has the unsupported form" in w for w in cfg.warnings)
