@@ -338,21 +338,62 @@ class Config:
         """The names defined by files, the environment and detection (not the default table)."""
         return (d.name for d in self.table)
 
-    def get_int(self, name: str, default: int, **who: str | None) -> int:
-        """``name`` read as an integer the way a daemon reads it, else ``default``."""
+    def get_int(
+        self,
+        name: str,
+        default: int,
+        *,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        **who: str | None,
+    ) -> int:
+        """``name`` read as an integer the way a daemon reads it, else ``default``.
+
+        As in HTCondor, a value of an ``int`` knob that does not fit in 32 bits becomes the
+        nearest 32-bit value, and a value outside the knob's declared range (or ``minimum`` /
+        ``maximum`` when given) becomes the nearest bound.
+        """
         text = self.get(name, **who)
         if text is None:
             return default
         value = to_integer(self._expander(self.subsystem, self.local_name).scope(), text)
-        return default if value is None else value
+        if value is None:
+            return default
+        knob = self.table.default(name)
+        bits = 63 if knob is not None and knob.kind == "long" else 31
+        if not -(2**bits) <= value < 2**bits:
+            # A number that does not fit saturates, and the range is not applied to it.
+            return -(2**bits) if value < 0 else 2**bits - 1
+        low = minimum if minimum is not None else knob.minimum if knob else None
+        high = maximum if maximum is not None else knob.maximum if knob else None
+        if low is not None and value < low:
+            value = int(low)
+        if high is not None and value > high:
+            value = int(high)
+        return value
 
-    def get_float(self, name: str, default: float, **who: str | None) -> float:
-        """``name`` read as a real the way a daemon reads it, else ``default``."""
+    def get_float(
+        self,
+        name: str,
+        default: float,
+        *,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        **who: str | None,
+    ) -> float:
+        """``name`` read as a real the way a daemon reads it, else ``default``; ``minimum`` and
+        ``maximum`` bound the value when given."""
         text = self.get(name, **who)
         if text is None:
             return default
         value = to_real(self._expander(self.subsystem, self.local_name).scope(), text)
-        return default if value is None else value
+        if value is None:
+            return default
+        if minimum is not None and value < minimum:
+            value = minimum
+        if maximum is not None and value > maximum:
+            value = maximum
+        return value
 
     def get_bool(
         self, name: str, default: bool, *, crufty: bool = False, **who: str | None

@@ -35,9 +35,11 @@ class KnobDefault:
     a configured number below ``minimum`` is read as ``minimum``, one above ``maximum`` as
     ``maximum``. None means that side is open. Only ``int`` knobs carry bounds: HTCondor
     25.14.1 declares ranges for a few ``double`` knobs too, but its typed read of a double
-    ignores them, so they are left out. For ``int`` knobs the 32-bit limits apply on top of
-    (and before) these bounds: a number that does not fit in 32 bits becomes -2147483648 or
-    2147483647 whatever the range, so an upper bound of 2147483647 is left as None.
+    ignores them, so they are left out. An ``int`` knob is also held to 32 bits, and that
+    comes first: a number that does not fit becomes -2147483648 or 2147483647 whatever the
+    bounds (``COLLECTOR_PORT = 99999999999`` reads as 2147483647, not 65535); only a number
+    that fits is then moved into the bounds. A declared upper bound of 2147483647 adds nothing
+    to the 32-bit limit and is recorded as None.
     """
 
     name: str

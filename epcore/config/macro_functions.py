@@ -70,8 +70,10 @@ def to_integer(scope: FunctionScope, text: str) -> int | None:
         return int(value)
     if isinstance(value, int):
         return value
-    if isinstance(value, float) and value == value and abs(value) < 2**63:
-        return int(value)
+    if isinstance(value, float):
+        # C's conversion of a double that no 64-bit integer holds (or of NaN) gives the
+        # smallest 64-bit integer on the machines HTCondor runs on.
+        return int(value) if value == value and abs(value) < 2**63 else -(2**63)
     return None
 
 

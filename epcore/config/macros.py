@@ -97,6 +97,8 @@ def _meta_function(prefix: str) -> tuple[str | None, bool]:
 
 _PLAIN_BODY = re.compile(r"[A-Za-z0-9_./]*\)")
 _PLAIN_META_BODY = re.compile(r"[0-9?#+]*\)")
+# A body with a default that holds no parenthesis (the scan below handles those).
+_DEFAULT_BODY = re.compile(r"([A-Za-z0-9_./]*:)[A-Za-z0-9_./$ ,\\:]*\)")
 
 
 def _scan_body(text: str, start: int, meta: bool) -> tuple[int, int] | None:
@@ -104,6 +106,10 @@ def _scan_body(text: str, start: int, meta: bool) -> tuple[int, int] | None:
     plain = (_PLAIN_META_BODY if meta else _PLAIN_BODY).match(text, start)
     if plain is not None:
         return plain.end() - 1, 0
+    if not meta:
+        with_default = _DEFAULT_BODY.match(text, start)
+        if with_default is not None:
+            return with_default.end() - 1, with_default.end(1) - start
     n = len(text)
     i = start
     after_colon = 0

@@ -145,30 +145,7 @@ class KnownIssue:
 
 
 #: Disagreements found by these tests and not fixed yet (see the module docstring).
-KNOWN_ISSUES: tuple[KnownIssue, ...] = (
-    KnownIssue(
-        key="int-range",
-        minimal="KILLING_TIMEOUT = -1\n",
-        knob="KILLING_TIMEOUT",
-        reason=(
-            "an int knob with a declared range read outside it: HTCondor clamps "
-            "KILLING_TIMEOUT = -1 to its minimum 0, epcore get_int answers -1"
-        ),
-        pattern=r"^\s*-",
-        view="typed int",
-    ),
-    KnownIssue(
-        key="int-32-bit",
-        minimal="UPDATE_INTERVAL = 99999999999\n",
-        knob="UPDATE_INTERVAL",
-        reason=(
-            "an int knob beyond 32 bits: HTCondor clamps it to 2147483647, epcore get_int "
-            "answers 99999999999"
-        ),
-        pattern=r"\d{10,}",
-        view="typed int",
-    ),
-)
+KNOWN_ISSUES: tuple[KnownIssue, ...] = ()
 
 #: Minimal cases of disagreements these tests found and epcore fixed; they must now agree.
 #: (key, configuration, knob)
@@ -178,6 +155,8 @@ FIXED_DISAGREEMENTS: tuple[tuple[str, str, str], ...] = (
     ("default-spelling-redefined", "START = x\nSTART = true\n", "START"),
     ("default-spelling-prefixed", "STARTD.START = true\n", "START"),
     ("bool-leading-word", "STARTD_ENFORCE_DISK_LIMITS = truex\n", "STARTD_ENFORCE_DISK_LIMITS"),
+    ("int-range", "KILLING_TIMEOUT = -1\n", "KILLING_TIMEOUT"),
+    ("int-32-bit", "UPDATE_INTERVAL = 99999999999\n", "UPDATE_INTERVAL"),
 )
 
 
@@ -589,24 +568,6 @@ def test_include_command_into_matches_htcondor(
 
 
 # -- known disagreements, minimised --------------------------------------------------------
-
-
-@pytest.mark.oracle
-@pytest.mark.parametrize(
-    "issue",
-    [
-        pytest.param(issue, id=issue.key, marks=pytest.mark.xfail(reason=issue.reason, strict=True))
-        for issue in KNOWN_ISSUES
-    ],
-)
-def test_known_disagreement(
-    issue: KnownIssue, param_oracle: ParamOracle, local_host: LocalHost, tmp_path: Path
-) -> None:
-    """The minimal configuration of a known disagreement reads the same in both readers."""
-    path = tmp_path / "condor_config"
-    path.write_text(issue.minimal)
-    comparison = compare(param_oracle, local_host, path, [issue.knob], "STARTD")
-    assert not comparison.mismatches, _report(issue.key, issue.minimal, "STARTD", comparison)
 
 
 @pytest.mark.oracle

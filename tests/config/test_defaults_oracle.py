@@ -3,7 +3,9 @@
 With an empty configuration file, every knob of KNOB_DEFAULTS must read the same through
 ``Config.get`` as through htcondor2.param, for the startd, the negotiator and the schedd. The
 oracle is asked once per subsystem for every name; the table is also checked for completeness
-against section (c) of the requirements inventory.
+against section (c) of the requirements inventory. The numeric bounds the table records are
+checked by setting knobs outside them: HTCondor's typed read and epcore's ``get_int`` /
+``get_float`` must both give the bound.
 """
 
 from __future__ import annotations
@@ -195,3 +197,164 @@ def test_every_inventory_knob_is_in_the_table() -> None:
     known |= {name.upper() for name in DETECTED_KNOBS}
     missing = [name for name in names if name not in NOT_KNOBS and name.upper() not in known]
     assert not missing
+
+
+def _typed_default(entry: KnobDefault) -> int | float:
+    """The table default as a number for get_int/get_float (0 when it is not a plain number)."""
+    convert = float if entry.kind == "double" else int
+    try:
+        return convert(entry.default or "")
+    except ValueError:
+        return 0
+
+
+def _typed_read(config: Config, entry: KnobDefault, name: str) -> int | float:
+    """epcore's typed read of ``name`` with the kind and default of ``entry``."""
+    if entry.kind == "double":
+        return config.get_float(name, float(_typed_default(entry)))
+    return config.get_int(name, int(_typed_default(entry)))
+
+
+def _oracle_number(value: OracleValue) -> int | float:
+    """htcondor2's typed value as a Python number."""
+    assert value.typed is not None and value.kind in ("int", "float"), value
+    return float(value.typed) if value.kind == "float" else int(value.typed)
+
+
+def _bound_cases() -> list[tuple[KnobDefault, str, str]]:
+    """(entry, subsystem, "below" or "above") for every bound the table records."""
+    cases: list[tuple[KnobDefault, str, str]] = []
+    for entry in KNOB_DEFAULTS:
+        for side, bound in (("below", entry.minimum), ("above", entry.maximum)):
+            if bound is not None:
+                cases.extend((entry, subsystem, side) for subsystem in SUBSYSTEMS)
+    return cases
+
+
+BOUND_CASES = _bound_cases()
+
+
+def _out_of_range_text(side: str) -> str:
+    """A configuration setting every bounded knob one step past its bound on ``side``."""
+    lines = []
+    for entry in KNOB_DEFAULTS:
+        bound = entry.minimum if side == "below" else entry.maximum
+        if bound is None:
+            continue
+        step = -1 if side == "below" else 1
+        value = bound + step if entry.kind == "double" else int(bound) + step
+        lines.append(f"{entry.name} = {value!r}\n")
+    return "".join(lines)
+
+
+@pytest.fixture(scope="module")
+def out_of_range(
+    param_oracle: ParamOracle, local_host: LocalHost
+) -> dict[tuple[str, str], tuple[Mapping[str, OracleValue], Config]]:
+    """HTCondor's and epcore's reading of the out-of-range configurations, keyed by
+    (subsystem, side); one oracle load covers every bounded knob."""
+    names = sorted({entry.name for entry, _, _ in BOUND_CASES})
+    views = {}
+    for side in ("below", "above"):
+        text = _out_of_range_text(side)
+        for subsystem in SUBSYSTEMS:
+            answer = param_oracle.load(text, names, subsystem=subsystem)
+            assert answer.error is None, answer.error
+            config = Config.from_text(text, host=local_host, subsystem=subsystem)
+            views[subsystem, side] = (answer.values, config)
+    return views
+
+
+def test_bounds_are_only_on_numeric_knobs() -> None:
+    """Only int knobs carry bounds, and a minimum never exceeds its maximum."""
+    for entry in KNOB_DEFAULTS:
+        if entry.minimum is None and entry.maximum is None:
+            continue
+        assert entry.kind == "int", entry.name
+        if entry.minimum is not None and entry.maximum is not None:
+            assert entry.minimum <= entry.maximum, entry.name
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize(
+    ("entry", "subsystem", "side"),
+    BOUND_CASES,
+    ids=[f"{entry.name}-{subsystem}-{side}" for entry, subsystem, side in BOUND_CASES],
+)
+def test_value_past_a_bound_reads_as_the_bound(
+    entry: KnobDefault,
+    subsystem: str,
+    side: str,
+    out_of_range: dict[tuple[str, str], tuple[Mapping[str, OracleValue], Config]],
+) -> None:
+    """A knob set just past its table bound reads as that bound in HTCondor and in epcore."""
+    bound = entry.minimum if side == "below" else entry.maximum
+    theirs, config = out_of_range[subsystem, side]
+    assert _oracle_number(theirs[entry.name]) == bound
+    assert _typed_read(config, entry, entry.name) == bound
+
+
+#: Knobs HTCondor 25.14.1 declares a range for although its typed read does not apply it
+#: (doubles), with a value outside that range: the value reads back unchanged.
+UNCLAMPED_DOUBLES = {
+    "GROUP_QUOTA_ROUND_ROBIN_RATE": -0.5,  # declared range 1.0 to 1e100
+    "LVM_THICK_LV_MARGIN": 1.5,  # declared range 0.0 to 1.0
+    "PRIORITY_HALFLIFE": -0.5,  # declared range 1e-05 upward
+}
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("subsystem", SUBSYSTEMS)
+def test_double_ranges_are_not_applied(
+    subsystem: str, param_oracle: ParamOracle, local_host: LocalHost
+) -> None:
+    """A double knob outside the range HTCondor declares for it reads back unchanged."""
+    text = "".join(f"{name} = {value!r}\n" for name, value in UNCLAMPED_DOUBLES.items())
+    answer = param_oracle.load(text, list(UNCLAMPED_DOUBLES), subsystem=subsystem)
+    assert answer.error is None, answer.error
+    config = Config.from_text(text, host=local_host, subsystem=subsystem)
+    entries = {entry.name: entry for entry in KNOB_DEFAULTS}
+    for name, value in UNCLAMPED_DOUBLES.items():
+        entry = entries[name]
+        assert entry.kind == "double" and entry.minimum is None and entry.maximum is None
+        assert _oracle_number(answer.values[name]) == value, name
+        assert _typed_read(config, entry, name) == value, name
+
+
+#: Bare int knobs (a subsystem-prefixed entry is met through its bare name).
+INT_ENTRIES = [e for e in KNOB_DEFAULTS if e.kind == "int" and "." not in e.name]
+
+#: Values beyond 32 bits and what an int knob reads as; the range of a bounded knob does not
+#: apply to them (COLLECTOR_PORT = 99999999999 reads as 2147483647, not 65535).
+WIDE_VALUES = {"99999999999": 2147483647, "-99999999999": -2147483648}
+
+WIDE_CASES = [
+    (subsystem, text, expected)
+    for subsystem in SUBSYSTEMS
+    for text, expected in WIDE_VALUES.items()
+]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize(
+    ("subsystem", "text", "expected"),
+    WIDE_CASES,
+    ids=[f"{subsystem}-{text}" for subsystem, text, _ in WIDE_CASES],
+)
+def test_int_knob_beyond_32_bits_saturates(
+    subsystem: str,
+    text: str,
+    expected: int,
+    param_oracle: ParamOracle,
+    local_host: LocalHost,
+) -> None:
+    """Every int knob set to a number beyond 32 bits reads as the nearest 32-bit limit."""
+    config_text = "".join(f"{entry.name} = {text}\n" for entry in INT_ENTRIES)
+    names = [entry.name for entry in INT_ENTRIES]
+    answer = param_oracle.load(config_text, names, subsystem=subsystem)
+    assert answer.error is None, answer.error
+    config = Config.from_text(config_text, host=local_host, subsystem=subsystem)
+    theirs = {name: _oracle_number(answer.values[name]) for name in names}
+    ours = {entry.name: _typed_read(config, entry, entry.name) for entry in INT_ENTRIES}
+    assert {name: value for name, value in theirs.items() if value != expected} == {}
+    assert {name: value for name, value in ours.items() if value != theirs[name]} == {}
