@@ -9,7 +9,9 @@ subsystem, reloads, and answers with two views of every requested name:
   a double or a bool this is the daemon's interpretation (``NUM_CPUS = 3*4`` gives ``12``, a bad
   value gives the built-in default), rendered with ``repr``; ``None`` when HTCondor has no value.
 - ``text``: the expanded text, read through a probe knob set to ``$(name)``; this is what
-  ``condor_config_val`` prints, for typed knobs too. ``None`` when ``typed`` is ``None``.
+  ``condor_config_val`` prints, for typed knobs too; ``None`` when the knob has no value or an
+  empty one. Unlike ``typed`` it also sees a value that only a prefixed definition gives the
+  subsystem (``NEGOTIATOR.X`` read as the negotiator).
 
 A load that fails answers with HTCondor's message (what it printed before exiting).
 """
@@ -67,10 +69,10 @@ def _load_in_child(request: dict[str, Any], out_fd: int) -> None:
     values: dict[str, dict[str, str | None]] = {}
     for name in request["names"]:
         typed = htcondor2.param.get(name)
-        text: str | None = None
-        if typed is not None:
-            htcondor2.param[_PROBE] = f"$({name})"
-            text = htcondor2.param.get(_PROBE) or ""
+        # The probe also sees values that only a prefixed definition gives this subsystem
+        # (NEGOTIATOR.X read as NEGOTIATOR), for which param.get answers None.
+        htcondor2.param[_PROBE] = f"$({name})"
+        text: str | None = htcondor2.param.get(_PROBE) or None
         kind = "none" if typed is None else type(typed).__name__
         values[name] = {"typed": None if typed is None else repr(typed), "text": text, "kind": kind}
     with os.fdopen(out_fd, "w") as out:
