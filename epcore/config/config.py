@@ -37,6 +37,8 @@ _LIST_SPLIT = re.compile(r"[,\s]+")
 _AUTO_USE = re.compile(r"AUTO_USE_([A-Za-z]+)_(.+)", re.IGNORECASE)
 _SUBSYS_LOCAL = re.compile(r"[A-Za-z_]*\.[A-Za-z_0-9]*\.")
 _DETECTED = "<Detected>"
+_INT_LIMIT = 2**31
+_LONG_LIMIT = 2**63
 _ENVIRONMENT = "<Environment>"
 
 
@@ -360,10 +362,10 @@ class Config:
         if value is None:
             return default
         knob = self.table.default(name)
-        bits = 63 if knob is not None and knob.kind == "long" else 31
-        if not -(2**bits) <= value < 2**bits:
+        limit = _LONG_LIMIT if knob is not None and knob.kind == "long" else _INT_LIMIT
+        if not -limit <= value < limit:
             # A number that does not fit saturates, and the range is not applied to it.
-            return -(2**bits) if value < 0 else 2**bits - 1
+            return -limit if value < 0 else limit - 1
         low = minimum if minimum is not None else knob.minimum if knob else None
         high = maximum if maximum is not None else knob.maximum if knob else None
         if low is not None and value < low:
