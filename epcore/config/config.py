@@ -25,6 +25,7 @@ import attrs
 from epcore.classad import EvalContext, parse_expr
 from epcore.config.code_defaults import code_default
 from epcore.config.conditions import ConditionError, evaluate_condition
+from epcore.config.defaults import KnobDefault
 from epcore.config.expansion import Expander
 from epcore.config.host import ConfigHost
 from epcore.config.loader import Loader, find_template
@@ -80,13 +81,15 @@ class Config:
         local_name: str | None = None,
         eval_context: EvalContext | None = None,
         rng: random.Random | None = None,
+        defaults: Sequence[KnobDefault] = (),
     ) -> Config:
         """Read the configuration files HTCondor would read.
 
         ``paths`` replaces ``CONDOR_CONFIG`` (one file, or several read in order); without it
         the root file is found as HTCondor finds it. ``host`` defaults to the local machine.
+        ``defaults`` adds knobs to the default table (plugins' ep_config_defaults).
         """
-        config = cls._empty(host, subsystem, local_name, eval_context, rng)
+        config = cls._empty(host, subsystem, local_name, eval_context, rng, defaults)
         if paths is None:
             roots = config._find_root()
         elif isinstance(paths, str | os.PathLike):
@@ -107,9 +110,10 @@ class Config:
         source: str = "<string>",
         eval_context: EvalContext | None = None,
         rng: random.Random | None = None,
+        defaults: Sequence[KnobDefault] = (),
     ) -> Config:
         """Read ``text`` as the root configuration file (named ``source`` in messages)."""
-        config = cls._empty(host, subsystem, local_name, eval_context, rng)
+        config = cls._empty(host, subsystem, local_name, eval_context, rng, defaults)
         config._read(lambda loader: loader.read_text(text, source), [])
         return config
 
@@ -121,9 +125,10 @@ class Config:
         local_name: str | None,
         eval_context: EvalContext | None,
         rng: random.Random | None,
+        defaults: Sequence[KnobDefault],
     ) -> Config:
         return cls(
-            table=MacroTable(),
+            table=MacroTable.with_extra_defaults(defaults),
             subsystem=subsystem.upper(),
             local_name=local_name,
             host=host if host is not None else _default_host(),

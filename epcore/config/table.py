@@ -8,7 +8,7 @@ defaults. A knob set to nothing in a file is found (as ""), so it hides its defa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
@@ -58,6 +58,13 @@ class MacroTable:
 
     entries: dict[str, Definition] = attrs.field(factory=dict)
     defaults: Mapping[str, KnobDefault] = attrs.field(factory=lambda: _DEFAULTS_BY_NAME)
+
+    @classmethod
+    def with_extra_defaults(cls, extra: Sequence[KnobDefault]) -> MacroTable:
+        """An empty table whose defaults are HTCondor's plus ``extra`` (plugins' knobs)."""
+        if not extra:
+            return cls()
+        return cls(defaults={**_DEFAULTS_BY_NAME, **_default_index(tuple(extra))})
 
     def set(self, name: str, raw: str, origin: Origin) -> None:
         """Define (or redefine) ``name``."""

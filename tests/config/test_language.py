@@ -7,7 +7,7 @@ import pytest
 from param_oracle import ParamOracle
 
 from epcore.builtin.host import LocalHost
-from epcore.config import Config
+from epcore.config import Config, KnobDefault, MemoryHost
 
 #: (id, configuration text, knob, expected expanded value or None)
 CASES: list[tuple[str, str, str, str | None]] = [
@@ -244,3 +244,11 @@ def test_subsystem_local_name_form_is_warned_about(local_host: LocalHost) -> Non
     )
     assert cfg.get("A") == "new"
     assert any("STARTD.STARTD2.A has the unsupported form" in w for w in cfg.warnings)
+
+
+def test_extra_defaults_join_the_table() -> None:
+    """Knobs a plugin adds (ep_config_defaults) have defaults that $(NAME) and get() see."""
+    extra = [KnobDefault("PLUGIN_KNOB", "42", "int", "A knob a plugin adds.")]
+    cfg = Config.from_text("X = $(PLUGIN_KNOB) $(MINUTE)\n", host=MemoryHost(), defaults=extra)
+    assert (cfg.get("X"), cfg.get("plugin_knob")) == ("42 60", "42")
+    assert Config.from_text("", host=MemoryHost()).get("PLUGIN_KNOB") is None
