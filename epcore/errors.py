@@ -39,3 +39,11 @@ class ConfigError(EpError):
         if source is not None:
             where = f"{source}, line {line}: " if line is not None else f"{source}: "
         super().__init__(f"{where}{message}")
+
+
+class SlotConfigError(ConfigError):
+    """A slot layout the machine cannot hold, or slot knobs that do not parse; names the knob."""
+
+
+class PluginError(EpError):
+    """A plugin that cannot be loaded or that breaks a hook's contract."""

@@ -1,0 +1,130 @@
+"""Every hook a plugin may implement. Plugins mark implementations with ``epcore.hookimpl``.
+
+The first line of each docstring says how the hook is called: "all results" hooks are called on
+every plugin and their results are combined (a plugin may return an empty sequence, or None to
+abstain); "first result" hooks stop at the first plugin that answers something other than None;
+"notification" hooks are called on every plugin and their results are ignored. Hooks receive and
+return the frozen records of :mod:`epcore.types`. Only :mod:`epcore.plugins` calls hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from epcore.config import Config, KnobDefault
+    from epcore.types import (
+        BackendSpec,
+        ClassAdFunction,
+        DetectedResource,
+        FetchWorkSource,
+        HostReadings,
+        JobFinished,
+        JobStarted,
+        MachineAttribute,
+        MachineHost,
+        MachineInventory,
+        PythonCronJob,
+        SlotStateChange,
+    )
+
+#: The pluggy project name, which is also the entry-point group third-party plugins register in.
+PROJECT = "epcore"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+
+@hookspec
+def ep_config_defaults() -> Sequence[KnobDefault] | None:
+    """All results: configuration knobs the plugin adds, with their defaults and documentation.
+
+    Called once when the configuration is read; the defaults join HTCondor's table, so
+    ``ep config`` shows them and ``$(NAME)`` finds them. A plugin must not redefine a knob that
+    epcore or another plugin already defines.
+    """
+
+
+@hookspec
+def ep_detect_resources(config: Config, host: MachineHost) -> Sequence[DetectedResource] | None:
+    """All results: resources the plugin finds on ``host`` (Cpus, Memory, Disk, Swap, GPUs...).
+
+    Called once at startup and on reconfiguration. When two plugins report the same resource
+    name, the one registered later wins (third-party plugins are registered after built-ins).
+    """
+
+
+@hookspec(firstresult=True)
+def ep_host_readings(config: Config, host: MachineHost, now: float) -> HostReadings | None:
+    """First result: the machine's load and idle times at ``now``.
+
+    Called at every POLLING_INTERVAL / UPDATE_INTERVAL by the startd.
+    """
+
+
+@hookspec
+def ep_machine_attributes(
+    config: Config, inventory: MachineInventory
+) -> Sequence[MachineAttribute] | None:
+    """All results: attributes added to every slot ad (HasDocker, site tags...).
+
+    Called when the startd builds its ads after startup or reconfiguration; values that change
+    over time belong in cron jobs instead.
+    """
+
+
+@hookspec
+def ep_isolation_backends() -> Sequence[BackendSpec] | None:
+    """All results: process-tracking and limiting backends (kind "isolation")."""
+
+
+@hookspec
+def ep_container_runtimes() -> Sequence[BackendSpec] | None:
+    """All results: container runtimes (kind "container")."""
+
+
+@hookspec
+def ep_vm_backends() -> Sequence[BackendSpec] | None:
+    """All results: virtual machine backends (kind "vm")."""
+
+
+@hookspec
+def ep_backfill_backends() -> Sequence[BackendSpec] | None:
+    """All results: backfill backends (kind "backfill"); BACKFILL_SYSTEM selects one by name."""
+
+
+@hookspec
+def ep_power_backends() -> Sequence[BackendSpec] | None:
+    """All results: power-management backends (kind "power")."""
+
+
+@hookspec
+def ep_cron_jobs(config: Config) -> Sequence[PythonCronJob] | None:
+    """All results: startd cron jobs written in Python, run beside STARTD_CRON_JOBLIST's."""
+
+
+@hookspec
+def ep_fetch_work_sources(config: Config) -> Sequence[FetchWorkSource] | None:
+    """All results: sources the startd pulls jobs from, beside the fetch-work job hooks."""
+
+
+@hookspec
+def ep_classad_functions() -> Sequence[ClassAdFunction] | None:
+    """All results: extra ClassAd functions; a name already defined is an error."""
+
+
+@hookspec
+def ep_slot_state_changed(change: SlotStateChange) -> None:
+    """Notification: a slot changed State or Activity."""
+
+
+@hookspec
+def ep_job_started(event: JobStarted) -> None:
+    """Notification: a job started on a slot."""
+
+
+@hookspec
+def ep_job_finished(event: JobFinished) -> None:
+    """Notification: a job left a slot (exited, was evicted, held or removed)."""

@@ -1,0 +1,70 @@
+"""The values the slot model works with: resource amounts, slots and a machine's slot layout.
+
+All are frozen: carving a dynamic slot out of a partitionable one produces new values (see
+``attrs.evolve``), it never changes the old ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+import attrs
+
+SlotKind = Literal["static", "partitionable", "dynamic"]
+
+
+@attrs.frozen
+class SlotResources:
+    """Amounts of every resource: Cpus, Memory (MB), Disk (KB), Swap (KB) and custom ones.
+
+    ``custom`` maps a custom resource's name (as configured, e.g. ``GPUs``) to its amount;
+    ``devices`` maps it to the ids of the devices assigned (``Assigned<name>``) when the
+    resource is made of identified devices.
+    """
+
+    cpus: float
+    memory_mb: int
+    disk_kb: int
+    swap_kb: int
+    custom: Mapping[str, float] = attrs.field(factory=dict)
+    devices: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Slot:
+    """One slot: its numbers, kind, and resources.
+
+    ``slot_id`` is N in ``slotN@host``; ``sub_id`` is M in ``slotN_M@host`` for a dynamic slot
+    (None otherwise). ``type_id`` is the SLOT_TYPE_<N> the slot comes from (0 when it comes from
+    no slot type). ``resources`` is what the slot offers now (for a partitionable slot: what is
+    left), ``total`` what it was given (TotalSlot<res>). ``execute`` is its execute directory.
+    """
+
+    slot_id: int
+    type_id: int
+    kind: SlotKind
+    resources: SlotResources
+    total: SlotResources
+    execute: str
+    sub_id: int | None = None
+
+    def name(self, host: str) -> str:
+        """``slotN@host`` or ``slotN_M@host``."""
+        if self.sub_id is None:
+            return f"slot{self.slot_id}@{host}"
+        return f"slot{self.slot_id}_{self.sub_id}@{host}"
+
+
+@attrs.frozen
+class SlotLayout:
+    """The slots of a machine, in slot-id order (dynamic slots after their parent)."""
+
+    slots: tuple[Slot, ...]
+
+    def find(self, slot_id: int, sub_id: int | None = None) -> Slot | None:
+        """The slot with these numbers, or None."""
+        for slot in self.slots:
+            if slot.slot_id == slot_id and slot.sub_id == sub_id:
+                return slot
+        return None

@@ -1,0 +1,288 @@
+"""The records plugins and the core exchange, and the Protocols backends implement.
+
+Hooks (see :mod:`epcore.hookspecs`) take and return these frozen values; nothing crosses the
+plugin boundary as a bare dict. Backend Protocols describe what a plugin's object must offer; a
+plugin returns a *spec* record naming the backend and a factory that builds it for a
+configuration, so that nothing is started before the daemon asks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import attrs
+
+from epcore.config.host import ConfigHost
+
+if TYPE_CHECKING:
+    from epcore.classad import ClassAd
+    from epcore.classad.calls import FunctionCall
+    from epcore.config import Config
+
+# -- machine resources ----------------------------------------------------------------------
+
+#: Names of the resources every machine has; every other resource name is a custom resource.
+STANDARD_RESOURCES = ("Cpus", "Memory", "Disk", "Swap")
+
+
+@attrs.frozen
+class ResourceDevice:
+    """One instance of a custom resource (a GPU), with the property ad a slot constraint reads.
+
+    ``id`` is what ``Assigned<name>`` lists and a string constraint matches
+    (``"GPU-6a96bd13"``); ``properties`` are ClassAd values (``Capability = 8.0``).
+    """
+
+    id: str
+    properties: Mapping[str, object] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class DetectedResource:
+    """A resource a detector found: its name, how much there is, and its devices if countable.
+
+    Standard names are ``Cpus``, ``Memory`` (MB), ``Disk`` (KB of the EXECUTE partition) and
+    ``Swap`` (KB); any other name is a custom resource. ``quantity`` equals ``len(devices)``
+    when devices are given. ``source`` says which detector found it (for ``ep plugins`` and logs).
+    """
+
+    name: str
+    quantity: float
+    devices: tuple[ResourceDevice, ...] = ()
+    source: str = ""
+
+
+@attrs.frozen
+class MachineInventory:
+    """What the startd divides among its slots, after configuration has had its say.
+
+    ``cpus`` and ``memory_mb`` already honour NUM_CPUS / MEMORY / RESERVED_MEMORY; ``disk_kb`` is
+    the free space of the EXECUTE partition less RESERVED_DISK; ``disk_by_path`` holds the same
+    for every execute directory a slot may use (SLOT<N>_EXECUTE). ``detected_cpus`` and
+    ``detected_memory_mb`` are what the hardware has, before configuration.
+    """
+
+    cpus: int
+    physical_cpus: int
+    memory_mb: int
+    disk_kb: int
+    swap_kb: int
+    detected_cpus: int
+    detected_memory_mb: int
+    custom: Mapping[str, DetectedResource] = attrs.field(factory=dict)
+    disk_by_path: Mapping[str, int] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class HostReadings:
+    """Machine-wide readings at one moment; the startd splits the loads among slots.
+
+    ``keyboard_idle`` and ``console_idle`` are seconds since the last input on a terminal or
+    input device (and on the console); ``cpu_busy_time`` is how long the non-HTCondor load has
+    been above HighLoad (0 when it is not), ``cpu_is_busy`` whether it is now.
+    """
+
+    load_avg: float
+    condor_load_avg: float
+    keyboard_idle: int
+    console_idle: int
+    cpu_busy_time: int = 0
+    cpu_is_busy: bool = False
+
+
+@attrs.frozen
+class MachineAttribute:
+    """An attribute a plugin adds to every slot ad: a ClassAd value or expression text.
+
+    ``expression`` True means ``value`` is ClassAd expression text to be parsed (``"HasFoo &&
+    Cpus > 2"``); otherwise it is a plain value (bool, int, float, str).
+    """
+
+    name: str
+    value: object
+    expression: bool = False
+
+
+class MachineHost(ConfigHost, Protocol):
+    """The machine as detection sees it: a configuration host plus hardware and usage readings.
+
+    ``epcore.builtin.host.LocalHost`` reads the real machine (through psutil and /proc);
+    ``epcore.testing`` provides a fake one. Every method may raise ``OSError``.
+    """
+
+    def cpu_counts(self) -> tuple[int, int]:
+        """(logical CPUs, physical cores)."""
+        ...
+
+    def memory_mb(self) -> int:
+        """Physical memory in MB."""
+        ...
+
+    def swap_kb(self) -> int:
+        """Swap space in KB."""
+        ...
+
+    def disk_free_kb(self, path: str) -> int:
+        """Free space in KB of the file system holding ``path``."""
+        ...
+
+    def load_average(self) -> float:
+        """The one-minute load average."""
+        ...
+
+    def device_access_times(self) -> Mapping[str, float]:
+        """Last access time (epoch seconds) of each terminal and input device, by path.
+
+        Console devices (``/dev/console``, ``/dev/tty<N>``, ``/dev/input/*``) and pseudo
+        terminals (``/dev/pts/*``) are both included; detection tells them apart by path.
+        """
+        ...
+
+
+# -- backends -------------------------------------------------------------------------------
+
+
+class IsolationBackend(Protocol):
+    """Tracks and limits one job's processes (process group, PID namespace, cgroups...)."""
+
+    name: str
+
+    def available(self) -> bool:
+        """True when this machine supports the backend (checked once at startup)."""
+        ...
+
+
+class ContainerRuntime(Protocol):
+    """Runs jobs in containers (docker, apptainer); advertises what it can run."""
+
+    name: str
+
+    def machine_attributes(self) -> Sequence[MachineAttribute]:
+        """HasDocker, DockerVersion and friends, read once when the startd starts."""
+        ...
+
+
+class VmBackend(Protocol):
+    """Runs vm universe jobs (libvirt)."""
+
+    name: str
+
+    def machine_attributes(self) -> Sequence[MachineAttribute]:
+        """HasVM, VM_Type and friends."""
+        ...
+
+
+class BackfillBackend(Protocol):
+    """Runs backfill work (BOINC) on slots nobody claims."""
+
+    name: str
+
+    def start(self, slot_name: str) -> None:
+        """Start backfill work on ``slot_name``."""
+        ...
+
+    def evict(self, slot_name: str) -> None:
+        """Stop backfill work on ``slot_name`` at once."""
+        ...
+
+
+class PowerBackend(Protocol):
+    """Puts the machine into a power state (suspend, hibernate, off)."""
+
+    name: str
+
+    def supported_states(self) -> Sequence[str]:
+        """The states HIBERNATE may ask for (``"RAM"``, ``"DISK"``, ``"OFF"``)."""
+        ...
+
+    def enter(self, state: str) -> None:
+        """Enter ``state``."""
+        ...
+
+
+class FetchWorkSource(Protocol):
+    """A source of jobs the startd pulls, like the fetch-work job hooks but in Python."""
+
+    name: str
+
+    def fetch(self, slot_ad: ClassAd) -> ClassAd | None:
+        """A job ad for the slot described by ``slot_ad``, or None when there is no work."""
+        ...
+
+    def reply(self, accepted: bool, job_ad: ClassAd, slot_ad: ClassAd) -> None:
+        """Whether the startd accepted ``job_ad`` (advisory)."""
+        ...
+
+    def evict_claim(self, job_ad: ClassAd, slot_ad: ClassAd) -> None:
+        """The claim running ``job_ad`` is being evicted (advisory)."""
+        ...
+
+
+Factory = Callable[["Config"], object]
+
+
+@attrs.frozen
+class BackendSpec:
+    """A backend a plugin offers: its ``kind`` ("isolation", "container", "vm", "backfill",
+    "power"), its ``name`` (what configuration selects), and a factory building it."""
+
+    kind: str
+    name: str
+    factory: Factory
+
+
+@attrs.frozen
+class PythonCronJob:
+    """A startd cron job written in Python: ``run`` returns the ads to merge, like a cron script's
+    output; ``mode`` and ``period`` follow STARTD_CRON_<NAME>_MODE / _PERIOD."""
+
+    name: str
+    run: Callable[[], Sequence[ClassAd]]
+    mode: str = "Periodic"
+    period: float = 300.0
+
+
+@attrs.frozen
+class ClassAdFunction:
+    """An extra ClassAd function: ``name`` as written in expressions, ``impl`` called with the
+    evaluation's call record (see epcore.classad.calls.FunctionCall)."""
+
+    name: str
+    impl: Callable[[FunctionCall], object]
+
+
+# -- notifications --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SlotStateChange:
+    """A slot moved from one State/Activity to another at ``at`` because of ``reason``."""
+
+    slot: str
+    old_state: str
+    old_activity: str
+    new_state: str
+    new_activity: str
+    at: float
+    reason: str = ""
+
+
+@attrs.frozen
+class JobStarted:
+    """A job started on ``slot``."""
+
+    slot: str
+    job_id: str
+    at: float
+
+
+@attrs.frozen
+class JobFinished:
+    """A job left ``slot``: its exit code (None when it did not exit by itself) and why."""
+
+    slot: str
+    job_id: str
+    at: float
+    exit_code: int | None = None
+    reason: str = ""
