@@ -30,9 +30,18 @@ class ConfigFailure(click.ClickException):
 
 
 def _load(files: Sequence[str], subsystem: str, local_name: str | None) -> Config:
-    """Read the configuration: ``files`` in order, or the root file HTCondor would find."""
+    """Read the configuration: ``files`` in order, or the root file HTCondor would find.
+
+    Knobs that installed plugins add (ep_config_defaults) are part of the default table, so
+    they show and expand like HTCondor's own.
+    """
+    from epcore.plugins import load_plugins
+
     try:
-        return Config.load(list(files) or None, subsystem=subsystem, local_name=local_name)
+        defaults = load_plugins().config_defaults()
+        return Config.load(
+            list(files) or None, subsystem=subsystem, local_name=local_name, defaults=defaults
+        )
     except EpError as error:
         raise ConfigFailure(str(error)) from error
 
