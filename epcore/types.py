@@ -45,12 +45,17 @@ class DetectedResource:
     Standard names are ``Cpus``, ``Memory`` (MB), ``Disk`` (KB of the EXECUTE partition) and
     ``Swap`` (KB); any other name is a custom resource. ``quantity`` equals ``len(devices)``
     when devices are given. ``source`` says which detector found it (for ``ep plugins`` and logs).
+    ``offline`` lists the ids a detector found but took out of service (``Offline<name>``), and
+    ``attributes`` the other attributes it reported, which go into the machine ad as HTCondor
+    copies an inventory script's extra output (values are ClassAd values or expressions).
     """
 
     name: str
     quantity: float
     devices: tuple[ResourceDevice, ...] = ()
     source: str = ""
+    offline: tuple[str, ...] = ()
+    attributes: Mapping[str, object] = attrs.field(factory=dict)
 
 
 @attrs.frozen

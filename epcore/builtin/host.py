@@ -1,9 +1,10 @@
-"""The local machine as a :class:`~epcore.config.host.ConfigHost`: files, commands, detection.
+"""The local machine as a :class:`~epcore.types.MachineHost`: files, commands, detection.
 
-This is the one module that reads the machine for the configuration layer; psutil is imported
-here and nowhere else. Detection follows what HTCondor puts into the configuration before
-reading any file: core and memory counts, the platform names (``ARCH``, ``OPSYS``,
-``OPSYSANDVER``...), the host name and address, the user and process ids.
+This is the one module that reads the machine; psutil is imported here and nowhere else. For
+the configuration layer it detects what HTCondor puts into the configuration before reading any
+file: core and memory counts, the platform names (``ARCH``, ``OPSYS``, ``OPSYSANDVER``...), the
+host name and address, the user and process ids. For resource detection it reads CPU counts,
+memory, swap, free disk, the load average and the access times of terminals and input devices.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import ipaddress
 import os
 import platform
 import pwd
+import re
 import shlex
+import signal
 import socket
 import subprocess
 from collections.abc import Mapping
@@ -24,8 +27,14 @@ import psutil
 
 from epcore.config.host import CommandOutput, HostFacts
 
-#: Seconds an ``include command`` may run before it counts as hung.
+#: Seconds a command (``include command``, an inventory script) may run before it counts as hung.
 COMMAND_TIMEOUT = 60.0
+
+_MIB = 1024 * 1024
+#: Virtual consoles (``tty1``...), not ``/dev/tty`` itself (the caller's controlling terminal).
+_VIRTUAL_CONSOLE = re.compile(r"tty[0-9]+")
+#: The console devices HTCondor's CONSOLE_DEVICES names by default, looked for under /dev.
+_CONSOLE_NAMES = ("console", "mouse")
 
 
 def _os_release(text: str) -> dict[str, str]:
@@ -84,19 +93,45 @@ def _addresses() -> tuple[str, str]:
     return v4, v6
 
 
+def _cpu_counts() -> tuple[int, int]:
+    logical = psutil.cpu_count(logical=True) or 1
+    # psutil answers None when the kernel does not say how cores map to packages.
+    physical = psutil.cpu_count(logical=False) or logical
+    return logical, physical
+
+
+def _memory_mb() -> int:
+    return int(psutil.virtual_memory().total // _MIB)
+
+
+def _atime(path: str) -> float | None:
+    try:
+        return os.stat(path).st_atime
+    except OSError:
+        # Gone since listed, a dangling link, or not ours to stat: it tells nothing.
+        return None
+
+
 @attrs.define
 class LocalHost:
-    """The machine this process runs on."""
+    """The machine this process runs on.
+
+    ``command_timeout`` bounds every command run through :meth:`run_command`; ``dev_root`` is
+    where device files are looked for (tests point it at a fake tree), while the paths
+    :meth:`device_access_times` reports always read ``/dev/...``.
+    """
+
+    command_timeout: float = COMMAND_TIMEOUT
+    dev_root: str = "/dev"
 
     @cached_property
     def _facts(self) -> HostFacts:
-        logical = psutil.cpu_count(logical=True) or 1
-        physical = psutil.cpu_count(logical=False) or logical
+        logical, physical = _cpu_counts()
         try:
             limit = min(logical, len(os.sched_getaffinity(0)))
         except (AttributeError, OSError):
             limit = logical
-        memory_mb = psutil.virtual_memory().total // (1024 * 1024)
+        memory_mb = _memory_mb()
         try:
             with open("/etc/os-release", encoding="utf-8") as release:
                 os_release = release.read()
@@ -168,17 +203,80 @@ class LocalHost:
         return [e.name for e in os.scandir(path) if not e.is_dir()]
 
     def run_command(self, command: str) -> CommandOutput:
-        """Run ``command`` without a shell and capture its standard output."""
-        completed = subprocess.run(
+        """Run ``command`` without a shell and capture its standard output.
+
+        A command still running after ``command_timeout`` seconds is killed together with
+        every process it started and raises TimeoutError (an OSError, like a missing program).
+        Standard error is captured and dropped, as HTCondor does for these commands.
+        """
+        # A session of its own lets the whole process group be killed: killing only the direct
+        # child would leave e.g. a script's `sleep` holding the output pipe open.
+        with subprocess.Popen(
             shlex.split(command),
-            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            timeout=COMMAND_TIMEOUT,
-            check=False,
-        )
-        return CommandOutput(stdout=completed.stdout, exit_status=completed.returncode)
+            start_new_session=True,
+        ) as process:
+            try:
+                stdout, _ = process.communicate(timeout=self.command_timeout)
+            except subprocess.TimeoutExpired as exc:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+                raise TimeoutError(
+                    f"command '{command}' did not finish within {self.command_timeout:g} seconds"
+                ) from exc
+        return CommandOutput(stdout=stdout, exit_status=process.returncode)
 
     def environ(self) -> Mapping[str, str]:
         """The process environment."""
         return os.environ
+
+    # -- MachineHost: hardware and usage readings --------------------------------------------
+
+    def cpu_counts(self) -> tuple[int, int]:
+        """(logical CPUs, physical cores), as psutil counts them."""
+        return _cpu_counts()
+
+    def memory_mb(self) -> int:
+        """Physical memory in MB (the same figure as DETECTED_MEMORY)."""
+        return _memory_mb()
+
+    def swap_kb(self) -> int:
+        """What HTCondor advertises as VirtualMemory on Linux: free swap plus physical memory,
+        in KB (its sysapi adds total RAM to the free swap space)."""
+        return int((psutil.swap_memory().free + psutil.virtual_memory().total) // 1024)
+
+    def disk_free_kb(self, path: str) -> int:
+        """KB available to unprivileged users on the file system holding ``path``."""
+        return int(psutil.disk_usage(path).free // 1024)
+
+    def load_average(self) -> float:
+        """The one-minute load average."""
+        return os.getloadavg()[0]
+
+    def device_access_times(self) -> Mapping[str, float]:
+        """Access times of ``console``, ``mouse``, ``tty<N>``, ``pts/*`` and ``input/*``.
+
+        Devices that do not exist or cannot be examined are left out; names are reported
+        as ``/dev/<name>`` whatever ``dev_root`` is.
+        """
+        names: list[str] = list(_CONSOLE_NAMES)
+        with contextlib.suppress(OSError):
+            names += [n for n in os.listdir(self.dev_root) if _VIRTUAL_CONSOLE.fullmatch(n)]
+        for folder in ("pts", "input"):
+            with contextlib.suppress(OSError):
+                names += [
+                    f"{folder}/{entry.name}"
+                    for entry in os.scandir(os.path.join(self.dev_root, folder))
+                    if entry.name != "ptmx" and not entry.is_dir()
+                ]
+        times: dict[str, float] = {}
+        for name in sorted(names):
+            atime = _atime(os.path.join(self.dev_root, name))
+            if atime is not None:
+                times[f"/dev/{name}"] = atime
+        return times
