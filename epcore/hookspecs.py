@@ -5,6 +5,14 @@ every plugin and their results are combined (a plugin may return an empty sequen
 abstain); "first result" hooks stop at the first plugin that answers something other than None;
 "notification" hooks are called on every plugin and their results are ignored. Hooks receive and
 return the frozen records of :mod:`epcore.types`. Only :mod:`epcore.plugins` calls hooks.
+
+Plugins are registered built-ins first, then entry points sorted by name. Results are combined
+in registration order, and a first-result hook asks the latest registered plugin first. Where
+records carry a name, one plugin's answer must not hold two of one name, and when two plugins
+answer the same name the one registered later wins, so an installed plugin can replace a built-in
+detector or backend (a configuration knob or ClassAd function defined twice is an error instead).
+A plugin that returns anything but the declared records is a
+:class:`~epcore.errors.PluginError` naming it.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ def ep_detect_resources(config: Config, host: MachineHost) -> Sequence[DetectedR
 
     Called once at startup and on reconfiguration. When two plugins report the same resource
     name, the one registered later wins (third-party plugins are registered after built-ins).
+    A detector must not raise when its hardware is absent: it returns an empty sequence.
     """
 
 
@@ -71,7 +80,7 @@ def ep_machine_attributes(
     """All results: attributes added to every slot ad (HasDocker, site tags...).
 
     Called when the startd builds its ads after startup or reconfiguration; values that change
-    over time belong in cron jobs instead.
+    over time belong in cron jobs instead. A later plugin's attribute replaces an earlier one's.
     """
 
 
@@ -112,12 +121,20 @@ def ep_fetch_work_sources(config: Config) -> Sequence[FetchWorkSource] | None:
 
 @hookspec
 def ep_classad_functions() -> Sequence[ClassAdFunction] | None:
-    """All results: extra ClassAd functions; a name already defined is an error."""
+    """All results: extra ClassAd functions; a name already defined is an error.
+
+    A name is already defined when it is one of the built-in functions or another plugin's
+    (names compared without regard to case, as the ClassAd language compares them).
+    """
 
 
 @hookspec
 def ep_slot_state_changed(change: SlotStateChange) -> None:
-    """Notification: a slot changed State or Activity."""
+    """Notification: a slot changed State or Activity.
+
+    Every plugin is told, even when another one raises; the daemon logs such an error.
+    Notification hooks take no hook wrappers.
+    """
 
 
 @hookspec
