@@ -9,6 +9,8 @@ import click
 from epcore import __version__
 from epcore.cli.config_cmd import config_command
 from epcore.cli.eval_cmd import eval_command
+from epcore.cli.plugins_cmd import plugins_command
+from epcore.cli.status_cmd import status_command
 
 
 @click.group(name="ep", context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,8 +24,14 @@ def ep() -> None:
 
 ep.add_command(eval_command)
 ep.add_command(config_command)
+ep.add_command(status_command)
+ep.add_command(plugins_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``ep`` with ``argv`` (default: the process arguments) and exit with its status."""
     ep.main(args=list(argv) if argv is not None else None, prog_name="ep")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""``ep status``: the local machine's slots, as condor_status shows a pool's.
+
+Before the daemon exists the ads are computed on the spot, the way the startd would compute
+them at startup: read the configuration, load the plugins, detect the resources, build the
+inventory, plan the slots, take the machine readings, and build one ad per slot. Every slot is
+in the state a startd starts in (Owner/Idle) until the policy engine supplies real states.
+
+Options follow condor_status (one dash, as it spells them; two dashes work too): ``-l``
+(``-long``) prints every attribute, ``-af ATTR...`` (``-autoformat``) the values of the
+attributes or expressions that follow, ``-constraint EXPR`` keeps the slots for which EXPR is
+true, ``-json`` prints the ads as JSON; ``--config FILE`` reads FILE instead of the
+configuration HTCondor would find. Other arguments name slots or machines to show.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING
+
+import attrs
+import click
+
+from epcore.classad import ClassAd, ClassAdSyntaxError
+from epcore.config import Config
+from epcore.errors import EpError
+from epcore.slots.ads import build_slot_ads, slot_ad_problems
+from epcore.slots.status import (
+    format_autoformat,
+    format_json,
+    format_long,
+    format_table,
+    select,
+)
+
+if TYPE_CHECKING:
+    from epcore.plugins import Plugins
+    from epcore.types import MachineHost
+
+_LONG = frozenset({"-l", "-long"})
+_JSON = frozenset({"-json"})
+_AUTOFORMAT = frozenset({"-af", "-autoformat"})
+_CONSTRAINT = frozenset({"-constraint", "-const"})
+_CONFIG = frozenset({"-config"})
+
+
+class StatusFailure(click.ClickException):
+    """Anything ``ep status`` cannot do: printed as ``ep status: <message>``, exit status 1."""
+
+    exit_code = 1
+
+    def show(self, file: IO[str] | None = None) -> None:
+        """Print the message the way HTCondor's tools print theirs."""
+        click.echo(f"ep status: {self.format_message()}", err=True)
+
+
+@attrs.frozen
+class StatusRequest:
+    """What the arguments ask for."""
+
+    long: bool = False
+    json: bool = False
+    autoformat: tuple[str, ...] = ()
+    constraint: str | None = None
+    config_file: str | None = None
+    names: tuple[str, ...] = ()
+
+
+def _spelling(arg: str) -> str:
+    return arg[1:] if arg.startswith("--") else arg
+
+
+def parse_arguments(args: Sequence[str]) -> StatusRequest:
+    """Read condor_status-style arguments (raises StatusFailure on a bad one)."""
+    long = as_json = False
+    constraint: str | None = None
+    config_file: str | None = None
+    names: list[str] = []
+    autoformat: list[str] = []
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        option = _spelling(arg).lower()
+        position += 1
+        if option in _LONG:
+            long = True
+        elif option in _JSON:
+            as_json = True
+        elif option in _AUTOFORMAT:
+            # Like condor_status, -af takes every following argument that is not an option.
+            start = position
+            while position < len(args) and not args[position].startswith("-"):
+                position += 1
+            if position == start:
+                raise StatusFailure(f"{arg} needs at least one attribute")
+            autoformat.extend(args[start:position])
+        elif option in _CONSTRAINT or option in _CONFIG:
+            if position >= len(args):
+                raise StatusFailure(f"{arg} needs a value")
+            if option in _CONSTRAINT:
+                constraint = args[position]
+            else:
+                config_file = args[position]
+            position += 1
+        elif arg.startswith("-") and arg != "-":
+            raise StatusFailure(f"unknown option {arg}")
+        else:
+            names.append(arg)
+    return StatusRequest(
+        long=long,
+        json=as_json,
+        autoformat=tuple(autoformat),
+        constraint=constraint,
+        config_file=config_file,
+        names=tuple(names),
+    )
+
+
+@attrs.frozen
+class MachineAds:
+    """The slot ads of the machine, and the configuration problems met building them."""
+
+    ads: tuple[ClassAd, ...]
+    problems: tuple[str, ...] = ()
+
+
+def _execute_disks(config: Config, host: MachineHost) -> dict[str, int]:
+    """Free KB of every SLOT<N>_EXECUTE directory (those that cannot be measured are left
+    out: the slot planner then says which slot lacks its disk)."""
+    disks = {}
+    for name in config.names():
+        upper = name.upper()
+        if upper.startswith("SLOT") and upper.endswith("_EXECUTE"):
+            path = config.get(name)
+            if path:
+                try:
+                    disks[path] = host.disk_free_kb(path)
+                except OSError:
+                    continue
+    return disks
+
+
+def machine_ads(
+    config_file: str | None,
+    now: float,
+    *,
+    host: MachineHost | None = None,
+    plugins: Plugins | None = None,
+) -> MachineAds:
+    """The slot ads the startd would advertise for this machine at ``now``.
+
+    ``host`` defaults to the local machine and ``plugins`` to every installed plugin.
+    """
+    from epcore.plugins import load_plugins
+    from epcore.slots.inventory import build_inventory
+    from epcore.slots.layout import plan_slots
+
+    if host is None:
+        from epcore.builtin.host import LocalHost
+
+        host = LocalHost()
+    if plugins is None:
+        plugins = load_plugins()
+    config = Config.load(config_file, host=host, defaults=plugins.config_defaults())
+    detected = plugins.detect_resources(config, host)
+    inventory = build_inventory(config, detected, execute_disks_kb=_execute_disks(config, host))
+    layout = plan_slots(config, inventory)
+    readings = plugins.host_readings(config, host, now)
+    extras = plugins.machine_attributes(config, inventory)
+    host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
+    ads = build_slot_ads(
+        config,
+        inventory,
+        layout,
+        readings,
+        {},
+        now,
+        host_name=host_name,
+        extra_attributes=extras,
+        utc_offset=time.localtime(now).tm_gmtoff,
+    )
+    return MachineAds(tuple(ads), tuple(slot_ad_problems(config, layout)))
+
+
+def _named(ads: Sequence[ClassAd], names: Sequence[str]) -> list[ClassAd]:
+    if not names:
+        return list(ads)
+    wanted = {name.lower() for name in names}
+
+    def chosen(ad: ClassAd) -> bool:
+        name = ad.evaluate("Name")
+        machine = ad.evaluate("Machine")
+        candidates = {str(name).lower(), str(machine).lower()}
+        if isinstance(name, str) and "@" in name:
+            candidates.add(name.split("@", 1)[0].lower())
+        return bool(candidates & wanted)
+
+    return [ad for ad in ads if chosen(ad)]
+
+
+def render(request: StatusRequest, ads: Sequence[ClassAd], now: float) -> str:
+    """The output ``request`` asks for, for ``ads`` (raises StatusFailure on a bad constraint
+    or -af expression)."""
+    try:
+        chosen = select(_named(ads, request.names), request.constraint, now)
+    except ClassAdSyntaxError as error:
+        raise StatusFailure(f"constraint {request.constraint!r} does not parse: {error}") from error
+    if request.json:
+        return format_json(chosen)
+    if request.long:
+        return format_long(chosen)
+    if request.autoformat:
+        try:
+            return format_autoformat(chosen, request.autoformat, now)
+        except ClassAdSyntaxError as error:
+            raise StatusFailure(f"-af expression does not parse: {error}") from error
+    return format_table(chosen, now)
+
+
+@click.command(
+    name="status",
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_extra_args": True,
+        "help_option_names": ["-h", "--help"],
+    },
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def status_command(args: tuple[str, ...]) -> None:
+    """Show this machine's slots, like condor_status.
+
+    \b
+    ep status                      the default table
+    ep status -l                   every attribute of every slot
+    ep status -af Name Cpus State  values of attributes or expressions
+    ep status -constraint 'Cpus > 1'
+    ep status -json
+    ep status --config FILE        read FILE instead of the usual configuration
+    """
+    request = parse_arguments(args)
+    now = time.time()
+    try:
+        found = machine_ads(request.config_file, now)
+    except (EpError, OSError) as error:
+        raise StatusFailure(str(error)) from error
+    for problem in found.problems:
+        click.echo(f"ep status: warning: {problem}", err=True)
+    click.echo(render(request, found.ads, now), nl=False)
