@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
@@ -96,7 +96,11 @@ class Config:
             roots = [os.fspath(paths)]
         else:
             roots = [os.fspath(p) for p in paths]
-        config._read(lambda loader: [loader.read_file(root) for root in roots], roots[:1])
+        def read_roots(loader: Loader) -> None:
+            for root in roots:
+                loader.read_file(root)
+
+        config._read(read_roots, roots[:1])
         return config
 
     @classmethod
@@ -158,7 +162,7 @@ class Config:
             "nor ~condor/ contain a condor_config source; set CONDOR_CONFIG or pass a file"
         )
 
-    def _read(self, read_roots: object, roots: list[str]) -> None:
+    def _read(self, read_roots: Callable[[Loader], None], roots: list[str]) -> None:
         facts = self.host.facts()
         detected = Origin(_DETECTED)
         for name, value in facts.detected.items():
@@ -167,7 +171,6 @@ class Config:
         if roots and roots[0] != "/dev/null":
             self.table.set("CONFIG_ROOT", os.path.dirname(roots[0]) or ".", detected)
         loader = Loader(self._expander(self.subsystem, self.local_name), self.host)
-        assert callable(read_roots)
         read_roots(loader)
         self._insert_specials()
         self._read_locals(loader)
