@@ -68,6 +68,11 @@ class Config:
     sources: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     _expanders: dict[tuple[str, str | None], Expander] = attrs.field(factory=dict)
+    # Expanded values by (name, subsystem, local name), valid for one table version. Daemons
+    # read the same knobs for every slot at every pass; expansion is pure except for the
+    # $RANDOM_ functions, which HTCondor draws again at every read, so those are not kept.
+    _values: dict[tuple[str, str, str | None], str | None] = attrs.field(factory=dict)
+    _values_version: int = -1
 
     # -- building -------------------------------------------------------------------------
 
@@ -96,6 +101,7 @@ class Config:
             roots = [os.fspath(paths)]
         else:
             roots = [os.fspath(p) for p in paths]
+
         def read_roots(loader: Loader) -> None:
             for root in roots:
                 loader.read_file(root)
@@ -330,16 +336,27 @@ class Config:
     ) -> str | None:
         """The expanded value of ``name`` as ``condor_config_val`` prints it; None if unset."""
         who = self._who(subsystem, local_name)
+        key = (name.lower(), who[0], who[1])
+        if self._values_version != self.table.version:
+            self._values.clear()
+            self._values_version = self.table.version
+        elif key in self._values:
+            return self._values[key]
         found = self.table.find(name, who[0], who[1])
         if found is None:
+            self._values[key] = None
             return None
+        expander = self._expander(*who)
+        draws = expander.random_draws
         try:
-            value = self._expander(*who).expand(found.raw, name)
+            value = expander.expand(found.raw, name) or None
         except ConfigError as exc:
             raise ConfigError(
                 f"{name}: {exc.reason}", found.origin.source, found.origin.line
             ) from exc
-        return value or None
+        if expander.random_draws == draws:
+            self._values[key] = value
+        return value
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None

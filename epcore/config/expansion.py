@@ -35,6 +35,8 @@ class Expander:
     eval_context: EvalContext
     _scope: FunctionScope | None = attrs.field(default=None, init=False)
     _depth: int = attrs.field(default=0, init=False)
+    #: How many $RANDOM_ functions this expander has evaluated (their values differ per read).
+    random_draws: int = attrs.field(default=0, init=False)
 
     def lookup(self, name: str) -> str | None:
         """The raw value of ``name`` for this daemon (prefixes and defaults included)."""
@@ -61,6 +63,8 @@ class Expander:
                 f"{ref.prefix}({ref.body_text(text)}) refers to itself through its arguments"
             )
         self._depth += 1
+        if ref.function.startswith("RANDOM_"):
+            self.random_draws += 1
         try:
             return evaluate_reference(self.scope(), ref, text)
         finally:

@@ -58,6 +58,8 @@ class MacroTable:
 
     entries: dict[str, Definition] = attrs.field(factory=dict)
     defaults: Mapping[str, KnobDefault] = attrs.field(factory=lambda: _DEFAULTS_BY_NAME)
+    #: Counts the changes made with :meth:`set`, so that readers can cache expansions.
+    version: int = 0
 
     @classmethod
     def with_extra_defaults(cls, extra: Sequence[KnobDefault]) -> MacroTable:
@@ -69,6 +71,7 @@ class MacroTable:
     def set(self, name: str, raw: str, origin: Origin) -> None:
         """Define (or redefine) ``name``."""
         self.entries[name.lower()] = Definition(name, raw, origin)
+        self.version += 1
 
     def exact(self, name: str) -> Definition | None:
         """The file definition of exactly ``name`` (no prefixes, no defaults)."""

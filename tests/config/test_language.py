@@ -252,3 +252,16 @@ def test_extra_defaults_join_the_table() -> None:
     cfg = Config.from_text("X = $(PLUGIN_KNOB) $(MINUTE)\n", host=MemoryHost(), defaults=extra)
     assert (cfg.get("X"), cfg.get("plugin_knob")) == ("42 60", "42")
     assert Config.from_text("", host=MemoryHost()).get("PLUGIN_KNOB") is None
+
+
+def test_expansions_are_reused_but_random_draws_are_not() -> None:
+    """get() keeps expansions until the table changes; a $RANDOM_ value is drawn at each read,
+    also through another knob, as HTCondor draws it at every param() call."""
+    cfg = Config.from_text(
+        "A = 1\nB = $(A) x\nR = $RANDOM_INTEGER(0, 1000000)\nVIA = $(R)\n", host=MemoryHost()
+    )
+    assert cfg.get("B") == "1 x"
+    cfg.table.set("A", "2", cfg.table.entries["a"].origin)
+    assert cfg.get("B") == "2 x"
+    assert len({cfg.get("R") for _ in range(20)}) > 1
+    assert len({cfg.get("VIA") for _ in range(20)}) > 1
