@@ -124,6 +124,10 @@ def to_node(value: object) -> ast.Node:
     """The expression tree for a Python value, an Expr or a ClassAd."""
     if type(value) is Expr:
         return value.node
+    if type(value) is bool or type(value) is float:
+        return ast.Literal(value)  # the common case when daemons build ads: no checks needed
+    if type(value) is int and -(1 << 63) <= value < (1 << 63):
+        return ast.Literal(value)
     if isinstance(value, ClassAd):
         return ast.AdExpr(tuple((b.name, b.node) for b in value._bindings.values()))
     if value is None:

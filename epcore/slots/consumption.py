@@ -194,4 +194,3 @@ def consumption_cost(config: Config, pslot: Slot, consumption: Consumption) -> f
     )
     weight_before = slot_weight(config, before, pslot.type_id)
     return weight_before - slot_weight(config, after, pslot.type_id)
-

@@ -61,10 +61,15 @@ class SlotLayout:
     """The slots of a machine, in slot-id order (dynamic slots after their parent)."""
 
     slots: tuple[Slot, ...]
+    # Slots by (slot_id, sub_id): the policy engine looks every slot up at every pass.
+    _index: dict[tuple[int, int | None], Slot] = attrs.field(
+        init=False, eq=False, repr=False, hash=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        index = {(slot.slot_id, slot.sub_id): slot for slot in self.slots}
+        object.__setattr__(self, "_index", index)
 
     def find(self, slot_id: int, sub_id: int | None = None) -> Slot | None:
         """The slot with these numbers, or None."""
-        for slot in self.slots:
-            if slot.slot_id == slot_id and slot.sub_id == sub_id:
-                return slot
-        return None
+        return self._index.get((slot_id, sub_id))
