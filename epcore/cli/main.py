@@ -9,7 +9,9 @@ import click
 from epcore import __version__
 from epcore.cli.config_cmd import config_command
 from epcore.cli.eval_cmd import eval_command
+from epcore.cli.explain_cmd import explain_command
 from epcore.cli.plugins_cmd import plugins_command
+from epcore.cli.simulate_cmd import simulate_command
 from epcore.cli.status_cmd import status_command
 
 
@@ -26,6 +28,8 @@ ep.add_command(eval_command)
 ep.add_command(config_command)
 ep.add_command(status_command)
 ep.add_command(plugins_command)
+ep.add_command(simulate_command)
+ep.add_command(explain_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

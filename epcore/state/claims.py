@@ -1,0 +1,67 @@
+"""Claims: who holds a slot, the job they run on it, the lease that keeps the claim alive.
+
+A ClaimId is unguessable: 128 random bits from an injected random source (the daemon passes
+``random.SystemRandom()``, tests and the simulator a seeded ``random.Random``), wrapped in the
+``<address>#<startd time>#<sequence>#...`` shape HTCondor uses.
+"""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+from epcore.classad import ClassAd
+
+#: Bits of randomness in a ClaimId.
+CLAIM_ID_BITS = 128
+
+
+def new_claim_id(rng: random.Random, address: str, startd_time: int, sequence: int) -> str:
+    """A fresh, unguessable ClaimId for a claim made at ``startd_time``."""
+    secret = f"{rng.getrandbits(CLAIM_ID_BITS):032x}"
+    return f"{address}#{startd_time}#{sequence}#{secret}"
+
+
+@attrs.frozen(eq=False)
+class Claim:
+    """A claim on a slot: its id, the job ad it was made for, RANK of that job, and its lease.
+
+    ``lease`` is the number of seconds the claim lives without a keep-alive: the job's
+    JobLeaseDuration, else ALIVE_INTERVAL x MAX_CLAIM_ALIVES_MISSED. ``last_alive`` is the time
+    of the claim or of the last keep-alive.
+    """
+
+    claim_id: str
+    job: ClassAd
+    rank: float
+    made_at: float
+    lease: int
+    last_alive: float
+
+    @property
+    def user(self) -> str:
+        """The job's User (``owner@domain``), else its Owner, else ``unknown``."""
+        for name in ("User", "Owner"):
+            value = self.job.evaluate(name)
+            if isinstance(value, str):
+                return value
+        return "unknown"
+
+    @property
+    def owner(self) -> str:
+        """The job's Owner, else the user part of its User."""
+        value = self.job.evaluate("Owner")
+        return value if isinstance(value, str) else self.user.split("@", 1)[0]
+
+    def lease_ends(self) -> float:
+        """When the claim expires unless a keep-alive comes."""
+        return self.last_alive + self.lease
+
+
+def lease_seconds(job: ClassAd, alive_interval: int, max_missed: int) -> int:
+    """The claim lease for ``job``: JobLeaseDuration when it sets one, else the startd's."""
+    duration = job.evaluate("JobLeaseDuration")
+    if isinstance(duration, int) and not isinstance(duration, bool) and duration > 0:
+        return duration
+    return alive_interval * max_missed

@@ -1,0 +1,205 @@
+"""The values the policy engine works on and returns: slot records, transitions and actions.
+
+Everything here is frozen. The engine never changes a record; each event returns a new
+:class:`EngineState`, the :class:`TransitionRecord` of every move it made and the
+:class:`Action` records the daemon must carry out (the engine itself performs nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from epcore.slots.model import SlotLayout
+from epcore.slots.slot_status import ClaimInfo, PreemptingClaim, RunningJob, SlotStatus
+from epcore.state.claims import Claim
+from epcore.state.states import Activity, Place, State
+
+
+@attrs.frozen
+class TransitionRecord:
+    """One move of one slot: when, which slot, from and to, the edge and what caused it."""
+
+    time: float
+    slot: str
+    old: Place
+    new: Place
+    number: int
+    letter: str | None
+    cause: str
+
+    def __str__(self) -> str:
+        letter = f" {self.letter}" if self.letter else ""
+        return f"{self.slot}: {self.old} -> {self.new} [{self.number}{letter}] {self.cause}"
+
+
+@attrs.frozen
+class Action:
+    """Something the daemon must do for a slot: ``kind`` is one of :data:`ACTION_KINDS`."""
+
+    kind: str
+    slot: str
+    claim_id: str | None = None
+
+
+#: What an action asks: spawn the starter, soft-kill (vacate) the job, hard-kill it, suspend
+#: or continue it, start or evict the backfill client, delete a dynamic slot.
+ACTION_KINDS = (
+    "spawn_starter",
+    "soft_kill",
+    "hard_kill",
+    "suspend",
+    "continue",
+    "start_backfill",
+    "evict_backfill",
+    "delete_slot",
+)
+
+
+@attrs.frozen
+class SlotRecord:
+    """Everything the engine knows about one slot.
+
+    ``job_start`` is when the current job started (None: no job runs); ``suspended_total`` the
+    seconds that job has spent suspended before ``suspended_since``; ``retire_from`` when the
+    job entered retirement; ``preempt_deadline`` overrides the retirement end (vacate, lease
+    loss); ``vacate_started`` / ``kill_started`` when the job was soft- or hard-killed.
+    ``totals`` are the Total<State><Activity>Time accumulators of the activities left so far.
+    ``preempting`` is the claim waiting for the slot (after Preempting the slot goes to it,
+    else to Owner); ``retire_reason`` is ``"claim"`` when that claim caused the retirement.
+    ``backfill_reason`` says why the backfill client is being killed: ``"evict"``
+    (EVICT_BACKFILL: to Owner, 30), ``"match"`` (to Matched, 32), anything else (back to
+    Backfill/Idle, 29, or to the waiting claim, 31).
+    """
+
+    name: str
+    slot_id: int
+    sub_id: int | None
+    kind: str
+    place: Place
+    entered_state: float
+    entered_activity: float
+    claim: Claim | None = None
+    preempting: Claim | None = None
+    job_start: float | None = None
+    job_id: str | None = None
+    suspended_total: float = 0.0
+    suspended_since: float | None = None
+    retire_from: float | None = None
+    retire_reason: str | None = None
+    preempt_deadline: float | None = None
+    vacate_started: float | None = None
+    kill_started: float | None = None
+    fast: bool = False
+    backfill_running: bool = False
+    backfill_reason: str | None = None
+    totals: Mapping[str, float] = attrs.field(factory=dict)
+
+    def time_totals(self, now: float) -> dict[str, float]:
+        """Seconds spent in each State/Activity (``"ClaimedBusy"``), the current one to ``now``;
+        published as HTCondor's ``TotalTime<State><Activity>`` attributes."""
+        totals = dict(self.totals)
+        key = f"{self.place.state.value}{self.place.activity.value}"
+        totals[key] = totals.get(key, 0.0) + (now - self.entered_activity)
+        return totals
+
+    def status(self, accepting: bool = True) -> SlotStatus:
+        """The :class:`SlotStatus` the ad builder takes for this slot (``accepting`` False
+        while the startd drains or shuts down: Requirements = False)."""
+        claim = self.claim
+        info = None
+        if claim is not None:
+            info = ClaimInfo(
+                remote_user=claim.user, remote_owner=claim.owner, client_machine="simulated"
+            )
+        job = None
+        if self.job_start is not None:
+            job = RunningJob(self.job_id or "1.0", self.job_start)
+        preempting = None
+        if self.preempting is not None:
+            p = self.preempting
+            preempting = PreemptingClaim(p.owner, p.user, p.rank)
+        return SlotStatus(
+            state=self.place.state.value,
+            activity=self.place.activity.value,
+            entered_state=self.entered_state,
+            entered_activity=self.entered_activity,
+            current_rank=claim.rank if claim is not None else 0.0,
+            claim=info,
+            job=job,
+            preempting=preempting,
+            accepting=accepting,
+        )
+
+
+@attrs.frozen
+class Drain:
+    """A drain in progress: how, the START of jobs allowed meanwhile, finalize when done.
+
+    ``deadline`` is when the jobs running at the start of a graceful drain have used up their
+    retirement; jobs admitted by ``start`` may run until then, and idle slots stay claimable
+    until then.
+    """
+
+    how: str
+    start: str | None = None
+    finalize: bool = False
+    since: float = 0.0
+    deadline: float = 0.0
+
+
+@attrs.frozen
+class EngineState:
+    """One startd's slots, its layout, the drain and shutdown in progress, LastBenchmark.
+
+    ``draining_unclaimed`` and ``draining_badput`` are TotalMachineDrainingUnclaimedTime and
+    TotalMachineDrainingBadput: core-seconds of slots without a job while draining, and
+    core-seconds of job run time thrown away by draining evictions; ``accounted_at`` is when
+    the unclaimed time was last added up.
+    """
+
+    slots: tuple[SlotRecord, ...]
+    layout: SlotLayout
+    drain: Drain | None = None
+    shutting_down: bool = False
+    last_benchmark: int = 0
+    claims_made: int = 0
+    draining_unclaimed: float = 0.0
+    draining_badput: float = 0.0
+    accounted_at: float = 0.0
+
+    def slot(self, name: str) -> SlotRecord | None:
+        """The record of slot ``name`` (``slot1``, ``slot1_2``), or None."""
+        for record in self.slots:
+            if record.name == name:
+                return record
+        return None
+
+    def idle_cpus(self) -> float:
+        """Cpus of every slot running no job (a partitionable slot: what it has left)."""
+        cpus = 0.0
+        for record in self.slots:
+            slot = self.layout.find(record.slot_id, record.sub_id)
+            if slot is not None and record.job_start is None:
+                cpus += float(slot.resources.cpus)
+        return cpus
+
+    def unclaimed_core_seconds(self, now: float) -> float:
+        """TotalMachineDrainingUnclaimedTime at ``now``."""
+        total = self.draining_unclaimed
+        if self.drain is not None:
+            total += (now - self.accounted_at) * self.idle_cpus()
+        return total
+
+    def statuses(self) -> dict[str, SlotStatus]:
+        """Every slot's :class:`SlotStatus`, by short name, for ``build_slot_ads``."""
+        accepting = self.drain is None and not self.shutting_down
+        return {record.name: record.status(accepting) for record in self.slots}
+
+
+def initial_record(
+    name: str, slot_id: int, sub_id: int | None, kind: str, now: float
+) -> SlotRecord:
+    """A slot as a startd starts it: Owner/Idle, entered ``now``."""
+    return SlotRecord(name, slot_id, sub_id, kind, Place(State.OWNER, Activity.IDLE), now, now)
