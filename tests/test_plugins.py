@@ -27,6 +27,7 @@ from epcore.config import Config, KnobDefault
 from epcore.errors import PluginError
 from epcore.plugins import BACKEND_HOOKS, BUILTIN_PLUGINS, Plugins, load_plugins
 from epcore.testing.host import FakeMachineHost
+from epcore.testing.offers import BackendOffer
 from epcore.types import (
     BackendSpec,
     ClassAdFunction,
@@ -129,34 +130,8 @@ class Readings:
         return self.readings
 
 
-class Backends:
-    """Offers the given backend specs through every backend hook."""
-
-    def __init__(self, *specs: BackendSpec) -> None:
-        self.specs = specs
-
-    def _of(self, kind: str) -> list[BackendSpec]:
-        return [spec for spec in self.specs if spec.kind == kind]
-
-    @hookimpl
-    def ep_isolation_backends(self) -> list[BackendSpec]:
-        return self._of("isolation")
-
-    @hookimpl
-    def ep_container_runtimes(self) -> list[BackendSpec]:
-        return self._of("container")
-
-    @hookimpl
-    def ep_vm_backends(self) -> list[BackendSpec]:
-        return self._of("vm")
-
-    @hookimpl
-    def ep_backfill_backends(self) -> list[BackendSpec]:
-        return self._of("backfill")
-
-    @hookimpl
-    def ep_power_backends(self) -> list[BackendSpec]:
-        return self._of("power")
+#: Offers the given backend specs through every backend hook.
+Backends = BackendOffer
 
 
 class Listener:

@@ -27,6 +27,7 @@ from epcore.testing.contracts import (
 )
 from epcore.testing.fixtures import plugins_from
 from epcore.testing.host import FakeMachineHost
+from epcore.testing.offers import BackendOffer
 from epcore.types import (
     BackendSpec,
     DetectedResource,
@@ -157,34 +158,11 @@ def _factory(name: str) -> Callable[[Config], object]:
     return lambda config: Named(name)
 
 
-class BackendPlugin:
+def BackendPlugin(
+    kind: str, *names: str, factory: Callable[[str], object] = _factory
+) -> BackendOffer:
     """Offers ``names`` backends of ``kind`` through the matching hook."""
-
-    def __init__(self, kind: str, *names: str, factory: Callable[[str], object] = _factory) -> None:
-        self.specs = [BackendSpec(kind, name, factory(name)) for name in names]  # type: ignore[arg-type]
-
-    def _of(self, kind: str) -> list[BackendSpec]:
-        return [spec for spec in self.specs if spec.kind == kind]
-
-    @hookimpl
-    def ep_isolation_backends(self) -> list[BackendSpec]:
-        return self._of("isolation")
-
-    @hookimpl
-    def ep_container_runtimes(self) -> list[BackendSpec]:
-        return self._of("container")
-
-    @hookimpl
-    def ep_vm_backends(self) -> list[BackendSpec]:
-        return self._of("vm")
-
-    @hookimpl
-    def ep_backfill_backends(self) -> list[BackendSpec]:
-        return self._of("backfill")
-
-    @hookimpl
-    def ep_power_backends(self) -> list[BackendSpec]:
-        return self._of("power")
+    return BackendOffer(*(BackendSpec(kind, name, factory(name)) for name in names))  # type: ignore[arg-type]
 
 
 class TestContainerBackends(BackendContract):
