@@ -31,9 +31,8 @@ A knob whose value, or a knob it refers to, calls ``$RANDOM_CHOICE`` or ``$RANDO
 not compared as text (both readers draw again at every expansion); the generator's own random
 knobs are checked for membership instead.
 
-Known disagreements are listed in :data:`KNOWN_ISSUES`, each with a minimal configuration
-that is tested on its own with ``xfail(strict=True)``. A generated case whose every mismatch is
-explained by a known issue is reported as xfail; any other mismatch fails.
+Every disagreement these tests found was fixed; its minimal configuration stays in
+:data:`FIXED_DISAGREEMENTS` and must keep agreeing. Any mismatch fails.
 """
 
 from __future__ import annotations
@@ -112,41 +111,6 @@ class Mismatch:
         return f"{self.knob} [{self.view}]: epcore {self.epcore!r}, HTCondor {self.oracle!r}"
 
 
-@attrs.frozen
-class KnownIssue:
-    """A disagreement already reported, with a minimal configuration that shows it.
-
-    A mismatch of the issue's ``view`` ("text", "typed int"...; None for any) is put down to
-    the issue when ``pattern`` finds the construct in the raw text of the knob or of a knob it
-    refers to, or, for ``case_only`` issues, when the two texts differ only in letter case.
-    """
-
-    key: str
-    minimal: str
-    knob: str
-    reason: str
-    pattern: str = ""
-    view: str | None = None
-    case_only: bool = False
-
-    def explains(self, mismatch: Mismatch, raw: str) -> bool:
-        """True when this issue accounts for ``mismatch`` (``raw``: the knob's raw closure)."""
-        if self.view is not None and mismatch.view != self.view:
-            return False
-        if self.case_only:
-            ours, theirs = mismatch.epcore, mismatch.oracle
-            return (
-                isinstance(ours, str)
-                and isinstance(theirs, str)
-                and ours != theirs
-                and ours.lower() == theirs.lower()
-            )
-        return re.search(self.pattern, raw) is not None
-
-
-#: Disagreements found by these tests and not fixed yet (see the module docstring).
-KNOWN_ISSUES: tuple[KnownIssue, ...] = ()
-
 #: Minimal cases of disagreements these tests found and epcore fixed; they must now agree.
 #: (key, configuration, knob)
 FIXED_DISAGREEMENTS: tuple[tuple[str, str, str], ...] = (
@@ -218,7 +182,6 @@ class Comparison:
     """The outcome of one configuration read as one subsystem."""
 
     mismatches: tuple[Mismatch, ...]
-    raws: Mapping[str, str]  # the raw text of every knob involved, for known-issue matching
     both_failed: bool
 
 
@@ -284,8 +247,8 @@ def compare(
     )
     if cfg is None:
         if answer.error is None:
-            return Comparison((Mismatch("<load>", str(load_error), "loads", "error"),), {}, False)
-        return Comparison((), {}, True)
+            return Comparison((Mismatch("<load>", str(load_error), "loads", "error"),), False)
+        return Comparison((), True)
     ours: dict[str, str | None] = {}
     failed: dict[str, str] = {}
     for name in wanted:
@@ -295,10 +258,10 @@ def compare(
             failed[name] = str(exc)
     if answer.error is not None:
         if failed:
-            return Comparison((), {}, True)
+            return Comparison((), True)
         lines = answer.error.strip().splitlines() or ["error"]
         said = next((line for line in lines if "rror" in line), lines[0])
-        return Comparison((Mismatch("<load>", "loads", said, "error"),), {}, False)
+        return Comparison((Mismatch("<load>", "loads", said, "error"),), False)
     mismatches: list[Mismatch] = []
     for i, name in enumerate(wanted):
         theirs = _normal(answer.values[f"{_PROBE}{i}"].text)
@@ -327,20 +290,7 @@ def compare(
             expected = _oracle_typed(kind, oracle_value.typed)
             if typed != expected or type(typed) is not type(expected):
                 mismatches.append(Mismatch(name, typed, expected, f"typed {kind}"))
-    raws = {m.knob: _raw_closure(cfg, m.knob) for m in mismatches}
-    return Comparison(tuple(mismatches), raws, False)
-
-
-def _explained(comparison: Comparison) -> list[KnownIssue]:
-    """The known issues that explain every mismatch, or [] when one is unexplained."""
-    found: dict[str, KnownIssue] = {}
-    for mismatch in comparison.mismatches:
-        raw = comparison.raws.get(mismatch.knob, "")
-        issues = [issue for issue in KNOWN_ISSUES if issue.explains(mismatch, raw)]
-        if not issues:
-            return []
-        found.update((issue.key, issue) for issue in issues)
-    return list(found.values())
+    return Comparison(tuple(mismatches), False)
 
 
 def _report(what: str, listing: str, subsystem: str, comparison: Comparison) -> str:
@@ -404,10 +354,6 @@ def test_seed_block_matches_htcondor(
     path = tmp_path / "condor_config"
     path.write_text(block.text)
     comparison = compare(param_oracle, local_host, path, _block_names(block.text), subsystem)
-    if comparison.mismatches:
-        issues = _explained(comparison)
-        if issues:
-            pytest.xfail("known: " + "; ".join(issue.key for issue in issues))
     listing = f"--- {block.id} ({block.language})\n{block.text}"
     assert not comparison.mismatches, _report(block.id, listing, subsystem, comparison)
 
@@ -447,7 +393,6 @@ def test_generated_config_matches_htcondor(
         monkeypatch.setenv(key, value)
     path = case.write(tmp_path)
     failures: list[str] = []
-    explained: dict[str, KnownIssue] = {}
     for subsystem in SUBSYSTEMS:
         comparison = compare(
             param_oracle,
@@ -460,14 +405,8 @@ def test_generated_config_matches_htcondor(
         )
         if not comparison.mismatches:
             continue
-        issues = _explained(comparison)
-        if issues:
-            explained.update((issue.key, issue) for issue in issues)
-            continue
         failures.append(_report(f"case {number}", case.listing(), subsystem, comparison))
     assert not failures, "\n".join(failures)
-    if explained:
-        pytest.xfail("known: " + "; ".join(sorted(explained)))
 
 
 def test_generator_uses_every_construct() -> None:
