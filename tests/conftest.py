@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+from param_oracle import ParamOracle
 
 #: Base number of examples per hypothesis test under each profile.
 CI_EXAMPLES = 1000
@@ -71,3 +72,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for nodeid, count in sorted(counts.items()):
         terminalreporter.write_line(f"{count:>8}  {nodeid}")
     terminalreporter.write_line(f"{sum(counts.values()):>8}  in total")
+
+
+@pytest.fixture(scope="session")
+def param_oracle() -> Iterator[ParamOracle]:
+    """htcondor2.param in a server process; every load runs in a fresh child of it."""
+    oracle = ParamOracle()
+    try:
+        yield oracle
+    finally:
+        oracle.close()

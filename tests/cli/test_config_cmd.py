@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from param_oracle import ParamOracle
 
 from epcore.cli.main import ep
 from epcore.config import KNOB_DEFAULTS
@@ -505,32 +502,6 @@ def test_console_script_runs_config(sample: Path) -> None:
 # -- against HTCondor -----------------------------------------------------------------------
 
 
-def _load_param_oracle() -> ModuleType:
-    """tests/config/param_oracle.py, loaded by path.
-
-    The ``param_oracle`` fixture lives in tests/config/conftest.py, which pytest does not apply
-    to tests/cli, and tests/ is not a package; so the harness module is loaded from its file
-    under a private name instead of putting tests/config on sys.path.
-    """
-    path = Path(__file__).resolve().parent.parent / "config" / "param_oracle.py"
-    spec = importlib.util.spec_from_file_location("_epcore_cli_param_oracle", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def cli_param_oracle() -> Iterator[Any]:
-    """A ParamOracle (htcondor2.param in a server process) for this module's oracle tests."""
-    oracle = _load_param_oracle().ParamOracle()
-    try:
-        yield oracle
-    finally:
-        oracle.close()
-
-
 ORACLE_NAMES = [
     "MINUTE",
     "HOUR",
@@ -555,9 +526,9 @@ ORACLE_NAMES = [
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("subsystem", ["STARTD", "NEGOTIATOR"])
-def test_values_match_htcondor(cli_param_oracle: Any, sample: Path, subsystem: str) -> None:
+def test_values_match_htcondor(param_oracle: ParamOracle, sample: Path, subsystem: str) -> None:
     """``ep config NAME`` prints what htcondor2.param expands NAME to, as each subsystem."""
-    answer = cli_param_oracle.load(sample, ORACLE_NAMES, subsystem=subsystem)
+    answer = param_oracle.load(sample, ORACLE_NAMES, subsystem=subsystem)
     assert answer.error is None, answer.error
     for name in ORACLE_NAMES:
         result = run_config("--config", str(sample), "--subsystem", subsystem, name)

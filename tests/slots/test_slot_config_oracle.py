@@ -8,14 +8,8 @@ text in test_slot_seed_examples.py.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
-from typing import Any
-
 import pytest
+from param_oracle import ParamOracle
 from slot_helpers import seed_lines
 
 from epcore.config import Config
@@ -23,28 +17,6 @@ from epcore.slots.knobs import read_int
 
 pytest.importorskip("htcondor2")
 pytestmark = pytest.mark.oracle
-
-
-def _load_param_oracle() -> ModuleType:
-    """tests/config/param_oracle.py, loaded by path under a private name (tests/ is not a
-    package and its conftest does not apply here)."""
-    path = Path(__file__).resolve().parent.parent / "config" / "param_oracle.py"
-    spec = importlib.util.spec_from_file_location("_epcore_slots_param_oracle", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Iterator[Any]:
-    """A ParamOracle for this module."""
-    instance = _load_param_oracle().ParamOracle()
-    try:
-        yield instance
-    finally:
-        instance.close()
 
 
 def ours(text: str) -> Config:
@@ -101,12 +73,12 @@ EXAMPLES = [
 
 @pytest.mark.parametrize(("where", "names"), EXAMPLES)
 def test_the_slot_text_of_each_seed_example_is_htcondors(
-    oracle: Any, where: list[tuple[str, int, int]], names: list[str]
+    param_oracle: ParamOracle, where: list[tuple[str, int, int]], names: list[str]
 ) -> None:
     """The value the share parser receives (for the @= GPU example: lines, tabs stripped) is
     the text HTCondor's reader produces for the same lines."""
     text = "".join(seed_lines(*lines) for lines in where)
-    answer = oracle.load(text, names)
+    answer = param_oracle.load(text, names)
     assert answer.error is None
     cfg = ours(text)
     for name in names:
@@ -134,10 +106,10 @@ DEFAULTS = [
 ]
 
 
-def test_the_slot_defaults_are_htcondors(oracle: Any) -> None:
+def test_the_slot_defaults_are_htcondors(param_oracle: ParamOracle) -> None:
     """With an empty configuration every knob the slot model reads has HTCondor's value
     (None where HTCondor's startd applies its own fallback)."""
-    answer = oracle.load("", DEFAULTS)
+    answer = param_oracle.load("", DEFAULTS)
     assert answer.error is None
     cfg = ours("")
     assert {name: cfg.get(name) for name in DEFAULTS} == {
@@ -145,9 +117,9 @@ def test_the_slot_defaults_are_htcondors(oracle: Any) -> None:
     }
 
 
-def test_max_slot_types_falls_back_to_htcondors_default(oracle: Any) -> None:
+def test_max_slot_types_falls_back_to_htcondors_default(param_oracle: ParamOracle) -> None:
     """HTCondor's MAX_SLOT_TYPES is 10, the fallback the slot model uses when it is unset."""
-    answer = oracle.load("", ["MAX_SLOT_TYPES"])
+    answer = param_oracle.load("", ["MAX_SLOT_TYPES"])
     assert answer.values["MAX_SLOT_TYPES"].typed == "10"
 
 
@@ -160,7 +132,7 @@ TEMPLATES = [
 
 
 @pytest.mark.parametrize("text", TEMPLATES)
-def test_the_slot_templates_set_what_htcondor_sets(oracle: Any, text: str) -> None:
+def test_the_slot_templates_set_what_htcondor_sets(param_oracle: ParamOracle, text: str) -> None:
     """The slot templates give NUM_SLOTS_TYPE_<N>, SLOT_TYPE_<N> and _PARTITIONABLE the values
     HTCondor gives them (the knobs read_slot_types reads)."""
     names = [
@@ -168,20 +140,20 @@ def test_the_slot_templates_set_what_htcondor_sets(oracle: Any, text: str) -> No
         for n in (1, 2, 3)
         for knob in ("NUM_SLOTS_TYPE", "", "_PARTITIONABLE")
     ]
-    answer = oracle.load(text, names)
+    answer = param_oracle.load(text, names)
     assert answer.error is None
     cfg = ours(text)
     assert {n: cfg.get(n) for n in names} == {n: answer.values[n].text for n in names}
 
 
-def test_the_seed_lie_reads_as_htcondors_numbers(oracle: Any) -> None:
+def test_the_seed_lie_reads_as_htcondors_numbers(param_oracle: ParamOracle) -> None:
     """Seed 000 lines 3041 and 3045: ``NUM_CPUS = $(DETECTED_CORES)*2`` is an integer knob to
     HTCondor, and MEMORY's text evaluates (as the startd's param_integer does) to the number
     the slot model reads."""
     import classad2
 
     text = seed_lines("000", 3040, 3046)
-    answer = oracle.load(text, ["NUM_CPUS", "MEMORY"])
+    answer = param_oracle.load(text, ["NUM_CPUS", "MEMORY"])
     cfg = ours(text)
     assert answer.values["NUM_CPUS"].kind == "int"
     assert read_int(cfg, "NUM_CPUS") == int(answer.values["NUM_CPUS"].typed)
