@@ -8,7 +8,9 @@ Run from the project root after ``python3 -m pip install -e '.[test]'``::
 epcore side: ``Engine.poll`` on a startd with 1,000 static slots, 500 of them running a job;
 the pass evaluates what the state machine evaluates at a polling interval (IS_OWNER, START,
 RUNBENCHMARKS for idle slots; WANT_SUSPEND, SUSPEND, PREEMPT and the timers for busy ones) and
-includes building the 1,000 slot ads it evaluates against. Target (issue 5): at most 30 ms.
+includes bringing the 1,000 slot ads it evaluates against up to date (each pass is five
+seconds after the previous one, so every ad has changed: clock, idle times, run times, time
+totals, and Requirements is evaluated again). Target (issue 5): at most 30 ms.
 
 Baseline measured in the same run: classad2 (HTCondor's C++ ClassAd library) evaluating the
 same policy expressions, taken from the same configuration, against the same 1,000 ads
@@ -71,8 +73,12 @@ def main() -> None:
     sim, state = _busy_startd()
     engine = sim.engine
     busy = sum(1 for status in state.statuses().values() if status.activity == "Busy")
+    # Each pass is one polling interval after the last, as in the daemon: the clock, the idle
+    # times, the run times and the time totals have moved, so every ad has changed.
+    engine.poll(state, 60.0)  # the first ads are built outside the timing
+    moments = iter(range(65, 65 + 5 * (repeat + 1), 5))
+    ours = _median_ms(lambda: engine.poll(state, float(next(moments))), repeat)
     now = 60.0
-    ours = _median_ms(lambda: engine.poll(state, now), repeat)
 
     import classad2  # the oracle, only here
 

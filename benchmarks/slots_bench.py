@@ -82,7 +82,7 @@ def statuses(layout: SlotLayout) -> dict[str, SlotStatus]:
     found = {}
     for slot in layout.slots:
         if slot.sub_id is not None:
-            job = RunningJob(f"{slot.sub_id}.0", NOW - 600, 600)
+            job = RunningJob(f"{slot.sub_id}.0", NOW - 600)
             found[f"slot{slot.slot_id}_{slot.sub_id}"] = SlotStatus(
                 "Claimed", "Busy", NOW - 600, NOW - 600, 0.0, 1.0, claim, job
             )

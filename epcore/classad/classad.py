@@ -27,6 +27,9 @@ from epcore.classad.unparse import unparse, unparse_attributes
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value, _Error, _Undefined
 
 _DEFAULT_CONTEXT: Final = EvalContext()
+#: The range of a ClassAd integer (signed 64-bit).
+_INT_MIN: Final = -(1 << 63)
+_INT_MAX: Final = 1 << 63
 
 
 @cache
@@ -77,6 +80,10 @@ class Expr:
         functions: FunctionTable | None = None,
     ) -> Value:
         """Evaluate with ``my`` as MY and ``target`` as TARGET (both optional)."""
+        node = self.node
+        if type(node) is ast.Literal:
+            # A constant (a policy's ``KILL = False``) needs no evaluation state at all.
+            return ast.literal_value(node.value)
         from epcore.classad.compiler import compile_node
 
         state, frame = _start(my, target, context, functions)
@@ -191,7 +198,15 @@ class ClassAd(MutableMapping[str, Expr]):
             raise TypeError(f"ClassAd attribute names are non-empty strings, not {name!r}")
         key = name.lower()
         old = self._bindings.get(key)
-        self._bindings[key] = Binding(old.name if old is not None else name, to_node(value))
+        spelled = old.name if old is not None else name
+        if isinstance(value, float | int) and (
+            type(value) is not int or _INT_MIN <= value < _INT_MAX
+        ):
+            # The daemons' hot path (a slot ad's clock and load updates): a plain number is
+            # its own node value and its own constant.
+            self._bindings[key] = Binding(spelled, ast.Literal(value), value)
+            return
+        self._bindings[key] = Binding(spelled, to_node(value))
 
     def __delitem__(self, name: str) -> None:
         del self._bindings[name.lower()]

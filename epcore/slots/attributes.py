@@ -27,6 +27,7 @@ resource a consumption policy covers, and ``slot<N>_<attr>`` a cross-slot copy.
 - ``preempting``: while a preempting claim waits for the slot.
 - ``job``: while a job runs on the slot.
 - ``cross-slot``: when ``STARTD_SLOT_ATTRS`` names the attribute.
+- ``timed``: once the slot has spent a second or more in that State and Activity.
 
 ``source`` says who supplies the value: ``issue 4`` is the ad builder itself (configuration,
 inventory, machine readings); ``issue 5`` is the policy engine, which hands the builder a
@@ -60,6 +61,7 @@ Presence = Literal[
     "preempting",
     "job",
     "cross-slot",
+    "timed",
 ]
 
 
@@ -249,6 +251,26 @@ SLOT_ATTRIBUTES: tuple[SlotAttribute, ...] = (
     _a("Mips", "int", "Dhrystone integer benchmark result.", "benchmarked"),
     _a("KFlops", "int", "Linpack floating point benchmark result.", "benchmarked"),
     _a("LastBenchmark", "int", "When the benchmarks last ran (0 before they ever have)."),
+    _a(
+        "TotalTime<State><Activity>",
+        "int",
+        "Seconds the slot has spent in that State and Activity since the startd started, the "
+        "current one counted to now (TotalTimeClaimedBusy, TotalTimeOwnerIdle...).",
+        "timed",
+        _POLICY,
+    ),
+    _a(
+        "TotalMachineDrainingUnclaimedTime",
+        "int",
+        "Core-seconds left unused because the machine was draining.",
+        source=_POLICY,
+    ),
+    _a(
+        "TotalMachineDrainingBadput",
+        "int",
+        "Core-seconds of job run time thrown away by draining evictions.",
+        source=_POLICY,
+    ),
     # -- platform ------------------------------------------------------------------------------
     _a("Arch", "string", 'The architecture, from ARCH ("X86_64").'),
     _a("OpSys", "string", 'The operating system, from OPSYS ("LINUX").'),

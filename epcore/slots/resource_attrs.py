@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Protocol
 
 import attrs
 
@@ -58,6 +59,12 @@ def resource_limits_text(custom: tuple[str, ...], consumption_policy: bool) -> s
 
 def _count(amount: float) -> int | float:
     return int(amount) if float(amount).is_integer() else float(amount)
+
+
+class AttributeSink(Protocol):
+    """Where attributes are published: a ClassAd, or one layer of a slot ad."""
+
+    def __setitem__(self, name: str, value: object, /) -> None: ...
 
 
 @attrs.frozen
@@ -105,14 +112,14 @@ class CustomResources:
             cache=cache,
         )
 
-    def publish_machine(self, ad: ClassAd) -> None:
+    def publish_machine(self, ad: AttributeSink) -> None:
         """Total<name> and Detected<name> of every custom resource."""
         for name in self.names:
             total = _count(self.totals.get(name, 0.0))
             ad[f"Total{name}"] = total
             ad[f"Detected{name}"] = total
 
-    def publish_slot(self, ad: ClassAd, slot: Slot) -> None:
+    def publish_slot(self, ad: AttributeSink, slot: Slot) -> None:
         """<name>, TotalSlot<name>, Assigned<name>, Available<name> and the property ads."""
         offered, given = slot.resources, slot.total
         for name in self.names:

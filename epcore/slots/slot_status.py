@@ -1,9 +1,10 @@
 """What the policy engine knows about a slot, handed to the ad builder: state, claim, job.
 
-The ad builder is pure and stateless; everything that changes as the startd runs (the State and
-Activity and when they were entered, the claim, the running job, the load the job makes) comes
-in as a :class:`SlotStatus`. The policy engine (issue 5) produces these; until then every slot
-has the default record: the Owner state and Idle activity a startd starts in.
+The ad builder does no accounting of its own; everything that changes as the startd runs (the
+State and Activity and when they were entered, the time totals, the claim, the running job, the
+load the job makes) comes in as a :class:`SlotStatus`, which the policy engine produces
+(:meth:`epcore.state.records.SlotRecord.status`). A slot the engine says nothing about has the
+default record: the Owner state and Idle activity a startd starts in.
 """
 
 from __future__ import annotations
@@ -20,23 +21,37 @@ ACTIVITIES = ("Idle", "Busy", "Suspended", "Retiring", "Vacating", "Killing", "B
 
 @attrs.frozen
 class ClaimInfo:
-    """The claim a slot is under: who holds it and how long it has run or been suspended."""
+    """The claim a slot is under: who holds it, and the seconds the jobs that already finished
+    on it ran and were suspended (TotalClaimRunTime and TotalClaimSuspendTime add the running
+    job's at the time of the ad)."""
 
     remote_user: str
     remote_owner: str
     client_machine: str
-    total_run_time: int = 0
-    total_suspend_time: int = 0
+    run_time: float = 0.0
+    suspend_time: float = 0.0
 
 
 @attrs.frozen
 class RunningJob:
-    """The job running on a slot: its id (``"152.3"``), start time and run/suspend totals."""
+    """The job running on a slot: its id (``"152.3"``), its start time, the seconds it spent
+    suspended before ``suspended_since``, and when its current suspension began (None: it is
+    not suspended). Its run time at ``now`` is the time since the start less the suspensions."""
 
     job_id: str
     started_at: float
-    total_run_time: int = 0
-    total_suspend_time: int = 0
+    suspended_time: float = 0.0
+    suspended_since: float | None = None
+
+    def suspended_at(self, now: float) -> float:
+        """Seconds the job has spent suspended by ``now``."""
+        if self.suspended_since is None:
+            return self.suspended_time
+        return self.suspended_time + max(now - self.suspended_since, 0.0)
+
+    def run_time_at(self, now: float) -> float:
+        """Seconds the job has run (not suspended) by ``now``."""
+        return max(now - self.started_at - self.suspended_at(now), 0.0)
 
 
 @attrs.frozen
@@ -50,7 +65,8 @@ class PreemptingClaim:
 
 @attrs.frozen
 class SlotStatus:
-    """The policy engine's view of one slot at one moment.
+    """The policy engine's view of one slot: the same record until the slot changes (the ad
+    builder works out the times at ``now`` from it).
 
     ``entered_state`` and ``entered_activity`` are epoch seconds (None: when the startd
     started). ``condor_load_avg`` is the load of the slot's own processes (its job or the
@@ -68,6 +84,7 @@ class SlotStatus:
     job: RunningJob | None = None
     preempting: PreemptingClaim | None = None
     accepting: bool = True
+    time_totals: tuple[tuple[str, float], ...] = ()
 
 
 #: The status of a slot the policy engine has said nothing about: how a startd starts.
@@ -81,3 +98,12 @@ class Benchmarks:
     mips: int | None = None
     kflops: int | None = None
     last_run: int = 0
+
+
+@attrs.frozen
+class DrainingTotals:
+    """TotalMachineDrainingUnclaimedTime and TotalMachineDrainingBadput: core-seconds left
+    unused while draining, and core-seconds of job run time draining threw away."""
+
+    unclaimed_time: float = 0.0
+    badput: float = 0.0

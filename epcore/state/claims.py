@@ -29,7 +29,10 @@ class Claim:
 
     ``lease`` is the number of seconds the claim lives without a keep-alive: the job's
     JobLeaseDuration, else ALIVE_INTERVAL x MAX_CLAIM_ALIVES_MISSED. ``last_alive`` is the time
-    of the claim or of the last keep-alive.
+    of the claim or of the last keep-alive. ``client_machine`` is the host of the schedd that
+    holds the claim. ``run_time`` and ``suspend_time`` are the seconds the jobs that already
+    finished on this claim ran and were suspended (TotalClaimRunTime and
+    TotalClaimSuspendTime add the running job's).
     """
 
     claim_id: str
@@ -38,6 +41,9 @@ class Claim:
     made_at: float
     lease: int
     last_alive: float
+    client_machine: str = ""
+    run_time: float = 0.0
+    suspend_time: float = 0.0
 
     @property
     def user(self) -> str:

@@ -18,14 +18,21 @@ from collections.abc import Mapping
 
 import attrs
 
-from epcore.classad import ClassAd, parse_expr
+from epcore.classad import ClassAd, Expr, parse_expr
 from epcore.config import Config
 from epcore.errors import ClassAdSyntaxError, EpError
 from epcore.slots.dynamic import NoFit, carve_in
-from epcore.slots.model import SlotLayout
+from epcore.slots.model import Slot, SlotLayout
 from epcore.state import rules
 from epcore.state.claims import Claim, lease_seconds, new_claim_id
-from epcore.state.policy import SlotPolicy, evaluate, is_true, load_policy, number
+from epcore.state.policy import (
+    SlotPolicy,
+    evaluate,
+    is_true,
+    load_policy,
+    number,
+    published_expressions,
+)
 from epcore.state.records import Drain, EngineState, SlotRecord, initial_record
 from epcore.state.rules import (
     BACKFILL_BUSY,
@@ -48,9 +55,6 @@ from epcore.types import MachineInventory
 MAX_MOVES = 20
 
 DRAIN_KINDS = ("graceful", "quick", "fast")
-
-#: Policy expressions added to a slot's ad for evaluation (when the ad has no such attribute).
-PUBLISHED_KNOBS = ("SUSPEND", "CONTINUE", "PREEMPT", "KILL", "WANT_SUSPEND", "WANT_VACATE")
 
 
 class EngineError(EpError):
@@ -96,19 +100,13 @@ class Engine:
         return self.policy(record.slot_id, slot.type_id if slot is not None else 0)
 
     def ads(self, state: EngineState, now: float) -> Mapping[str, ClassAd]:
-        """The slot ads from the ad source, with the slot's policy expressions added (as the
-        startd's internal ad has them, so that PREEMPT may refer to SUSPEND and WANT_SUSPEND)."""
-        found = self._source(state, now)
-        for record in state.slots:
-            ad = found.get(record.name)
-            slot = state.layout.find(record.slot_id, record.sub_id)
-            if ad is None or slot is None:
-                continue
-            policy = self.policy(record.slot_id, slot.type_id)
-            for name in PUBLISHED_KNOBS:
-                if ad.lookup(name) is None:
-                    ad[name] = policy.knob(name).expr
-        return found
+        """The slot ads of ``state`` at ``now``, from the ad source."""
+        return self._source(state, now)
+
+    def published_attributes(self, slot: Slot) -> tuple[tuple[str, Expr], ...]:
+        """The policy expressions a slot's ad carries (for the ads builder's
+        ``policy_attributes``), so that PREEMPT may refer to SUSPEND and WANT_SUSPEND."""
+        return published_expressions(self.policy(slot.slot_id, slot.type_id))
 
     def start(self, layout: SlotLayout, now: float) -> EngineState:
         """Every slot of ``layout`` in Owner/Idle, entered at ``now``."""
@@ -188,13 +186,15 @@ class Engine:
                 return record
         raise EngineError(f"no slot holds claim {claim_id}")
 
-    def _new_claim(self, w: Work, job: ClassAd, rank: float, policy: SlotPolicy) -> Claim:
+    def _new_claim(
+        self, w: Work, job: ClassAd, rank: float, policy: SlotPolicy, client: str
+    ) -> Claim:
         w.claims_made += 1
         claim_id = new_claim_id(self.rng, self.address, int(w.now), w.claims_made)
         lease = lease_seconds(
             job, policy.number("ALIVE_INTERVAL"), policy.number("MAX_CLAIM_ALIVES_MISSED")
         )
-        return Claim(claim_id, job, rank, w.now, lease, w.now)
+        return Claim(claim_id, job, rank, w.now, lease, w.now, client or _submit_host(job))
 
     # -- the schedd's events ----------------------------------------------------------------
 
@@ -214,8 +214,12 @@ class Engine:
             return self._refuse(state, f"{record.name} is {record.place}: no match")
         return self._finish(w)
 
-    def claim(self, state: EngineState, slot: str, job: ClassAd, now: float) -> Outcome:
-        """A schedd claims ``slot`` for ``job`` (refused when START is not TRUE for it).
+    def claim(
+        self, state: EngineState, slot: str, job: ClassAd, now: float, *, client: str = ""
+    ) -> Outcome:
+        """A schedd on host ``client`` claims ``slot`` for ``job`` (refused when START is not
+        TRUE for it). Without ``client`` the ClientMachine is the host part of the job's
+        GlobalJobId, if it has one.
 
         On a partitionable slot this carves the dynamic slot; on a claimed slot it is a
         preempting claim, accepted only when RANK prefers ``job`` to the current job.
@@ -231,11 +235,11 @@ class Engine:
             return self._refuse(state, f"{name} refuses the claim: START is not TRUE for the job")
         rank = number(evaluate(policy.knob("RANK").expr, ad, job, now))
         if record.kind == "partitionable":
-            return self._carve(w, record, job, rank, policy)
+            return self._carve(w, record, job, rank, policy, client)
         place = record.place
         if place.state is State.CLAIMED:
-            return self._preempting_claim(w, record, job, rank, policy)
-        claim = self._new_claim(w, job, rank, policy)
+            return self._preempting_claim(w, record, job, rank, policy, client)
+        claim = self._new_claim(w, job, rank, policy, client)
         if place in (UNCLAIMED, BENCHMARKING):
             w.move(name, CLAIMED_IDLE, 5, "a schedd claimed the slot", claim=claim)
         elif place == MATCHED:
@@ -252,7 +256,13 @@ class Engine:
         return self._finish(w, claim.claim_id)
 
     def _carve(
-        self, w: Work, record: SlotRecord, job: ClassAd, rank: float, policy: SlotPolicy
+        self,
+        w: Work,
+        record: SlotRecord,
+        job: ClassAd,
+        rank: float,
+        policy: SlotPolicy,
+        client: str,
     ) -> Outcome:
         if record.place not in (UNCLAIMED, BENCHMARKING):
             return self._refuse(w.freeze(), f"{record.name} is {record.place}: no claim")
@@ -272,19 +282,25 @@ class Engine:
         w.layout = carved.layout
         w.slots[name] = initial_record(name, dslot.slot_id, dslot.sub_id, "dynamic", w.now)
         w.update(name, place=UNCLAIMED)
-        claim = self._new_claim(w, job, rank, policy)
+        claim = self._new_claim(w, job, rank, policy, client)
         w.move(name, CLAIMED_IDLE, 5, f"a schedd claimed {name} from {record.name}", claim=claim)
         return self._finish(w, claim.claim_id)
 
     def _preempting_claim(
-        self, w: Work, record: SlotRecord, job: ClassAd, rank: float, policy: SlotPolicy
+        self,
+        w: Work,
+        record: SlotRecord,
+        job: ClassAd,
+        rank: float,
+        policy: SlotPolicy,
+        client: str,
     ) -> Outcome:
         name = record.name
         current = record.claim.rank if record.claim is not None else 0.0
         if rank <= current or record.preempting is not None:
             why = f"{name} refuses the preempting claim: RANK {rank:g} is not above {current:g}"
             return self._refuse(w.freeze(), why)
-        claim = self._new_claim(w, job, rank, policy)
+        claim = self._new_claim(w, job, rank, policy, client)
         w.update(name, preempting=claim)
         cause = f"a preempting claim (RANK {rank:g} > {current:g})"
         if record.place == CLAIMED_IDLE:
@@ -332,10 +348,19 @@ class Engine:
         name = record.name
         if record.job_start is None:
             return self._refuse(state, f"{name} runs no job")
+        claim = record.claim
+        if claim is not None:
+            suspended = record.suspended_seconds(now)
+            claim = attrs.evolve(
+                claim,
+                run_time=claim.run_time + max(now - record.job_start - suspended, 0.0),
+                suspend_time=claim.suspend_time + suspended,
+            )
         if record.place == BUSY:
-            w.move(name, CLAIMED_IDLE, 12, f"the job exited with status {code}", job_start=None)
+            cause = f"the job exited with status {code}"
+            w.move(name, CLAIMED_IDLE, 12, cause, job_start=None, claim=claim)
         else:
-            w.update(name, job_start=None, suspended_since=None)
+            w.update(name, job_start=None, suspended_since=None, claim=claim)
             w.notes.append(f"{name}: the job exited with status {code}")
         return self._finish(w)
 
@@ -487,6 +512,12 @@ def _job_id(job: ClassAd | None) -> str | None:
     if isinstance(cluster, int) and isinstance(proc, int):
         return f"{cluster}.{proc}"
     return None
+
+
+def _submit_host(job: ClassAd) -> str:
+    """The schedd's host from the job's GlobalJobId (``submit.example.org#152.3#1700000000``)."""
+    global_id = job.evaluate("GlobalJobId")
+    return global_id.split("#", 1)[0] if isinstance(global_id, str) else ""
 
 
 def _renewed(claim: Claim, now: float) -> Claim:

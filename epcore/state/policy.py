@@ -18,6 +18,7 @@ defaults.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import attrs
@@ -67,6 +68,10 @@ INT_KNOBS: Mapping[str, int] = {
     "UPDATE_INTERVAL": 300,
 }
 
+#: Policy expressions a slot's ad carries (the startd's own ad has them, so that PREEMPT may
+#: refer to SUSPEND or WANT_SUSPEND), as attributes of these names.
+PUBLISHED_KNOBS = ("SUSPEND", "CONTINUE", "PREEMPT", "KILL", "WANT_SUSPEND", "WANT_VACATE")
+
 _VANILLA_UNIVERSE = 5
 
 
@@ -114,15 +119,21 @@ class SlotPolicy:
 
     def knob(self, name: str, job: ClassAd | None = None) -> Knob:
         """The knob ``name`` for ``job``: the ``_VANILLA`` variant for a vanilla job, if set."""
-        if job is not None and name in VANILLA_KNOBS and is_vanilla(job):
+        if job is not None and name in VANILLA_KNOBS:
+            # Look for the variant before asking the job: most policies have none.
             vanilla = self.knobs.get(f"{name}_VANILLA")
-            if vanilla is not None:
+            if vanilla is not None and is_vanilla(job):
                 return vanilla
         return self.knobs[name]
 
     def number(self, name: str) -> int:
         """A startd-wide integer knob (MATCH_TIMEOUT, KILLING_TIMEOUT, CLAIM_WORKLIFE...)."""
         return self.numbers[name]
+
+
+def published_expressions(policy: SlotPolicy) -> tuple[tuple[str, Expr], ...]:
+    """The :data:`PUBLISHED_KNOBS` of ``policy`` as (attribute, expression) pairs."""
+    return tuple((name, policy.knob(name).expr) for name in PUBLISHED_KNOBS)
 
 
 def is_vanilla(job: ClassAd) -> bool:
@@ -196,7 +207,13 @@ def load_policy(config: Config, slot_id: int, slot_type: int | None = None) -> S
 
 def evaluate(expr: Expr, slot_ad: ClassAd | None, job_ad: ClassAd | None, now: float) -> object:
     """``expr`` with MY = the slot ad and TARGET = the job ad (None: absent, "locally")."""
-    return expr.evaluate(slot_ad, job_ad, context=EvalContext(now=now))
+    return expr.evaluate(slot_ad, job_ad, context=context_at(now))
+
+
+@functools.lru_cache(maxsize=8)
+def context_at(now: float) -> EvalContext:
+    """The evaluation context of a policy pass at ``now`` (one per pass, not per expression)."""
+    return EvalContext(now=now)
 
 
 def truth(value: object) -> bool | None:

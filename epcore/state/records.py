@@ -12,7 +12,13 @@ from collections.abc import Mapping
 import attrs
 
 from epcore.slots.model import SlotLayout
-from epcore.slots.slot_status import ClaimInfo, PreemptingClaim, RunningJob, SlotStatus
+from epcore.slots.slot_status import (
+    ClaimInfo,
+    DrainingTotals,
+    PreemptingClaim,
+    RunningJob,
+    SlotStatus,
+)
 from epcore.state.claims import Claim
 from epcore.state.states import Activity, Place, State
 
@@ -100,29 +106,44 @@ class SlotRecord:
         """Seconds spent in each State/Activity (``"ClaimedBusy"``), the current one to ``now``;
         published as HTCondor's ``TotalTime<State><Activity>`` attributes."""
         totals = dict(self.totals)
-        key = f"{self.place.state.value}{self.place.activity.value}"
+        state_name, activity_name = self.place.names
+        key = state_name + activity_name
         totals[key] = totals.get(key, 0.0) + (now - self.entered_activity)
         return totals
+
+    def suspended_seconds(self, now: float) -> float:
+        """Seconds the current job has spent suspended, the current suspension to ``now``."""
+        total = self.suspended_total
+        if self.suspended_since is not None:
+            total += now - self.suspended_since
+        return total
 
     def status(self, accepting: bool = True) -> SlotStatus:
         """The :class:`SlotStatus` the ad builder takes for this slot (``accepting`` False
         while the startd drains or shuts down: Requirements = False)."""
         claim = self.claim
+        job = None
+        if self.job_start is not None:
+            job = RunningJob(
+                self.job_id or "1.0", self.job_start, self.suspended_total, self.suspended_since
+            )
         info = None
         if claim is not None:
             info = ClaimInfo(
-                remote_user=claim.user, remote_owner=claim.owner, client_machine="simulated"
+                remote_user=claim.user,
+                remote_owner=claim.owner,
+                client_machine=claim.client_machine,
+                run_time=claim.run_time,
+                suspend_time=claim.suspend_time,
             )
-        job = None
-        if self.job_start is not None:
-            job = RunningJob(self.job_id or "1.0", self.job_start)
         preempting = None
         if self.preempting is not None:
             p = self.preempting
             preempting = PreemptingClaim(p.owner, p.user, p.rank)
+        state_name, activity_name = self.place.names
         return SlotStatus(
-            state=self.place.state.value,
-            activity=self.place.activity.value,
+            state=state_name,
+            activity=activity_name,
             entered_state=self.entered_state,
             entered_activity=self.entered_activity,
             current_rank=claim.rank if claim is not None else 0.0,
@@ -130,6 +151,7 @@ class SlotRecord:
             job=job,
             preempting=preempting,
             accepting=accepting,
+            time_totals=tuple(self.totals.items()),
         )
 
 
@@ -193,9 +215,13 @@ class EngineState:
         return total
 
     def statuses(self) -> dict[str, SlotStatus]:
-        """Every slot's :class:`SlotStatus`, by short name, for ``build_slot_ads``."""
+        """Every slot's :class:`SlotStatus`, by short name, for the ads builder."""
         accepting = self.drain is None and not self.shutting_down
         return {record.name: record.status(accepting) for record in self.slots}
+
+    def draining_totals(self, now: float) -> DrainingTotals:
+        """TotalMachineDrainingUnclaimedTime and TotalMachineDrainingBadput at ``now``."""
+        return DrainingTotals(self.unclaimed_core_seconds(now), self.draining_badput)
 
 
 def initial_record(
@@ -203,3 +229,29 @@ def initial_record(
 ) -> SlotRecord:
     """A slot as a startd starts it: Owner/Idle, entered ``now``."""
     return SlotRecord(name, slot_id, sub_id, kind, Place(State.OWNER, Activity.IDLE), now, now)
+
+
+class StatusMemo:
+    """Hands the ads builder the same :class:`SlotStatus` object for a slot as long as its
+    record is the same object, so that the builder can tell at a glance which slots moved.
+
+    Records are frozen and the engine replaces a record only when the slot changes, so the
+    record's identity is a complete test; the memo keeps the record to hold its identity.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[SlotRecord, bool, SlotStatus]] = {}
+
+    def statuses(self, state: EngineState) -> dict[str, SlotStatus]:
+        """Every slot's status, by short name (what :meth:`EngineState.statuses` gives)."""
+        accepting = state.drain is None and not state.shutting_down
+        known: dict[str, tuple[SlotRecord, bool, SlotStatus]] = {}
+        result: dict[str, SlotStatus] = {}
+        for record in state.slots:
+            found = self._known.get(record.name)
+            if found is None or found[0] is not record or found[1] != accepting:
+                found = (record, accepting, record.status(accepting))
+            known[record.name] = found
+            result[record.name] = found[2]
+        self._known = known
+        return result

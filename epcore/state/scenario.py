@@ -20,7 +20,7 @@ from epcore.errors import EpError
 EVENT_KINDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "set": ((), ()),
     "match": (("slot", "job"), ()),
-    "claim": (("slot", "job"), ("id", "keepalive")),
+    "claim": (("slot", "job"), ("id", "keepalive", "client")),
     "activate": (("id",), ()),
     "alive": (("id",), ()),
     "job_exit": (("id",), ("code",)),

@@ -9,9 +9,8 @@ keyboard and console unless the scenario says otherwise). Between events the sim
 the engine's timers at their own times and re-evaluates policy every POLLING_INTERVAL, as the
 daemon does, and the schedds send keep-alives every ALIVE_INTERVAL (except for a claim made
 with ``keepalive = false``). A hard kill takes the job away at once; an eviction of the
-backfill client too. Besides what ``build_slot_ads`` publishes, the ads carry
-TotalMachineDrainingUnclaimedTime, TotalMachineDrainingBadput and each slot's
-``TotalTime<State><Activity>`` seconds.
+backfill client too. The slot ads come from one :class:`~epcore.slots.ads.SlotAdBuilder` kept
+for the whole run, as the daemon keeps one.
 """
 
 from __future__ import annotations
@@ -24,12 +23,13 @@ import attrs
 
 from epcore.classad import ClassAd, EvalContext
 from epcore.config import Config
-from epcore.slots.ads import build_slot_ads
+from epcore.slots.ads import SlotAdBuilder
+from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory
 from epcore.slots.layout import plan_slots
 from epcore.slots.slot_status import Benchmarks
 from epcore.state.engine import Engine, EngineError
-from epcore.state.records import EngineState, TransitionRecord
+from epcore.state.records import EngineState, StatusMemo, TransitionRecord
 from epcore.state.scenario import Event, Scenario, ScenarioError, job_ad
 from epcore.state.work import Outcome
 from epcore.testing.host import FakeMachineHost
@@ -99,6 +99,14 @@ class Simulation:
         self.values: dict[str, tuple[Any, float]] = {}
         self._set(scenario.machine, self.origin)
         self.engine = Engine(self.config, self.ads, random.Random(seed), inventory=self.inventory)
+        self.statuses = StatusMemo()
+        self.builder = SlotAdBuilder(
+            self.config,
+            self.inventory,
+            host_name=_HOST_NAME,
+            started_at=self.origin,
+            policy_attributes=self.engine.published_attributes,
+        )
         self.aliases: dict[str, str] = {}
         self.silent: set[str] = set()
         self.transitions: list[TransitionRecord] = []
@@ -130,28 +138,16 @@ class Simulation:
             for name, (value, _) in self.values.items()
             if name.lower() not in _READING_KEYS
         ]
-        unclaimed = state.unclaimed_core_seconds(now)
-        extras.append(MachineAttribute("TotalMachineDrainingUnclaimedTime", int(unclaimed)))
-        extras.append(MachineAttribute("TotalMachineDrainingBadput", int(state.draining_badput)))
-        built = build_slot_ads(
-            self.config,
-            self.inventory,
+        built = self.builder.build(
             state.layout,
             readings,
-            state.statuses(),
+            self.statuses.statuses(state),
             now,
-            host_name=_HOST_NAME,
             extra_attributes=extras,
-            started_at=self.origin,
             benchmarks=Benchmarks(last_run=state.last_benchmark),
+            draining=state.draining_totals(now),
         )
-        ads = {str(ad.evaluate("Name")).split("@", 1)[0]: ad for ad in built}
-        for record in state.slots:
-            ad = ads.get(record.name)
-            if ad is not None:
-                for key, seconds in record.time_totals(now).items():
-                    ad[f"TotalTime{key}"] = int(seconds)
-        return ads
+        return {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
 
     # -- running ----------------------------------------------------------------------------
 
@@ -206,7 +202,8 @@ class Simulation:
         if kind == "match":
             return self._take(e.match(state, str(a["slot"]), job_ad(a["job"]), now), now)
         if kind == "claim":
-            outcome = e.claim(state, str(a["slot"]), job_ad(a["job"]), now)
+            client = str(a.get("client", ""))
+            outcome = e.claim(state, str(a["slot"]), job_ad(a["job"]), now, client=client)
             if outcome.claim_id is not None:
                 self.aliases[str(a.get("id", a["slot"]))] = outcome.claim_id
                 if a.get("keepalive", True) is False:

@@ -64,13 +64,21 @@ class Place:
 
     state: State
     activity: Activity
+    #: The State and Activity attribute values (``"Claimed"``, ``"Busy"``), read at every
+    #: publication of every slot; worked out once here because Enum.value is slow.
+    names: tuple[str, str] = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(lambda place: (place.state.value, place.activity.value), True),
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.activity not in ACTIVITIES[self.state]:
             raise IllegalTransition(f"{self.state.value} has no activity {self.activity.value}")
 
     def __str__(self) -> str:
-        return f"{self.state.value}/{self.activity.value}"
+        return f"{self.names[0]}/{self.names[1]}"
 
     @classmethod
     def parse(cls, text: str) -> Place:

@@ -132,7 +132,7 @@ class Work:
         record = self.slots[name]
         old = record.place
         found = edge(old, target, number)
-        key = f"{old.state.value}{old.activity.value}"
+        key = old.names[0] + old.names[1]
         totals = dict(record.totals)
         totals[key] = totals.get(key, 0.0) + (self.now - record.entered_activity)
         entered_state = record.entered_state if old.state is target.state else self.now

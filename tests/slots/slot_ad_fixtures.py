@@ -158,13 +158,16 @@ def by_name(ads: Sequence[ClassAd]) -> dict[str, ClassAd]:
 
 # -- a slot of each kind, with everything that can be in an ad -------------------------------
 
+#: A claimed slot's time so far: ClaimedIdle less than a second is not published.
+TIME_TOTALS = (("UnclaimedIdle", 30.0), ("ClaimedIdle", 0.4), ("ClaimedBusy", 950.0))
 CLAIMED = SlotStatus(
     "Claimed",
     "Busy",
     current_rank=1.0,
     claim=ClaimInfo("coltrane@example.org", "coltrane", "submit.example.org", 60, 0),
-    job=RunningJob("152.3", 1_699_999_000, 50, 0),
+    job=RunningJob("152.3", 1_699_999_000, 50.0),
     preempting=PreemptingClaim("miles", "miles@example.org", 5.0),
+    time_totals=TIME_TOTALS,
 )
 SCENARIO_CONFIG = "STARTD_SLOT_ATTRS = State\nCONSUMPTION_POLICY = True\n"
 STATUSES = {"slot1": CLAIMED, "slot2_1": CLAIMED}

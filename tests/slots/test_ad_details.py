@@ -169,7 +169,7 @@ def test_claim_and_job_attributes_appear_while_claimed() -> None:
         "Busy",
         current_rank=10.0,
         claim=ClaimInfo("coltrane@example.org", "coltrane", "submit.example.org", 300, 5),
-        job=RunningJob("152.3", NOW - 200, 190, 5),
+        job=RunningJob("152.3", NOW - 200, 10.0),
         preempting=PreemptingClaim("miles", "miles@example.org", 20.0),
     )
     claimed, idle = build(config_of(), static_slots(2), statuses={"slot1": status})

@@ -16,6 +16,7 @@ import pytest
 from slot_ad_fixtures import (
     SCENARIO_CONFIG,
     STATUSES,
+    TIME_TOTALS,
     build,
     config_of,
     gpus,
@@ -55,10 +56,6 @@ EXCLUDED = {
     "VMOfflineReason": "published by the VM plugin once a VM job fails",
     "VMOfflineTime": "published by the VM plugin once a VM job fails",
     "OfflineUniverses": "published by the daemon once a universe's backend fails (VM plugin)",
-    "TotalMachineDrainingUnclaimedTime": "draining history, published by the draining issue's "
-    "daemon code (the pure builder has no history)",
-    "TotalMachineDrainingBadput": "draining history, published by the draining issue's daemon "
-    "code (the pure builder has no history)",
     "AvgDrainingBadput": "defrag-only: condor_defrag's own daemon ad",
     "AvgDrainingUnclaimed": "defrag-only: condor_defrag's own daemon ad",
     "DeviceGPUsAverageUsage": "GPU monitoring (condor_gpu_utilization as a startd cron job), "
@@ -136,6 +133,8 @@ def concrete_names(spec: SlotAttribute, slot: Slot) -> list[str]:
         return [f"Consumption{res}" for res in ("Cpus", "Memory", "Disk", "GPUs")]
     if spec.name == "slot<N>_<attr>":
         return [f"{prefix}_State" for prefix in PREFIXES]
+    if spec.name == "TotalTime<State><Activity>":
+        return [f"TotalTime{key}" for key, seconds in TIME_TOTALS if int(seconds)]
     return [expand(spec, name="GPUs")]
 
 
@@ -149,6 +148,7 @@ def expected_present(spec: SlotAttribute, slot: Slot, status: SlotStatus | None)
         "claimed": status is not None and status.claim is not None,
         "preempting": status is not None and status.preempting is not None,
         "job": status is not None and status.job is not None,
+        "timed": status is not None and bool(status.time_totals),
     }
     return rules.get(spec.presence, True)
 

@@ -220,3 +220,31 @@ def test_peaceful_shutdown_keeps_suspended_jobs_and_releases_idle_claims() -> No
     assert engine.ads(outcome.state, 30)["slot2"].evaluate("Requirements") is False
     record = outcome.state.slot("slot1")
     assert record is not None and record.retire_from == 30
+
+
+def test_claim_run_time_adds_up_the_jobs_of_a_reused_claim() -> None:
+    """TotalClaimRunTime counts every job run on the claim; TotalJobRunTime only the current one."""
+    sim = Simulation(Scenario("test", "NUM_SLOTS = 1\nRUNBENCHMARKS = False\n", {}, ()))
+    engine = sim.engine
+    state = engine.poll(engine.start(plan_slots(sim.config, sim.inventory), 0), 0).state
+    claimed = engine.claim(state, "slot1", JOB, 10)
+    assert claimed.claim_id is not None
+    state = engine.activate(claimed.state, claimed.claim_id, 20).state
+    state = engine.job_exit(state, claimed.claim_id, 0, 120).state
+    state = engine.activate(state, claimed.claim_id, 130).state
+    ad = sim.ads(state, 160)["slot1"]
+    assert ad.evaluate("TotalJobRunTime") == 30
+    assert ad.evaluate("TotalClaimRunTime") == 100 + 30
+    assert ad.evaluate("TotalTimeClaimedBusy") == 100 + 30
+    assert ad.evaluate("TotalTimeClaimedIdle") == 10 + 10
+
+
+def test_client_machine_comes_from_the_claim_or_the_global_job_id() -> None:
+    """ClientMachine is the claiming schedd's host, else the host part of GlobalJobId."""
+    engine, state = _setup()
+    job = parse_ad('[Owner = "jones"; GlobalJobId = "submit.example.org#7.1#1700000000"]')
+    by_job = engine.claim(state, "slot1", job, 10).state.statuses()["slot1"].claim
+    assert by_job is not None and by_job.client_machine == "submit.example.org"
+    named = engine.claim(state, "slot1", JOB, 10, client="ap.example.org")
+    claim = named.state.statuses()["slot1"].claim
+    assert claim is not None and claim.client_machine == "ap.example.org"
