@@ -204,6 +204,9 @@ class Engine:
         record = self._record(w, slot)
         if record.place in (UNCLAIMED, BENCHMARKING):
             w.move(record.name, MATCHED, 6, "the negotiator matched the slot")
+        elif record.place == BACKFILL_KILLING and record.backfill_running:
+            # Seed 000: "once the BOINC client exits, the machine will enter Matched/Idle".
+            w.update(record.name, backfill_reason="match")
         elif record.place in (BACKFILL_IDLE, BACKFILL_KILLING):
             w.move(record.name, MATCHED, 32, "matched during backfill")
         elif record.place == BACKFILL_BUSY:
@@ -306,9 +309,14 @@ class Engine:
         if record.place == CLAIMED_IDLE:
             rules.preempt(w, name, 10, cause, policy)
         elif record.place == BUSY:
-            w.move(name, RETIRING, 13, cause, retire_from=w.now, retire_reason="claim")
-        elif record.place in (SUSPENDED, RETIRING):
-            w.update(name, retire_reason=record.retire_reason or "claim")
+            w.move(
+                name, RETIRING, 13, cause, retire_from=w.now, retire_reason=rules.RETIRE_FOR_CLAIM
+            )
+        elif record.place == SUSPENDED and record.retire_from is None:
+            # A suspended job that was not retiring retires for this claim (and may unretire).
+            w.update(name, retire_from=w.now, retire_reason=rules.RETIRE_FOR_CLAIM)
+        # A slot already retiring for another reason keeps it: that retirement is not taken
+        # back when this claim goes away.
         return self._finish(w, claim.claim_id)
 
     def activate(self, state: EngineState, claim_id: str, now: float) -> Outcome:
@@ -317,6 +325,9 @@ class Engine:
         record = self._by_claim(w, claim_id)
         if record.place != CLAIMED_IDLE:
             return self._refuse(state, f"{record.name} is {record.place}: cannot activate")
+        if rules.worklife_expired(record, self._policy_of(w, record.name), now):
+            # Seed 000: after CLAIM_WORKLIFE a claim "will stop accepting additional jobs".
+            return self._refuse(state, f"{record.name}: the claim has outlived CLAIM_WORKLIFE")
         job = record.claim.job if record.claim is not None else None
         job_id = _job_id(job)
         deadline = w.drain.deadline if w.drain is not None else None
@@ -382,12 +393,23 @@ class Engine:
         record = self._by_claim(w, claim_id)
         name = record.name
         policy = self._policy_of(w, name)
+        cause = "the schedd released the claim"
         if record.place == CLAIMED_IDLE:
-            rules.preempt(w, name, 10, "the schedd released the claim", policy)
+            rules.preempt(w, name, 10, cause, policy)
         elif record.place == BUSY:
-            w.move(name, RETIRING, 13, "the schedd released the claim", preempt_deadline=now)
+            w.move(
+                name,
+                RETIRING,
+                13,
+                cause,
+                preempt_deadline=now,
+                retire_reason=rules.RETIRE_FOR_EVICTION,
+            )
+        elif record.place == SUSPENDED:
+            w.update(name, preempt_deadline=now, retire_reason=rules.RETIRE_FOR_EVICTION)
+            rules.preempt(w, name, 17, cause, policy)
         else:
-            w.update(name, preempt_deadline=now)
+            w.update(name, preempt_deadline=now, retire_reason=rules.RETIRE_FOR_EVICTION)
         return self._finish(w)
 
     def backfill_exit(self, state: EngineState, slot: str, now: float) -> Outcome:
@@ -416,7 +438,13 @@ class Engine:
             w.update(name, fast=fast, preempting=None)
             rules.preempt(w, name, 10, cause, policy)
         elif record.place in (BUSY, SUSPENDED, RETIRING):
-            w.update(name, fast=fast, preempting=None, preempt_deadline=deadline)
+            w.update(
+                name,
+                fast=fast,
+                preempting=None,
+                preempt_deadline=deadline,
+                retire_reason=rules.RETIRE_FOR_EVICTION,
+            )
             if record.place == BUSY:
                 w.move(name, RETIRING, 13, cause, retire_from=w.now)
             elif record.place == SUSPENDED and not retire:
@@ -424,8 +452,14 @@ class Engine:
             elif record.place == SUSPENDED:
                 w.update(name, retire_from=w.now)
         elif record.place == BACKFILL_BUSY:
-            w.move(name, BACKFILL_KILLING, 28, cause)
+            # Seed 000: after condor_vacate or a shutdown the slot returns to Owner (30) once
+            # the backfill client exits.
+            w.move(name, BACKFILL_KILLING, 28, cause, backfill_reason="evict")
             w.act("evict_backfill", name)
+        elif record.place == BACKFILL_KILLING:
+            w.update(name, backfill_reason="evict", preempting=None)
+        elif record.place == BACKFILL_IDLE:
+            w.move(name, OWNER, 30, cause)
         elif record.place == MATCHED:
             w.move(name, OWNER, 8, cause)
 
@@ -498,10 +532,22 @@ class Engine:
                 self._evict(w, name, fast, "shutdown")
             elif record.place == BUSY:
                 w.update(name, preempt_deadline=math.inf)
-                w.move(name, RETIRING, 13, "peaceful shutdown", retire_from=now)
+                w.move(
+                    name,
+                    RETIRING,
+                    13,
+                    "peaceful shutdown",
+                    retire_from=now,
+                    retire_reason=rules.RETIRE_FOR_EVICTION,
+                )
             else:
                 retire_from = record.retire_from if record.retire_from is not None else now
-                w.update(name, preempt_deadline=math.inf, retire_from=retire_from)
+                w.update(
+                    name,
+                    preempt_deadline=math.inf,
+                    retire_from=retire_from,
+                    retire_reason=rules.RETIRE_FOR_EVICTION,
+                )
         return self._finish(w)
 
 

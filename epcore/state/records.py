@@ -50,7 +50,9 @@ class Action:
 
 
 #: What an action asks: spawn the starter, soft-kill (vacate) the job, hard-kill it, suspend
-#: or continue it, start or evict the backfill client, delete a dynamic slot.
+#: or continue it, start or evict the backfill client, delete a dynamic slot, kill the starter
+#: itself (KILLING_TIMEOUT ran out: seed 000, SIGKILL "to all of the condor_starter's children,
+#: and then to the condor_starter itself").
 ACTION_KINDS = (
     "spawn_starter",
     "soft_kill",
@@ -60,6 +62,7 @@ ACTION_KINDS = (
     "start_backfill",
     "evict_backfill",
     "delete_slot",
+    "kill_starter",
 )
 
 
@@ -70,10 +73,13 @@ class SlotRecord:
     ``job_start`` is when the current job started (None: no job runs); ``suspended_total`` the
     seconds that job has spent suspended before ``suspended_since``; ``retire_from`` when the
     job entered retirement; ``preempt_deadline`` overrides the retirement end (vacate, lease
-    loss); ``vacate_started`` / ``kill_started`` when the job was soft- or hard-killed.
+    loss); ``vacate_started`` / ``kill_started`` when the job was soft- or hard-killed, and
+    ``vacate_allowed`` the vacating time it was given then.
     ``totals`` are the Total<State><Activity>Time accumulators of the activities left so far.
     ``preempting`` is the claim waiting for the slot (after Preempting the slot goes to it,
-    else to Owner); ``retire_reason`` is ``"claim"`` when that claim caused the retirement.
+    else to Owner); ``retire_reason`` says why the slot retires: ``"claim"`` when that claim
+    caused the retirement (which then ends if the claim goes away, 19), else ``"preempt"`` or
+    ``"eviction"`` (vacate, release, drain, shutdown), which nothing takes back.
     ``backfill_reason`` says why the backfill client is being killed: ``"evict"``
     (EVICT_BACKFILL: to Owner, 30), ``"match"`` (to Matched, 32), anything else (back to
     Backfill/Idle, 29, or to the waiting claim, 31).
@@ -96,6 +102,7 @@ class SlotRecord:
     retire_reason: str | None = None
     preempt_deadline: float | None = None
     vacate_started: float | None = None
+    vacate_allowed: float | None = None
     kill_started: float | None = None
     fast: bool = False
     backfill_running: bool = False

@@ -57,8 +57,12 @@ BACKFILL_KILLING = Place(S.BACKFILL, A.KILLING)
 DRAINED_RETIRING = Place(S.DRAINED, A.RETIRING)
 DRAINED_IDLE = Place(S.DRAINED, A.IDLE)
 
-#: Why a claimed slot retires; only a preempting claim can be taken back (transition 19).
+#: Why a claimed slot retires: for a preempting claim (the only retirement that can be taken
+#: back, transition 19; seed 000: "If instead the retirement is due to owner activity (PREEMPT)
+#: or the startd is being shut down, no unretirement is possible"), or for anything else.
 RETIRE_FOR_CLAIM = "claim"
+RETIRE_FOR_PREEMPT = "preempt"
+RETIRE_FOR_EVICTION = "eviction"
 
 
 def job_of(record: SlotRecord) -> ClassAd | None:
@@ -84,20 +88,45 @@ def retirement_end(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: flo
     return record.job_start + max(allowed, 0.0) + suspended
 
 
+def _job_vacate_time(job: ClassAd | None) -> float | None:
+    if job is None:
+        return None
+    own = job.evaluate("JobMaxVacateTime")
+    if isinstance(own, int | float) and not isinstance(own, bool):
+        return max(float(own), 0.0)
+    return None
+
+
+def _machine_vacate_time(policy: SlotPolicy, ad: ClassAd, job: ClassAd | None, now: float) -> float:
+    expr = policy.knob("MachineMaxVacateTime").expr
+    return max(number(evaluate(expr, ad, job, now), 600.0), 0.0)
+
+
 def vacate_time(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
-    """Seconds a vacating job gets: MachineMaxVacateTime plus any spare retirement, lowered by
-    the job's JobMaxVacateTime when it sets one."""
+    """Seconds a job being preempted at ``now`` gets to vacate (seed 000, MachineMaxVacateTime):
+    MachineMaxVacateTime; the job's JobMaxVacateTime when it is smaller; when it is larger,
+    retirement time the job has left is turned into vacating time, up to JobMaxVacateTime."""
     job = job_of(record)
-    machine = number(evaluate(policy.knob("MachineMaxVacateTime").expr, ad, job, now), 600.0)
-    spare = 0.0
-    if record.preempt_deadline is None and record.job_start is not None:
-        spare = max(retirement_end(record, policy, ad, now) - now, 0.0)
-    allowed = machine + spare
-    if job is not None:
-        own = job.evaluate("JobMaxVacateTime")
-        if isinstance(own, int | float) and not isinstance(own, bool):
-            allowed = min(allowed, float(own))
-    return allowed
+    machine = _machine_vacate_time(policy, ad, job, now)
+    own = _job_vacate_time(job)
+    if own is None:
+        return machine
+    if own <= machine:
+        return own
+    remaining = 0.0
+    if record.job_start is not None:
+        remaining = max(retirement_end(record, policy, ad, now) - now, 0.0)
+    return min(own, max(machine, remaining))
+
+
+def soft_kill_time(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
+    """When a retiring job is soft-killed: as many seconds before the end of its retirement as
+    it will get to vacate, "so that the hard-killing of the job will not happen until the end
+    of the retirement time" (seed 000, MAXJOBRETIREMENTTIME)."""
+    job = job_of(record)
+    own = _job_vacate_time(job)
+    lead = _machine_vacate_time(policy, ad, job, now) if own is None else own
+    return retirement_end(record, policy, ad, now) - lead
 
 
 def preempt(w: Work, name: str, number_: int, cause: str, policy: SlotPolicy) -> None:
@@ -106,11 +135,21 @@ def preempt(w: Work, name: str, number_: int, cause: str, policy: SlotPolicy) ->
     record = w.slots[name]
     job = job_of(record)
     vacate = not record.fast and is_true(policy.knob("WANT_VACATE", job), w.ad(name), job, w.now)
+    # The vacating time is fixed when the job is soft-killed, from the retirement left then.
+    allowed = vacate_time(record, policy, w.ad(name), w.now)
     running = record.job_start is not None
     if running and w.drain is not None and record.job_start is not None:
         w.draining_badput += w.cpus(name) * (w.now - record.job_start)
     if vacate:
-        w.move(name, VACATING, number_, cause, vacate_started=w.now, suspended_since=None)
+        w.move(
+            name,
+            VACATING,
+            number_,
+            cause,
+            vacate_started=w.now,
+            vacate_allowed=allowed,
+            suspended_since=None,
+        )
         if running:
             w.act("soft_kill", name, record.claim.claim_id if record.claim else None)
     else:
@@ -179,10 +218,11 @@ def _claimed(w: Work, name: str, policy: SlotPolicy) -> bool:
             w.update(name, fast=True)
             preempt(w, name, 10, "the claim lease expired", policy)
         elif is_false(policy.knob("START"), ad, job, now):
+            # Seed 000 says "locally evaluates to FALSE"; START is evaluated against the claim's
+            # job, as the startd does, because read literally the seed's own interactive-job
+            # policy (SLOT1_START needs TARGET.InteractiveJob) would evict every claim it took.
             preempt(w, name, 10, "START is FALSE for the claim's job", policy)
-        elif record.claim is not None and now >= record.claim.made_at + policy.number(
-            "CLAIM_WORKLIFE"
-        ):
+        elif worklife_expired(record, policy, now):
             preempt(w, name, 10, "CLAIM_WORKLIFE expired", policy)
         else:
             return False
@@ -193,13 +233,27 @@ def _claimed(w: Work, name: str, policy: SlotPolicy) -> bool:
         if _lease_expired(record, now):
             w.move(name, RETIRING, 13, "the claim lease expired", preempt_deadline=now, fast=True)
         elif record.preempt_deadline is not None and now >= record.preempt_deadline:
-            w.move(name, RETIRING, 13, "the drain deadline passed", retire_from=now)
+            w.move(
+                name,
+                RETIRING,
+                13,
+                "the drain deadline passed",
+                retire_from=now,
+                retire_reason=RETIRE_FOR_EVICTION,
+            )
         elif suspend:
             w.move(name, SUSPENDED, 14, "WANT_SUSPEND and SUSPEND are TRUE", suspended_since=now)
             w.act("suspend", name)
             w.just_suspended.add(name)
         elif not want_suspend and is_true(policy.knob("PREEMPT", job), ad, job, now):
-            w.move(name, RETIRING, 13, "PREEMPT is TRUE", retire_from=now)
+            w.move(
+                name,
+                RETIRING,
+                13,
+                "PREEMPT is TRUE",
+                retire_from=now,
+                retire_reason=RETIRE_FOR_PREEMPT,
+            )
         else:
             return False
         return True
@@ -208,7 +262,7 @@ def _claimed(w: Work, name: str, policy: SlotPolicy) -> bool:
     if place == RETIRING:
         if record.job_start is None:
             preempt(w, name, 18, "the job finished while retiring", policy)
-        elif now >= retirement_end(record, policy, ad, now):
+        elif now >= soft_kill_time(record, policy, ad, now):
             preempt(w, name, 18, "the retirement time ran out", policy)
         elif record.preempting is None and record.retire_reason == RETIRE_FOR_CLAIM:
             w.move(name, BUSY, 19, "the preempting claim went away", retire_from=None)
@@ -233,13 +287,17 @@ def _suspended(w: Work, name: str, policy: SlotPolicy, ad: ClassAd, job: ClassAd
     elif _lease_expired(record, now):
         w.update(name, fast=True)
         preempt(w, name, 17, "the claim lease expired", policy)
+    elif retiring and now >= soft_kill_time(record, policy, ad, now):
+        # Seed 000, transition 17: the retirement time expires during a suspended retirement
+        # (only when it was lowered meanwhile, or a deadline was set: a release, a drain).
+        preempt(w, name, 17, "the retirement time ran out while suspended", policy)
     elif not retiring and is_true(policy.knob("PREEMPT", job), ad, job, now):
-        if now >= retirement_end(record, policy, ad, now) - (now - since):
-            preempt(w, name, 17, "PREEMPT is TRUE and no retirement is left", policy)
-        else:
-            w.move(name, RETIRING, 16, "PREEMPT is TRUE", suspended_since=None)
-            w.update(name, suspended_total=resumed, retire_from=now)
-            w.act("continue", name)
+        # Seed 000: "If the PREEMPT expression is TRUE, the machine will enter the
+        # Claimed/Retiring activity (transition 16)"; time suspended does not count against
+        # the retirement, which then decides when the job is vacated (18).
+        w.move(name, RETIRING, 16, "PREEMPT is TRUE", suspended_since=None)
+        w.update(name, suspended_total=resumed, retire_from=now, retire_reason=RETIRE_FOR_PREEMPT)
+        w.act("continue", name)
     elif name not in w.just_suspended and is_true(policy.knob("CONTINUE", job), ad, job, now):
         target, number_ = (RETIRING, 16) if retiring else (BUSY, 15)
         cause = "CONTINUE is TRUE" + (" on a preempted claim" if retiring else "")
@@ -248,6 +306,12 @@ def _suspended(w: Work, name: str, policy: SlotPolicy, ad: ClassAd, job: ClassAd
     else:
         return False
     return True
+
+
+def worklife_expired(record: SlotRecord, policy: SlotPolicy, now: float) -> bool:
+    """Whether the claim has outlived CLAIM_WORKLIFE (a negative value: it never does)."""
+    worklife = policy.number("CLAIM_WORKLIFE")
+    return record.claim is not None and worklife >= 0 and now >= record.claim.made_at + worklife
 
 
 def after_preempting(w: Work, name: str) -> None:
@@ -259,6 +323,7 @@ def after_preempting(w: Work, name: str) -> None:
         "job_start": None,
         "job_id": None,
         "vacate_started": None,
+        "vacate_allowed": None,
         "kill_started": None,
         "preempt_deadline": None,
         "retire_from": None,
@@ -296,7 +361,7 @@ def _preempting(w: Work, name: str, policy: SlotPolicy) -> bool:
         assert record.vacate_started is not None
         if is_true(policy.knob("KILL", job), ad, job, now):
             w.move(name, KILLING, 21, "KILL is TRUE", kill_started=now)
-        elif now >= record.vacate_started + vacate_time(record, policy, ad, now):
+        elif now >= record.vacate_started + _allowed(record, policy, ad, now):
             w.move(name, KILLING, 21, "the vacate time ran out", kill_started=now)
         else:
             return False
@@ -305,10 +370,18 @@ def _preempting(w: Work, name: str, policy: SlotPolicy) -> bool:
     assert record.kill_started is not None
     if now >= record.kill_started + policy.number("KILLING_TIMEOUT"):
         w.notes.append(f"{name}: KILLING_TIMEOUT expired; the starter is killed")
+        w.act("kill_starter", name, record.claim.claim_id if record.claim else None)
         w.update(name, job_start=None)
         after_preempting(w, name)
         return True
     return False
+
+
+def _allowed(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
+    """The vacating time fixed when the job was soft-killed."""
+    if record.vacate_allowed is not None:
+        return record.vacate_allowed
+    return vacate_time(record, policy, ad, now)
 
 
 def _backfill(w: Work, name: str, policy: SlotPolicy) -> bool:
@@ -317,16 +390,11 @@ def _backfill(w: Work, name: str, policy: SlotPolicy) -> bool:
     if record.place == BACKFILL_KILLING:
         if record.backfill_running:
             return False
-        reason = record.backfill_reason
-        if reason == "evict":
-            w.move(name, OWNER, 30, "EVICT_BACKFILL is TRUE", backfill_reason=None)
-        elif reason == "match":
-            w.move(name, MATCHED, 32, "matched during backfill", backfill_reason=None)
-        elif record.preempting is not None:
-            w.move(name, CLAIMED_IDLE, 31, "claimed during backfill", claim=record.preempting)
-            w.update(name, preempting=None, backfill_reason=None)
-        else:
-            w.move(name, BACKFILL_IDLE, 29, "the backfill client is gone", backfill_reason=None)
+        # Seed 000: once the client is gone the slot enters Backfill/Idle (29), and from
+        # there moves on at once according to what had the client killed.
+        w.move(name, BACKFILL_IDLE, 29, "the backfill client is gone")
+        return True
+    if record.place == BACKFILL_IDLE and _leave_backfill(w, name):
         return True
     if evict and record.place == BACKFILL_IDLE:
         w.move(name, OWNER, 30, "EVICT_BACKFILL is TRUE")
@@ -341,6 +409,26 @@ def _backfill(w: Work, name: str, policy: SlotPolicy) -> bool:
     ):
         w.move(name, BACKFILL_BUSY, 26, "the backfill client runs", backfill_running=True)
         w.act("start_backfill", name)
+    else:
+        return False
+    return True
+
+
+def _leave_backfill(w: Work, name: str) -> bool:
+    """Backfill/Idle after the client was killed: to Owner after an eviction (30), to the
+    match (32) or the claim (31) that had it killed."""
+    record = w.slots[name]
+    reason = record.backfill_reason
+    if reason == "evict":
+        w.move(name, OWNER, 30, "the backfill client was evicted", backfill_reason=None)
+    elif reason == "match":
+        w.move(name, MATCHED, 32, "matched during backfill", backfill_reason=None)
+    elif record.preempting is not None:
+        w.move(name, CLAIMED_IDLE, 31, "claimed during backfill", claim=record.preempting)
+        w.update(name, preempting=None, backfill_reason=None)
+    elif reason is not None:
+        w.update(name, backfill_reason=None)  # the claim went away meanwhile
+        return False
     else:
         return False
     return True
@@ -394,14 +482,18 @@ def next_deadline(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: floa
         times.append(record.entered_state + policy.number("MATCH_TIMEOUT"))
     if record.claim is not None and place.state is S.CLAIMED:
         times.append(record.claim.lease_ends())
-        if place == CLAIMED_IDLE:
-            times.append(record.claim.made_at + policy.number("CLAIM_WORKLIFE"))
+        worklife = policy.number("CLAIM_WORKLIFE")
+        if place == CLAIMED_IDLE and worklife >= 0:
+            times.append(record.claim.made_at + worklife)
     if place == BUSY and record.preempt_deadline is not None:
         times.append(record.preempt_deadline)
-    if place == RETIRING:
-        times.append(retirement_end(record, policy, ad, now))
+    retiring_suspended = place == SUSPENDED and (
+        record.retire_from is not None or record.preempting is not None
+    )
+    if place == RETIRING or retiring_suspended:
+        times.append(soft_kill_time(record, policy, ad, now))
     if place == VACATING and record.vacate_started is not None:
-        times.append(record.vacate_started + vacate_time(record, policy, ad, now))
+        times.append(record.vacate_started + _allowed(record, policy, ad, now))
     if place == KILLING and record.kill_started is not None:
         times.append(record.kill_started + policy.number("KILLING_TIMEOUT"))
     return min(times)

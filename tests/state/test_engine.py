@@ -142,12 +142,20 @@ def test_retirement_end_excludes_suspension(
 
 
 @pytest.mark.parametrize(
-    ("retire", "job_vacate", "expected"), [(0, None, 600), (100, None, 690), (100, 60, 60)]
+    ("retire", "job_vacate", "expected"),
+    [
+        (0, None, 600),  # MachineMaxVacateTime
+        (100, None, 600),  # retirement is converted only up to a JobMaxVacateTime
+        (100, 60, 60),  # the job's smaller setting is used
+        (1000, 800, 800),  # 990 s of retirement left: converted up to JobMaxVacateTime
+        (300, 800, 600),  # 290 s left, less than the machine's 600: the machine's
+    ],
 )
-def test_vacate_time_adds_spare_retirement_and_honours_the_job(
+def test_vacate_time_follows_the_seed_rule(
     retire: int, job_vacate: int | None, expected: float
 ) -> None:
-    """MachineMaxVacateTime plus spare retirement, lowered by the job's JobMaxVacateTime."""
+    """MachineMaxVacateTime; JobMaxVacateTime when smaller; when larger, spare retirement is
+    turned into vacating time up to JobMaxVacateTime (seed 000, MachineMaxVacateTime)."""
     engine, state, _ = _running(f"MAXJOBRETIREMENTTIME = {retire}\nMachineMaxVacateTime = 600\n")
     record = state.slot("slot1")
     assert record is not None and record.claim is not None
