@@ -203,6 +203,9 @@ def identical(left: Value, right: Value) -> Value:
     if left is right and (left is UNDEFINED or left is ERROR):
         return True
     lk, rk = type(left), type(right)
+    if lk in _PLAIN_TYPES and rk in _PLAIN_TYPES:
+        # The policy expressions' common case (``START =?= False``): no lists or ads.
+        return lk is rk and left == right
     if lk is list or rk is list or _is_classad(left) or _is_classad(right):
         if lk is rk or (_is_classad(left) and _is_classad(right)):
             return ERROR
@@ -218,6 +221,10 @@ def identical(left: Value, right: Value) -> Value:
     if isinstance(left, RelTime) and isinstance(right, RelTime):
         return left.secs == right.secs
     return left == right
+
+
+#: Value types that =?= compares by type and value alone (True is not 1, 1 is not 1.0).
+_PLAIN_TYPES: Final = frozenset({bool, int, float, str, type(UNDEFINED), type(ERROR)})
 
 
 def not_identical(left: Value, right: Value) -> Value:

@@ -367,16 +367,26 @@ class LayerMaker:
         _publish_claim(ad, status)
         return ad
 
-    def clock(self, status: SlotStatus, share: SlotReadings, since: float, now: float) -> Layer:
+    def clock(
+        self,
+        status: SlotStatus,
+        share: SlotReadings,
+        since: float,
+        now: float,
+        into: dict[str, Entry] | None = None,
+    ) -> tuple[dict[str, Entry], list[str]]:
         """What moves with the clock: idle times, the time in the current State and Activity,
-        the running job's and the claim's run and suspension times."""
-        # Written as one dict rather than item by item: this runs for every slot at every
-        # polling interval.
-        ad = Layer()
-        values = ad.values = {
-            "keyboardidle": ("KeyboardIdle", share.keyboard_idle, int),
-            "consoleidle": ("ConsoleIdle", share.console_idle, int),
-        }
+        the running job's and the claim's run and suspension times.
+
+        Returns the layer's values and the names that changed. With ``into`` (the values
+        computed for the same ``status`` at an earlier time) the values are updated in place
+        and only the changed entries are replaced: this runs for every slot at every polling
+        interval, and a daemon's memory should not churn for values that stay put.
+        """
+        values: dict[str, Entry] = {} if into is None else into
+        changed: list[str] = []
+        _put(values, changed, "keyboardidle", "KeyboardIdle", share.keyboard_idle)
+        _put(values, changed, "consoleidle", "ConsoleIdle", share.console_idle)
         current = status.state + status.activity
         entered = since if status.entered_activity is None else status.entered_activity
         spent = max(now - entered, 0.0)
@@ -385,21 +395,27 @@ class LayerMaker:
                 spent += seconds
         if int(spent):
             name = f"TotalTime{current}"
-            values[name.lower()] = (name, int(spent), int)
+            _put(values, changed, name.lower(), name, int(spent))
         job, claim = status.job, status.claim
         run = suspended = 0.0
         if job is not None:
             run, suspended = job.run_time_at(now), job.suspended_at(now)
-            values["totaljobruntime"] = ("TotalJobRunTime", int(run), int)
-            values["totaljobsuspendtime"] = ("TotalJobSuspendTime", int(suspended), int)
+            _put(values, changed, "totaljobruntime", "TotalJobRunTime", int(run))
+            _put(values, changed, "totaljobsuspendtime", "TotalJobSuspendTime", int(suspended))
         if claim is not None and status.state in _CLAIMED_STATES:
-            claim_run, claim_suspended = (
-                int(claim.run_time + run),
-                int(claim.suspend_time + suspended),
-            )
-            values["totalclaimruntime"] = ("TotalClaimRunTime", claim_run, int)
-            values["totalclaimsuspendtime"] = ("TotalClaimSuspendTime", claim_suspended, int)
-        return ad
+            claim_run = int(claim.run_time + run)
+            claim_suspended = int(claim.suspend_time + suspended)
+            _put(values, changed, "totalclaimruntime", "TotalClaimRunTime", claim_run)
+            _put(values, changed, "totalclaimsuspendtime", "TotalClaimSuspendTime", claim_suspended)
+        return values, changed
+
+
+def _put(values: dict[str, Entry], changed: list[str], key: str, name: str, value: int) -> None:
+    """Set an integer entry unless it already holds ``value``, noting the change."""
+    old = values.get(key)
+    if old is None or old[1] != value:
+        values[key] = (name, value, int)
+        changed.append(key)
 
 
 def _resources(ad: Layer, offered: SlotResources, given: SlotResources) -> None:

@@ -27,7 +27,7 @@ from epcore.config import Config
 from epcore.slots.ad_layers import Entry, Layer, LayerMaker, SlotAttributes, changed_names
 from epcore.slots.config_attrs import ExprCache, slot_attr_names, slot_prefix, startd_attrs
 from epcore.slots.model import Slot, SlotLayout
-from epcore.slots.readings import IdleConnections, split_readings
+from epcore.slots.readings import IdleConnections, SlotReadings, split_readings
 from epcore.slots.slot_status import INITIAL_STATUS, Benchmarks, DrainingTotals, SlotStatus
 from epcore.types import HostReadings, MachineAttribute, MachineInventory
 
@@ -154,8 +154,20 @@ class SlotAdBuilder:
         pending: list[set[str] | None] = []
         for (slot, status), share in zip(pairs, shares, strict=True):
             entry = self._slots.get((slot.slot_id, slot.sub_id))
-            clock = self.layers.clock(status, share, since, now).values
             loads = (share.load_avg, share.condor_load_avg)
+            if (
+                entry is not None
+                and slot is entry.slot
+                and status is entry.status
+                and loads == entry.loads
+            ):
+                # The common case at a polling interval: the slot has not moved (the engine
+                # hands over the same status record), only the clock has.
+                self._tick(entry, share, since, now)
+                pending.append(machine_changed)
+                entries.append(entry)
+                continue
+            clock, _ = self.layers.clock(status, share, since, now)
             if entry is not None and slot is entry.slot:
                 key = entry.configured_key
             else:
@@ -169,12 +181,9 @@ class SlotAdBuilder:
                 pending.append(None)
             else:
                 changes = machine_changed | self._update_clock(entry, clock)
-                # The status layer is the same as long as the slot, its status record and
-                # its load are: the engine hands over the same record until the slot moves.
-                if status is not entry.status or slot is not entry.slot or loads != entry.loads:
-                    own = self.layers.status(slot, status, share, since).values
-                    changes |= changed_names(entry.own, own)
-                    entry.own, entry.status, entry.slot, entry.loads = own, status, slot, loads
+                own = self.layers.status(slot, status, share, since).values
+                changes |= changed_names(entry.own, own)
+                entry.own, entry.status, entry.slot, entry.loads = own, status, slot, loads
                 pending.append(changes)
             entries.append(entry)
         present = {(slot.slot_id, slot.sub_id) for slot in layout.slots}
@@ -186,7 +195,7 @@ class SlotAdBuilder:
                 self._assemble(entry, cross)
             else:
                 if cross or entry.cross:
-                    changed |= changed_names(entry.cross, cross)
+                    changed = changed | changed_names(entry.cross, cross)
                 self._apply(entry, changed, cross)
             entry.cross = cross
         context = EvalContext(now=now)
@@ -229,6 +238,16 @@ class SlotAdBuilder:
                 if key in ad:
                     del ad[key]
         entry.requirements_key = None
+
+    def _tick(self, entry: _SlotAd, share: SlotReadings, since: float, now: float) -> None:
+        """Bring the clock attributes of an unchanged slot up to ``now``, in place."""
+        clock, ticked = self.layers.clock(entry.status, share, since, now, into=entry.clock)
+        if ticked:
+            ad = entry.ad
+            for key in ticked:
+                name, value, _ = clock[key]
+                ad[name] = value
+            entry.requirements_key = None
 
     @staticmethod
     def _update_clock(entry: _SlotAd, clock: _Values) -> set[str]:
