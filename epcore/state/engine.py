@@ -135,6 +135,7 @@ class Engine:
         ads per pass rather than per move keeps a pass linear in the number of slots.
         """
         for _ in range(MAX_MOVES):
+            rules.end_drain_admissions(w)
             w.refresh()
             moved = False
             for name in list(w.slots):
@@ -475,10 +476,12 @@ class Engine:
     ) -> Outcome:
         """condor_drain: graceful (retirement honoured), quick (vacate) or fast (kill).
 
-        ``check`` must be TRUE for every slot or the drain is refused; ``start`` admits jobs
-        (evaluated with TARGET = the job) on idle slots until the running jobs' retirement
-        ends, when they are retired too; ``finalize`` sends the slots back to Owner when
-        draining is done (34) instead of leaving them Drained/Idle.
+        ``check`` must be TRUE for every slot or the drain is refused; a graceful drain
+        evicts every running job when the longest retirement ends; ``start`` admits jobs
+        (evaluated with TARGET = the job) on idle slots until then, or until the last job
+        that was running when the drain began has left, when they are evicted too;
+        ``finalize`` sends the slots back to Owner when draining is done (34) instead of
+        leaving them Drained/Idle.
         """
         if how not in DRAIN_KINDS:
             raise EngineError(f"drain how = {how!r}: expected one of {', '.join(DRAIN_KINDS)}")
@@ -507,7 +510,14 @@ class Engine:
             for r in w.slots.values()
             if r.place.state is State.CLAIMED and r.job_start is not None
         ]
-        w.drain = attrs.evolve(w.drain, deadline=max([now, *ends]))
+        deadline = max([now, *ends])
+        w.drain = attrs.evolve(w.drain, deadline=deadline)
+        if how == "graceful":
+            # Seeds 002/004: "the eviction of jobs with shorter retirement time is delayed
+            # until the job with the longest retirement time needs to be evicted".
+            for record in list(w.slots.values()):
+                if record.place.state is State.CLAIMED and record.job_start is not None:
+                    w.update(record.name, preempt_deadline=deadline)
         return self._finish(w)
 
     def cancel_drain(self, state: EngineState, now: float) -> Outcome:

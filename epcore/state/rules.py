@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import math
 
+import attrs
+
 from epcore.classad import ClassAd, parse_expr
 from epcore.state.policy import SlotPolicy, evaluate, is_false, is_true, number
 from epcore.state.records import SlotRecord
@@ -162,6 +164,21 @@ def drain_closed(w: Work) -> bool:
     """Whether a drain is on and no longer admits jobs (no ``start``, or its deadline passed)."""
     drain = w.drain
     return drain is not None and (drain.start is None or w.now >= drain.deadline)
+
+
+def end_drain_admissions(w: Work) -> None:
+    """Once the last job that was running when a drain with a ``start`` expression began has
+    left, the drain stops admitting jobs and evicts the ones it admitted (seed 004: "when the
+    last retiring job finishes, the others are evicted" with no retirement)."""
+    drain = w.drain
+    if drain is None or drain.start is None or w.now >= drain.deadline:
+        return
+    running = [r for r in w.slots.values() if r.job_start is not None]
+    if any(r.job_start is not None and r.job_start <= drain.since for r in running):
+        return
+    w.drain = attrs.evolve(drain, deadline=w.now)
+    for record in running:
+        w.update(record.name, preempt_deadline=w.now)
 
 
 def drain_admits(w: Work, ad: ClassAd, job: ClassAd) -> bool:

@@ -160,3 +160,20 @@ def test_vacating_a_backfill_slot_returns_it_to_owner() -> None:
     assert _numbers(killing) == [28]
     gone = engine.backfill_exit(killing.state, "slot1", 6)
     assert _numbers(gone)[:2] == [29, 30]
+
+
+def test_a_graceful_drain_evicts_every_job_when_the_longest_retirement_ends() -> None:
+    """A job with a shorter retirement is not evicted before the longest one must be."""
+    _, engine, state = _sim(
+        "NUM_SLOTS = 2\nMAXJOBRETIREMENTTIME = 1000\nMachineMaxVacateTime = 10\n"
+    )
+    short_job = parse_ad('[Owner = "jones"; ClusterId = 9; ProcId = 0; MaxJobRetirementTime = 100]')
+    for slot, job in (("slot1", short_job), ("slot2", JOB)):
+        claimed = engine.claim(state, slot, job, 0)
+        assert claimed.claim_id is not None
+        state = engine.activate(claimed.state, claimed.claim_id, 0).state
+    state = engine.drain(state, "graceful", 10).state
+    assert engine.next_timer(state, 10) == 990
+    assert _place(engine.poll(state, 500).state) == "Claimed/Retiring"
+    evicted = engine.poll(state, 990)
+    assert sorted(t.slot for t in evicted.transitions if t.number == 18) == ["slot1", "slot2"]
