@@ -219,14 +219,23 @@ class Engine:
         return self._finish(w)
 
     def claim(
-        self, state: EngineState, slot: str, job: ClassAd, now: float, *, client: str = ""
+        self,
+        state: EngineState,
+        slot: str,
+        job: ClassAd,
+        now: float,
+        *,
+        client: str = "",
+        by_priority: bool = False,
     ) -> Outcome:
         """A schedd on host ``client`` claims ``slot`` for ``job`` (refused when START is not
         TRUE for it). Without ``client`` the ClientMachine is the host part of the job's
         GlobalJobId, if it has one.
 
         On a partitionable slot this carves the dynamic slot; on a claimed slot it is a
-        preempting claim, accepted only when RANK prefers ``job`` to the current job.
+        preempting claim, accepted when RANK prefers ``job`` to the current job, or when the
+        negotiator preempted the current job for a user with a better priority
+        (``by_priority``: seed 000, "a job with a higher user priority").
         """
         w = Work(state, now, self.ads)
         record = self._record(w, slot)
@@ -242,7 +251,7 @@ class Engine:
             return self._carve(w, record, job, rank, policy, client)
         place = record.place
         if place.state is State.CLAIMED:
-            return self._preempting_claim(w, record, job, rank, policy, client)
+            return self._preempting_claim(w, record, job, rank, policy, client, by_priority)
         claim = self._new_claim(w, job, rank, policy, client)
         if place in (UNCLAIMED, BENCHMARKING):
             w.move(name, CLAIMED_IDLE, 5, "a schedd claimed the slot", claim=claim)
@@ -298,15 +307,21 @@ class Engine:
         rank: float,
         policy: SlotPolicy,
         client: str,
+        by_priority: bool,
     ) -> Outcome:
         name = record.name
         current = record.claim.rank if record.claim is not None else 0.0
-        if rank <= current or record.preempting is not None:
+        if record.preempting is not None:
+            return self._refuse(w.freeze(), f"{name} already has a preempting claim waiting")
+        if rank <= current and not by_priority:
             why = f"{name} refuses the preempting claim: RANK {rank:g} is not above {current:g}"
             return self._refuse(w.freeze(), why)
         claim = self._new_claim(w, job, rank, policy, client)
         w.update(name, preempting=claim)
-        cause = f"a preempting claim (RANK {rank:g} > {current:g})"
+        if rank > current:
+            cause = f"a preempting claim (RANK {rank:g} > {current:g})"
+        else:
+            cause = "a preempting claim for a user with a better priority"
         if record.place == CLAIMED_IDLE:
             rules.preempt(w, name, 10, cause, policy)
         elif record.place == BUSY:

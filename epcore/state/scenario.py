@@ -2,6 +2,11 @@
 
 Parsing is pure (text in, :class:`Scenario` out); the command reads the file. A malformed
 scenario raises :class:`ScenarioError` naming the file and the event index and key at fault.
+
+Besides DESIGN.md's keys, a ``claim`` may say ``keepalive = false`` (the schedd sends no
+keep-alives, so the lease runs out), ``client = "host"`` (the schedd's host, ClientMachine)
+and ``priority = true`` (the negotiator preempts the current job for a user with a better
+priority, so the claim is accepted whatever RANK says).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from epcore.errors import EpError
 EVENT_KINDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "set": ((), ()),
     "match": (("slot", "job"), ()),
-    "claim": (("slot", "job"), ("id", "keepalive", "client")),
+    "claim": (("slot", "job"), ("id", "keepalive", "client", "priority")),
     "activate": (("id",), ()),
     "alive": (("id",), ()),
     "job_exit": (("id",), ("code",)),

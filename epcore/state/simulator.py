@@ -202,8 +202,14 @@ class Simulation:
         if kind == "match":
             return self._take(e.match(state, str(a["slot"]), job_ad(a["job"]), now), now)
         if kind == "claim":
-            client = str(a.get("client", ""))
-            outcome = e.claim(state, str(a["slot"]), job_ad(a["job"]), now, client=client)
+            outcome = e.claim(
+                state,
+                str(a["slot"]),
+                job_ad(a["job"]),
+                now,
+                client=str(a.get("client", "")),
+                by_priority=bool(a.get("priority", False)),
+            )
             if outcome.claim_id is not None:
                 self.aliases[str(a.get("id", a["slot"]))] = outcome.claim_id
                 if a.get("keepalive", True) is False:
