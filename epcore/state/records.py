@@ -109,15 +109,6 @@ class SlotRecord:
     backfill_reason: str | None = None
     totals: Mapping[str, float] = attrs.field(factory=dict)
 
-    def time_totals(self, now: float) -> dict[str, float]:
-        """Seconds spent in each State/Activity (``"ClaimedBusy"``), the current one to ``now``;
-        published as HTCondor's ``TotalTime<State><Activity>`` attributes."""
-        totals = dict(self.totals)
-        state_name, activity_name = self.place.names
-        key = state_name + activity_name
-        totals[key] = totals.get(key, 0.0) + (now - self.entered_activity)
-        return totals
-
     def suspended_seconds(self, now: float) -> float:
         """Seconds the current job has spent suspended, the current suspension to ``now``."""
         total = self.suspended_total

@@ -173,7 +173,7 @@ def test_total_time_accumulators() -> None:
     record = done.slot("slot1")
     assert record is not None
     assert record.totals["ClaimedBusy"] == 100 and record.totals["ClaimedIdle"] == 10
-    assert record.time_totals(130)["ClaimedIdle"] == 20
+    assert engine.ads(done, 130)["slot1"].evaluate("TotalTimeClaimedIdle") == 20
 
 
 def test_preempting_claim_needs_a_better_rank() -> None:
