@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from epcore.classad import ast
 from epcore.classad.calls import EvalContext, FunctionTable
+from epcore.classad.compiler import compile_node
 from epcore.classad.runtime import (
     NOT_CONSTANT,
     Code,
@@ -57,8 +58,6 @@ class Binding:
         """The attribute's compiled code (compiled on first use)."""
         code = self._code
         if code is None:
-            from epcore.classad.compiler import compile_node
-
             code = self._code = compile_node(self.node)
         return code
 
@@ -84,8 +83,6 @@ class Expr:
         if type(node) is ast.Literal:
             # A constant (a policy's ``KILL = False``) needs no evaluation state at all.
             return ast.literal_value(node.value)
-        from epcore.classad.compiler import compile_node
-
         state, frame = _start(my, target, context, functions)
         try:
             return compile_node(self.node)(state, frame)
