@@ -10,7 +10,7 @@ the pass evaluates what the state machine evaluates at a polling interval (IS_OW
 RUNBENCHMARKS for idle slots; WANT_SUSPEND, SUSPEND, PREEMPT and the timers for busy ones) and
 includes bringing the 1,000 slot ads it evaluates against up to date (each pass is five
 seconds after the previous one, so every ad has changed: clock, idle times, run times, time
-totals, and Requirements is evaluated again). Target (issue 5): at most 30 ms.
+totals). Target (issue 5): at most 30 ms.
 
 Baseline measured in the same run: classad2 (HTCondor's C++ ClassAd library) evaluating the
 same policy expressions, taken from the same configuration, against the same 1,000 ads

@@ -58,7 +58,10 @@ class _SlotAd:
     configured: _Values
     policy: _Values
     cross: _Values = attrs.field(factory=dict)
+    # The folded Requirements is valid for this key (reset whenever the ad changes); the
+    # unfolded one for this availability.
     requirements_key: tuple[object, ...] | None = None
+    unfolded_for: bool | None = None
 
 
 class SlotAdBuilder:
@@ -119,6 +122,7 @@ class SlotAdBuilder:
         extra_attributes: Sequence[MachineAttribute] = (),
         benchmarks: Benchmarks | None = None,
         draining: DrainingTotals | None = None,
+        fold_requirements: bool = True,
     ) -> list[ClassAd]:
         """One ad per slot of ``layout``, in layout order.
 
@@ -127,6 +131,13 @@ class SlotAdBuilder:
         Owner/Idle state. ``extra_attributes`` are the plugins' machine attributes,
         ``benchmarks`` the benchmark results (default: none yet), ``draining`` the machine's
         draining totals.
+
+        ``fold_requirements`` False leaves Requirements as START (``START &&
+        (WithinResourceLimits)`` on partitionable and dynamic slots, False while the slot is
+        unavailable) instead of evaluating START to advertise True: folding is for the ads a
+        startd publishes (seed 000: "When the START expression locally evaluates to True, the
+        machine advertises the Requirements expression as True"); the ads the policy is
+        evaluated against at every polling interval need not pay a START evaluation per slot.
         """
         if self.started_at is None:
             self.started_at = now
@@ -200,7 +211,7 @@ class SlotAdBuilder:
             entry.cross = cross
         context = EvalContext(now=now)
         for entry, (slot, status) in zip(entries, pairs, strict=True):
-            self._requirements(entry, slot, status, context)
+            self._requirements(entry, slot, status, context, fold_requirements)
         return [entry.ad for entry in entries]
 
     # -- assembling ---------------------------------------------------------------------------
@@ -222,7 +233,7 @@ class SlotAdBuilder:
         for layer in (entry.own, entry.clock, cross):
             for name, value, _ in layer.values():
                 ad[name] = value
-        entry.requirements_key = None
+        entry.requirements_key = entry.unfolded_for = None
 
     def _apply(self, entry: _SlotAd, changed: set[str], cross: _Values) -> None:
         if not changed:
@@ -309,19 +320,34 @@ class SlotAdBuilder:
         return INITIAL_STATUS if found is None else found
 
     def _requirements(
-        self, entry: _SlotAd, slot: Slot, status: SlotStatus, context: EvalContext
+        self,
+        entry: _SlotAd,
+        slot: Slot,
+        status: SlotStatus,
+        context: EvalContext,
+        fold: bool,
     ) -> None:
-        """Set Requirements, START being evaluated on the finished ad (again only when the
-        ad, the slot's availability or the clock changed)."""
-        key = (context.now, status.state, status.accepting)
+        """Set Requirements. Folded, START is evaluated on the finished ad (again only when
+        the ad, the slot's availability or the clock changed) and a START that is locally
+        TRUE is advertised as True; unfolded, Requirements is START itself."""
+        unavailable = status.state in _UNAVAILABLE_STATES or not status.accepting
+        limits = self.layers.slot_config(slot).limits
+        ad = entry.ad
+        if not fold:
+            if entry.unfolded_for is not unavailable:
+                entry.unfolded_for, entry.requirements_key = unavailable, None
+                if unavailable:
+                    ad["Requirements"] = False
+                else:
+                    ad["Requirements"] = _START if limits is None else _START_AND_LIMITS
+            return
+        key = (context.now, unavailable)
         if entry.requirements_key == key:
             return
-        entry.requirements_key = key
-        ad = entry.ad
-        if status.state in _UNAVAILABLE_STATES or not status.accepting:
+        entry.requirements_key, entry.unfolded_for = key, None
+        if unavailable:
             ad["Requirements"] = False
             return
-        limits = self.layers.slot_config(slot).limits
         locally_true = ad.evaluate("Start", context=context) is True
         if limits is None:
             ad["Requirements"] = True if locally_true else _START
@@ -344,6 +370,7 @@ def build_slot_ads(
     benchmarks: Benchmarks | None = None,
     draining: DrainingTotals | None = None,
     utc_offset: int = 0,
+    fold_requirements: bool = True,
 ) -> list[ClassAd]:
     """One fresh ad per slot of ``layout``, in layout order: :meth:`SlotAdBuilder.build` of a
     new builder (the arguments are those of the builder and of its ``build``)."""
@@ -363,6 +390,7 @@ def build_slot_ads(
         extra_attributes=extra_attributes,
         benchmarks=benchmarks,
         draining=draining,
+        fold_requirements=fold_requirements,
     )
 
 

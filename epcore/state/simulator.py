@@ -98,7 +98,9 @@ class Simulation:
         self.origin = scenario.start if scenario.start is not None else 0.0
         self.values: dict[str, tuple[Any, float]] = {}
         self._set(scenario.machine, self.origin)
-        self.engine = Engine(self.config, self.ads, random.Random(seed), inventory=self.inventory)
+        self.engine = Engine(
+            self.config, self.policy_ads, random.Random(seed), inventory=self.inventory
+        )
         self.statuses = StatusMemo()
         self.builder = SlotAdBuilder(
             self.config,
@@ -124,8 +126,9 @@ class Simulation:
                 return float(value) + (now - since if grows else 0.0)
         return default
 
-    def ads(self, state: EngineState, now: float) -> dict[str, ClassAd]:
-        """Every slot's ad, by short name, as the startd would advertise it at ``now``."""
+    def ads(self, state: EngineState, now: float, *, published: bool = True) -> dict[str, ClassAd]:
+        """Every slot's ad, by short name, as the startd would advertise it at ``now``
+        (``published`` False: as the policy is evaluated against, Requirements unfolded)."""
         readings = HostReadings(
             load_avg=self._reading("LoadAvg", now, 0.0),
             condor_load_avg=self._reading("CondorLoadAvg", now, 0.0),
@@ -146,8 +149,13 @@ class Simulation:
             extra_attributes=extras,
             benchmarks=Benchmarks(last_run=state.last_benchmark),
             draining=state.draining_totals(now),
+            fold_requirements=published,
         )
         return {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
+
+    def policy_ads(self, state: EngineState, now: float) -> dict[str, ClassAd]:
+        """The engine's ad source: the ads of :meth:`ads`, Requirements left unfolded."""
+        return self.ads(state, now, published=False)
 
     # -- running ----------------------------------------------------------------------------
 

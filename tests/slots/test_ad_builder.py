@@ -96,6 +96,7 @@ class Step:
     advance: int
     benchmarks: Benchmarks
     draining: DrainingTotals
+    fold: bool
 
 
 @st.composite
@@ -128,7 +129,8 @@ def _step(draw: st.DrawFn) -> Step:
     advance = draw(st.integers(0, 400))
     benchmarks = draw(st.sampled_from([Benchmarks(), Benchmarks(2500, 700000, NOW - 10)]))
     draining = draw(st.sampled_from([DrainingTotals(), DrainingTotals(30.0, 5.0)]))
-    return Step(layout, statuses, readings, extra, advance, benchmarks, draining)
+    fold = draw(st.booleans())
+    return Step(layout, statuses, readings, extra, advance, benchmarks, draining, fold)
 
 
 def _view(ad: ClassAd) -> dict[str, str]:
@@ -155,6 +157,7 @@ def test_updated_ads_equal_fresh_ads(config_text: str, steps: Sequence[Step]) ->
             extra_attributes=step.extra,
             benchmarks=step.benchmarks,
             draining=step.draining,
+            fold_requirements=step.fold,
         )
         fresh = build_slot_ads(
             config,
@@ -168,6 +171,7 @@ def test_updated_ads_equal_fresh_ads(config_text: str, steps: Sequence[Step]) ->
             started_at=NOW - 1000,
             benchmarks=step.benchmarks,
             draining=step.draining,
+            fold_requirements=step.fold,
         )
         assert [_view(ad) for ad in kept] == [_view(ad) for ad in fresh]
 
@@ -222,3 +226,21 @@ def test_policy_attributes_yield_to_every_other_layer() -> None:
     extra = [MachineAttribute("Preempt", True)]
     (shadowed,) = builder.build(static_slots(1), QUIET, {}, NOW, extra_attributes=extra)
     assert shadowed.evaluate("Preempt") is True
+
+
+def test_unfolded_requirements_are_start_itself() -> None:
+    """Without folding, Requirements is START (False while unavailable); folded again, a
+    locally TRUE START is advertised as True."""
+    builder = SlotAdBuilder(
+        config_of("START = KeyboardIdle > 60\n"), inventory_of(), host_name=HOST
+    )
+    readings = HostReadings(0.0, 0.0, keyboard_idle=100, console_idle=100)
+    statuses = {"slot2": STATUSES[2]}
+    unfolded = builder.build(static_slots(2), readings, statuses, NOW, fold_requirements=False)
+    assert str(unfolded[0].lookup("Requirements")) == "START"
+    assert unfolded[1].evaluate("Requirements") is False
+    folded = builder.build(static_slots(2), readings, statuses, NOW)
+    assert (
+        folded[0].evaluate("Requirements") is True
+        and str(folded[0].lookup("Requirements")) == "true"
+    )
