@@ -28,9 +28,6 @@ from epcore.classad.unparse import unparse, unparse_attributes
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value, _Error, _Undefined
 
 _DEFAULT_CONTEXT: Final = EvalContext()
-#: The range of a ClassAd integer (signed 64-bit).
-_INT_MIN: Final = -(1 << 63)
-_INT_MAX: Final = 1 << 63
 
 
 @cache
@@ -196,13 +193,6 @@ class ClassAd(MutableMapping[str, Expr]):
         key = name.lower()
         old = self._bindings.get(key)
         spelled = old.name if old is not None else name
-        if isinstance(value, float | int) and (
-            type(value) is not int or _INT_MIN <= value < _INT_MAX
-        ):
-            # The daemons' hot path (a slot ad's clock and load updates): a plain number is
-            # its own node value and its own constant.
-            self._bindings[key] = Binding(spelled, ast.Literal(value), value)
-            return
         self._bindings[key] = Binding(spelled, to_node(value))
 
     def __delitem__(self, name: str) -> None:

@@ -191,10 +191,11 @@ class SlotAdBuilder:
                 self._slots[(slot.slot_id, slot.sub_id)] = entry
                 pending.append(None)
             else:
-                changes = machine_changed | self._update_clock(entry, clock)
                 own = self.layers.status(slot, status, share, since).values
+                changes = machine_changed | changed_names(entry.clock, clock)
                 changes |= changed_names(entry.own, own)
-                entry.own, entry.status, entry.slot, entry.loads = own, status, slot, loads
+                entry.own, entry.clock = own, clock
+                entry.status, entry.slot, entry.loads = status, slot, loads
                 pending.append(changes)
             entries.append(entry)
         present = {(slot.slot_id, slot.sub_id) for slot in layout.slots}
@@ -260,22 +261,6 @@ class SlotAdBuilder:
                 ad[name] = value
             entry.requirements_key = None
 
-    @staticmethod
-    def _update_clock(entry: _SlotAd, clock: _Values) -> set[str]:
-        """Set the clock attributes that changed at once (only cross-slot copies could
-        shadow them, and those are set again afterwards); return the names that went away."""
-        ad, before = entry.ad, entry.clock.get
-        changed = False
-        for key, found in clock.items():
-            if before(key) != found:
-                ad[found[0]] = found[1]
-                changed = True
-        gone = entry.clock.keys() - clock.keys()
-        entry.clock = clock
-        if changed or gone:
-            entry.requirements_key = None
-        return gone
-
     def _cross_slot(
         self,
         slots: Sequence[Slot],
@@ -287,6 +272,7 @@ class SlotAdBuilder:
         if not self.cross_names:
             return _EMPTY
         copies = Layer()
+        context = EvalContext(now=now)
         for slot, entry, changed in zip(slots, entries, pending, strict=True):
             # An entry's ad is up to date but for its own changes: look at its layers.
             if changed is None:
@@ -301,7 +287,7 @@ class SlotAdBuilder:
                 if not self.cross_as_values:
                     copies[target] = expr
                     continue
-                value = entry.ad.evaluate(name, context=EvalContext(now=now))
+                value = entry.ad.evaluate(name, context=context)
                 if value is not ERROR and value is not UNDEFINED:
                     copies[target] = value
         return copies.values
@@ -331,15 +317,16 @@ class SlotAdBuilder:
         the ad, the slot's availability or the clock changed) and a START that is locally
         TRUE is advertised as True; unfolded, Requirements is START itself."""
         unavailable = status.state in _UNAVAILABLE_STATES or not status.accepting
-        limits = self.layers.slot_config(slot).limits
         ad = entry.ad
         if not fold:
             if entry.unfolded_for is not unavailable:
                 entry.unfolded_for, entry.requirements_key = unavailable, None
                 if unavailable:
                     ad["Requirements"] = False
+                elif self.layers.slot_config(slot).limits is None:
+                    ad["Requirements"] = _START
                 else:
-                    ad["Requirements"] = _START if limits is None else _START_AND_LIMITS
+                    ad["Requirements"] = _START_AND_LIMITS
             return
         key = (context.now, unavailable)
         if entry.requirements_key == key:
@@ -348,6 +335,7 @@ class SlotAdBuilder:
         if unavailable:
             ad["Requirements"] = False
             return
+        limits = self.layers.slot_config(slot).limits
         locally_true = ad.evaluate("Start", context=context) is True
         if limits is None:
             ad["Requirements"] = True if locally_true else _START

@@ -212,10 +212,14 @@ class EngineState:
             total += (now - self.accounted_at) * self.idle_cpus()
         return total
 
+    @property
+    def accepting(self) -> bool:
+        """Whether the slots take new jobs: not while draining or shutting down."""
+        return self.drain is None and not self.shutting_down
+
     def statuses(self) -> dict[str, SlotStatus]:
         """Every slot's :class:`SlotStatus`, by short name, for the ads builder."""
-        accepting = self.drain is None and not self.shutting_down
-        return {record.name: record.status(accepting) for record in self.slots}
+        return {record.name: record.status(self.accepting) for record in self.slots}
 
     def draining_totals(self, now: float) -> DrainingTotals:
         """TotalMachineDrainingUnclaimedTime and TotalMachineDrainingBadput at ``now``."""
@@ -242,7 +246,7 @@ class StatusMemo:
 
     def statuses(self, state: EngineState) -> dict[str, SlotStatus]:
         """Every slot's status, by short name (what :meth:`EngineState.statuses` gives)."""
-        accepting = state.drain is None and not state.shutting_down
+        accepting = state.accepting
         known: dict[str, tuple[SlotRecord, bool, SlotStatus]] = {}
         result: dict[str, SlotStatus] = {}
         for record in state.slots:

@@ -80,23 +80,25 @@ def retirement_end(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: flo
         return now
     job = job_of(record)
     allowed = number(evaluate(policy.knob("MAXJOBRETIREMENTTIME").expr, ad, job, now))
-    if job is not None:
-        own = job.evaluate("MaxJobRetirementTime")
-        if isinstance(own, int | float) and not isinstance(own, bool):
-            allowed = min(allowed, float(own))
-    suspended = record.suspended_total
-    if record.suspended_since is not None:
-        suspended += now - record.suspended_since
-    return record.job_start + max(allowed, 0.0) + suspended
+    own = _job_number(job, "MaxJobRetirementTime")
+    if own is not None:
+        allowed = min(allowed, own)
+    return record.job_start + max(allowed, 0.0) + record.suspended_seconds(now)
+
+
+def _job_number(job: ClassAd | None, name: str) -> float | None:
+    """A numeric attribute of the job ad (booleans are not numbers here), or None."""
+    if job is None:
+        return None
+    value = job.evaluate(name)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _job_vacate_time(job: ClassAd | None) -> float | None:
-    if job is None:
-        return None
-    own = job.evaluate("JobMaxVacateTime")
-    if isinstance(own, int | float) and not isinstance(own, bool):
-        return max(float(own), 0.0)
-    return None
+    own = _job_number(job, "JobMaxVacateTime")
+    return None if own is None else max(own, 0.0)
 
 
 def _machine_vacate_time(policy: SlotPolicy, ad: ClassAd, job: ClassAd | None, now: float) -> float:
@@ -296,8 +298,7 @@ def _claimed(w: Work, name: str, policy: SlotPolicy) -> bool:
 
 def _suspended(w: Work, name: str, policy: SlotPolicy, ad: ClassAd, job: ClassAd | None) -> bool:
     record, now = w.slots[name], w.now
-    since = now if record.suspended_since is None else record.suspended_since
-    resumed = record.suspended_total + (now - since)
+    resumed = record.suspended_seconds(now)
     retiring = record.retire_from is not None or record.preempting is not None
     if record.job_start is None:
         preempt(w, name, 17, "the job exited while suspended", policy)
