@@ -47,3 +47,24 @@ class SlotConfigError(ConfigError):
 
 class PluginError(EpError):
     """A plugin that cannot be loaded or that breaks a hook's contract."""
+
+
+class IsolationError(EpError):
+    """An isolation backend that cannot track or limit a job (no free tracking GID, a cgroup
+    that cannot be made); the starter refuses the job with this message."""
+
+
+class JobSetupError(EpError):
+    """A job that cannot be started as its ad asks; ``hold_code`` and ``hold_subcode`` are
+    HTCondor's HoldReasonCode (6 executable, 7 output, 8 input, 14 Iwd...) and the errno."""
+
+    def __init__(self, message: str, hold_code: int, hold_subcode: int = 0) -> None:
+        self.reason = message
+        self.hold_code = hold_code
+        self.hold_subcode = hold_subcode
+        super().__init__(message)
+
+
+class DaemonError(EpError):
+    """The startd cannot start or serve (a log directory it cannot write, a control socket
+    already in use by a live daemon)."""

@@ -16,6 +16,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from param_oracle import ParamOracle
 
+pytest_plugins = ["system_fixtures"]
+
 #: Base number of examples per hypothesis test under each profile.
 CI_EXAMPLES = 1000
 DEV_EXAMPLES = 100

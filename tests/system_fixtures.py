@@ -1,0 +1,146 @@
+"""Real system components for the starter and daemon tests: root, slot users, cgroups.
+
+Tests that run real jobs carry the ``system`` marker and use these fixtures. Outside CI a
+missing component (not root, no writable cgroup v1 hierarchy, no ``useradd``) skips the test
+with the reason; under ``CI=true`` it fails, because CI is where they must run. Names are
+unique per test run (users ``ept<run><n>``, cgroups ``ep_test_<run>``), so runs sharing the
+machine do not collide, and everything made here is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+V1_ROOT = Path("/sys/fs/cgroup")
+V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "freezer", "pids")
+#: How many slot users a test run makes (one per slot of the tests' machines).
+SLOT_USER_COUNT = 4
+
+
+def missing(reason: str) -> None:
+    """Skip the calling test for ``reason``, or fail it under CI=true."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"required system component missing under CI: {reason}")
+    pytest.skip(reason)
+
+
+def _cgroup_v1_problem() -> str | None:
+    for controller in V1_CONTROLLERS:
+        path = V1_ROOT / controller
+        if not (path / "cgroup.procs").exists():
+            return f"no cgroup v1 {controller} hierarchy at {path}"
+        if not os.access(path, os.W_OK):
+            return f"cgroup v1 {controller} hierarchy at {path} is not writable"
+    return None
+
+
+@pytest.fixture(scope="session")
+def run_tag() -> str:
+    """A short tag unique to this test run, for naming shared machine resources."""
+    return uuid.uuid4().hex[:6]
+
+
+@pytest.fixture(scope="session")
+def as_root() -> None:
+    """Require root (jobs run as other users, cgroups are made)."""
+    if os.geteuid() != 0:
+        missing("needs root to start jobs as slot users and make cgroups")
+
+
+@pytest.fixture(scope="session")
+def cgroup_v1(as_root: None) -> None:
+    """Require writable cgroup v1 hierarchies for memory, cpu, cpuacct, freezer and pids."""
+    problem = _cgroup_v1_problem()
+    if problem is not None:
+        missing(problem)
+
+
+@pytest.fixture(scope="session")
+def base_cgroup(cgroup_v1: None, run_tag: str) -> Iterator[str]:
+    """A BASE_CGROUP name unique to this run; every group left under it is removed at the end."""
+    name = f"ep_test_{run_tag}"
+    yield name
+    for controller in V1_CONTROLLERS:
+        root = V1_ROOT / controller / name
+        if root.exists():
+            # Deepest first: rmdir needs empty groups.
+            for sub in sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+                if sub.is_dir():
+                    sub.rmdir()
+            root.rmdir()
+
+
+@attrs.frozen
+class SlotUser:
+    """An unprivileged account made for the tests."""
+
+    name: str
+    uid: int
+    gid: int
+
+
+@pytest.fixture(scope="session")
+def slot_users(as_root: None, run_tag: str) -> Iterator[tuple[SlotUser, ...]]:
+    """SLOT_USER_COUNT real unprivileged accounts (no home, no shell), deleted afterwards."""
+    if shutil.which("useradd") is None:
+        missing("useradd is not installed")
+    made: list[SlotUser] = []
+    try:
+        for n in range(1, SLOT_USER_COUNT + 1):
+            name = f"ept{run_tag}{n}"
+            subprocess.run(
+                [
+                    "useradd",
+                    "-r",
+                    "-M",
+                    "-U",
+                    "-s",
+                    "/usr/sbin/nologin",
+                    "-d",
+                    "/nonexistent",
+                    name,
+                ],
+                check=True,
+                capture_output=True,
+            )
+            entry = pwd.getpwnam(name)
+            made.append(SlotUser(name, entry.pw_uid, entry.pw_gid))
+        yield tuple(made)
+    finally:
+        for user in made:
+            subprocess.run(["userdel", user.name], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def tracking_gids(as_root: None) -> tuple[int, int]:
+    """A MIN_TRACKING_GID..MAX_TRACKING_GID range no group and no process on this machine uses."""
+    used = {g.gr_gid for g in grp.getgrall()}
+    for low in range(61000, 64000, 16):
+        if not used & set(range(low, low + 8)):
+            return low, low + 7
+    missing("no free range of 8 group ids between 61000 and 64000")
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture
+def execute_dir(tmp_path: Path) -> Path:
+    """An EXECUTE directory as HTCondor wants it: root-owned, world-searchable (0755)."""
+    path = tmp_path / "execute"
+    path.mkdir()
+    path.chmod(0o755)
+    # tmp_path's parents are 0700 under pytest; the slot users must be able to reach it.
+    for parent in (tmp_path, *tmp_path.parents):
+        if parent == Path("/tmp") or parent == Path("/"):
+            break
+        parent.chmod(parent.stat().st_mode | 0o711)
+    return path
