@@ -47,7 +47,11 @@ if TYPE_CHECKING:
     from epcore.config import Config, KnobDefault
 
 #: The plugins that ship with epcore, in registration order.
-BUILTIN_PLUGINS: tuple[str, ...] = ("epcore.builtin.detection", "epcore.builtin.nvidia")
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "epcore.builtin.detection",
+    "epcore.builtin.nvidia",
+    "epcore.builtin.isolation",
+)
 
 _log = logging.getLogger("epcore.plugins")
 _T = TypeVar("_T")

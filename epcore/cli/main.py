@@ -12,6 +12,7 @@ from epcore.cli.eval_cmd import eval_command
 from epcore.cli.explain_cmd import explain_command
 from epcore.cli.plugins_cmd import plugins_command
 from epcore.cli.simulate_cmd import simulate_command
+from epcore.cli.startd_cmd import startd_command
 from epcore.cli.status_cmd import status_command
 
 
@@ -30,6 +31,7 @@ ep.add_command(status_command)
 ep.add_command(plugins_command)
 ep.add_command(simulate_command)
 ep.add_command(explain_command)
+ep.add_command(startd_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -124,22 +124,6 @@ class MachineAds:
     problems: tuple[str, ...] = ()
 
 
-def _execute_disks(config: Config, host: MachineHost) -> dict[str, int]:
-    """Free KB of every SLOT<N>_EXECUTE directory (those that cannot be measured are left
-    out: the slot planner then says which slot lacks its disk)."""
-    disks = {}
-    for name in config.names():
-        upper = name.upper()
-        if upper.startswith("SLOT") and upper.endswith("_EXECUTE"):
-            path = config.get(name)
-            if path:
-                try:
-                    disks[path] = host.disk_free_kb(path)
-                except OSError:
-                    continue
-    return disks
-
-
 def machine_ads(
     config_file: str | None,
     now: float,
@@ -152,7 +136,7 @@ def machine_ads(
     ``host`` defaults to the local machine and ``plugins`` to every installed plugin.
     """
     from epcore.plugins import load_plugins
-    from epcore.slots.inventory import build_inventory
+    from epcore.slots.inventory import build_inventory, execute_disks_kb
     from epcore.slots.layout import plan_slots
 
     if host is None:
@@ -163,7 +147,7 @@ def machine_ads(
         plugins = load_plugins()
     config = Config.load(config_file, host=host, defaults=plugins.config_defaults())
     detected = plugins.detect_resources(config, host)
-    inventory = build_inventory(config, detected, execute_disks_kb=_execute_disks(config, host))
+    inventory = build_inventory(config, detected, execute_disks_kb=execute_disks_kb(config, host))
     layout = plan_slots(config, inventory)
     readings = plugins.host_readings(config, host, now)
     extras = plugins.machine_attributes(config, inventory)

@@ -37,7 +37,13 @@ from epcore.classad import parse_expr
 from epcore.config import Config
 from epcore.errors import ClassAdSyntaxError, SlotConfigError
 from epcore.slots.knobs import is_configured, knob_error, matching_knobs, read_int
-from epcore.types import STANDARD_RESOURCES, DetectedResource, MachineInventory, ResourceDevice
+from epcore.types import (
+    STANDARD_RESOURCES,
+    DetectedResource,
+    MachineHost,
+    MachineInventory,
+    ResourceDevice,
+)
 
 _MACHINE_RESOURCE = re.compile(r"MACHINE_RESOURCE_([A-Za-z0-9_]+)", re.IGNORECASE)
 _RESERVED_NAMES = frozenset({"cpu", "cpus", "disk", "swap", "mem", "memory", "ram"})
@@ -216,3 +222,19 @@ def _detected_int(
     if resource is not None:
         return max(0, int(resource.quantity))
     return max(0, read_int(config, fallback_knob) or 0)
+
+
+def execute_disks_kb(config: Config, host: MachineHost) -> dict[str, int]:
+    """Free KB of every SLOT<N>_EXECUTE directory (those that cannot be measured are left
+    out: the slot planner then says which slot lacks its disk)."""
+    disks = {}
+    for name in config.names():
+        upper = name.upper()
+        if upper.startswith("SLOT") and upper.endswith("_EXECUTE"):
+            path = config.get(name)
+            if path:
+                try:
+                    disks[path] = host.disk_free_kb(path)
+                except OSError:
+                    continue
+    return disks

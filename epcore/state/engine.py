@@ -345,7 +345,7 @@ class Engine:
             # Seed 000: after CLAIM_WORKLIFE a claim "will stop accepting additional jobs".
             return self._refuse(state, f"{record.name}: the claim has outlived CLAIM_WORKLIFE")
         job = record.claim.job if record.claim is not None else None
-        job_id = _job_id(job)
+        job_id = job_id_of(job)
         deadline = w.drain.deadline if w.drain is not None else None
         w.move(
             record.name,
@@ -576,7 +576,8 @@ class Engine:
         return self._finish(w)
 
 
-def _job_id(job: ClassAd | None) -> str | None:
+def job_id_of(job: ClassAd | None) -> str | None:
+    """``ClusterId.ProcId`` of a job ad, None when it has neither."""
     if job is None:
         return None
     cluster, proc = job.evaluate("ClusterId"), job.evaluate("ProcId")

@@ -1,0 +1,254 @@
+"""The startd's event loop: one selector, a fixed order of work per turn, signals as events.
+
+Each turn of :meth:`StartdLoop.turn` does, in this order: wait for a socket, a signal or the
+next timer; take the signals (SIGHUP: reconfigure; SIGTERM: peaceful shutdown, a second one:
+fast; SIGQUIT: fast; SIGCHLD only wakes the loop); answer control requests; read the starters'
+messages; notice starters that exited; fire the timers (the policy at POLLING_INTERVAL and at
+the engine's next timer); publish the ads when something changed or UPDATE_INTERVAL passed;
+flush what the sockets did not take. A startd that is shutting down leaves the loop once no
+job runs and no starter is left. Signals are recorded by their handlers and handled at the
+next turn, never inside the handler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import socket
+import time
+from collections.abc import Callable
+
+from epcore.daemon.control import answer, dispatch, listen
+from epcore.daemon.startd import Startd
+from epcore.errors import EpError
+from epcore.starter import protocol
+
+_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGCHLD)
+
+
+class StartdLoop:
+    """Runs a :class:`Startd` until it has shut down; ``monotonic`` times the timers."""
+
+    def __init__(self, startd: Startd, *, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.startd = startd
+        self.monotonic = monotonic
+        self.selector = selectors.DefaultSelector()
+        self.pending_signals: list[int] = []
+        self.terms = 0
+        self.control: socket.socket | None = None
+        self.clients: list[protocol.Channel] = []
+        self._wake_read: socket.socket | None = None
+        self._wake_write: socket.socket | None = None
+        self._old_handlers: dict[int, object] = {}
+        self.next_poll = 0.0
+        self.next_update = 0.0
+
+    # -- setup ----------------------------------------------------------------------------
+
+    def _record_signal(self, signum: int, _frame: object) -> None:
+        self.pending_signals.append(signum)
+
+    def open(self) -> None:
+        """Listen on both sockets, install the signal handlers, take back surviving starters."""
+        startd = self.startd
+        self.control = listen(startd.paths.control_socket)
+        self.selector.register(self.control, selectors.EVENT_READ, "control")
+        starters = startd.starters.listen()
+        self.selector.register(starters, selectors.EVENT_READ, "starters")
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_read.setblocking(False)
+        self._wake_write.setblocking(False)
+        self.selector.register(self._wake_read, selectors.EVENT_READ, "signal")
+        signal.set_wakeup_fd(self._wake_write.fileno(), warn_on_full_buffer=False)
+        for signum in _SIGNALS:
+            self._old_handlers[signum] = signal.signal(signum, self._record_signal)
+        startd.close_in_child = self.close_in_child
+        now = startd.clock()
+        startd.restore(now)
+        startd.take(startd.engine.poll(startd.state, now), now)
+        startd.publish(now)
+        self.next_poll = self.monotonic() + self._interval("POLLING_INTERVAL", 5.0)
+        self.next_update = self.monotonic() + self._interval("UPDATE_INTERVAL", 300.0)
+        startd.log.info("startd ready: control socket %s", startd.paths.control_socket)
+
+    def close_in_child(self) -> None:
+        """In a forked starter: drop every descriptor of the startd's loop."""
+        for key in list(self.selector.get_map().values()):
+            with contextlib.suppress(OSError):
+                os.close(key.fd)
+        for sock in (self._wake_write,):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    os.close(sock.fileno())
+
+    def close(self) -> None:
+        """Stop listening and restore the signal handlers."""
+        signal.set_wakeup_fd(-1)
+        for signum, handler in self._old_handlers.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        for key in list(self.selector.get_map().values()):
+            with contextlib.suppress(OSError):
+                key.fileobj.close()  # type: ignore[union-attr]
+        self.selector.close()
+        if self._wake_write is not None:
+            self._wake_write.close()
+        for path in (self.startd.paths.control_socket, self.startd.paths.starter_socket):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+    def _interval(self, knob: str, default: float) -> float:
+        return max(self.startd.config.get_float(knob, default), 1.0)
+
+    # -- one turn -------------------------------------------------------------------------
+
+    def _timeout(self) -> float:
+        startd = self.startd
+        now = self.monotonic()
+        soonest = min(self.next_poll, self.next_update)
+        timer = startd.engine.next_timer(startd.state, startd.clock())
+        if timer is not None:
+            soonest = min(soonest, now + max(timer - startd.clock(), 0.0))
+        # Starters are checked at least every second (an adopted one is not our child).
+        return max(0.0, min(soonest - now, 1.0))
+
+    def turn(self) -> None:
+        """One turn of the loop, in the fixed order of the module docstring."""
+        startd = self.startd
+        ready = self.selector.select(self._timeout())
+        labels = {key.data for key, _ in ready}
+        if "signal" in labels:
+            self._drain_wakeups()
+        self._signals()
+        if "control" in labels:
+            self._accept_control()
+        for key, _ in ready:
+            if isinstance(key.data, protocol.Channel) and key.data in self.clients:
+                self._serve_control(key.data)
+        if "starters" in labels:
+            for channel in startd.starters.accept():
+                self.selector.register(channel, selectors.EVENT_READ, channel)
+        for key, _ in ready:
+            if isinstance(key.data, protocol.Channel) and key.data not in self.clients:
+                self._read_starter(key.data)
+        now = startd.clock()
+        for handle in startd.starters.exited():
+            startd.starter_exited(handle, now)
+        self._timers()
+        self._flush()
+        self._sweep()
+
+    def _drain_wakeups(self) -> None:
+        assert self._wake_read is not None
+        with contextlib.suppress(BlockingIOError):
+            while self._wake_read.recv(4096):
+                pass
+
+    def _signals(self) -> None:
+        taken, self.pending_signals = self.pending_signals, []
+        for signum in taken:
+            if signum == signal.SIGHUP:
+                try:
+                    self.startd.reconfig()
+                except EpError as error:  # a bad file must not stop the startd
+                    self.startd.log.error("reconfig failed; the old configuration stays: %s", error)
+            elif signum in (signal.SIGTERM, signal.SIGINT):
+                self.terms += 1
+                fast = self.terms > 1
+                self.startd.log.info("shutting down (%s)", "fast" if fast else "peaceful")
+                self.startd.shutdown(fast)
+            elif signum == signal.SIGQUIT:
+                self.startd.log.info("shutting down (fast)")
+                self.startd.shutdown(True)
+
+    def _accept_control(self) -> None:
+        assert self.control is not None
+        while True:
+            try:
+                sock, _ = self.control.accept()
+            except BlockingIOError:
+                return
+            channel = protocol.Channel(sock, None)
+            self.clients.append(channel)
+            self.selector.register(channel, selectors.EVENT_READ, channel)
+
+    def _serve_control(self, channel: protocol.Channel) -> None:
+        try:
+            for request in channel.receive():
+                channel.send(dispatch(self.startd, request))
+        except protocol.ProtocolError as error:
+            channel.send(answer(False, str(error)))
+            channel.close()
+        if channel.closed:
+            self._drop(channel)
+
+    def _drop(self, channel: protocol.Channel) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(channel)
+        channel.close()
+        if channel in self.clients:
+            self.clients.remove(channel)
+
+    def _read_starter(self, channel: protocol.Channel) -> None:
+        startd = self.startd
+        now = startd.clock()
+        for message in startd.starters.messages(channel):
+            if message.evaluate("Command") == protocol.HELLO:
+                handle = startd.starters.introduce(channel, message)
+                if handle is None:
+                    channel.close()
+                continue
+            handle = next(
+                (h for h in startd.starters.handles.values() if h.channel is channel), None
+            )
+            if handle is not None:
+                startd.starter_message(handle, message, now)
+        if channel.closed:
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(channel)
+
+    def _timers(self) -> None:
+        startd = self.startd
+        now = startd.clock()
+        tick = self.monotonic()
+        timer = startd.engine.next_timer(startd.state, now)
+        if tick >= self.next_poll or (timer is not None and timer <= now):
+            startd.take(startd.engine.poll(startd.state, now), now)
+            self.next_poll = tick + self._interval("POLLING_INTERVAL", 5.0)
+        if tick >= self.next_update or startd.publish_wanted:
+            startd.publish(now)
+            if tick >= self.next_update:
+                self.next_update = tick + self._interval("UPDATE_INTERVAL", 300.0)
+
+    def _flush(self) -> None:
+        for channel in [*self.clients, *self.startd.starters.channels()]:
+            if channel.pending:
+                channel.flush()
+        for channel in [c for c in self.clients if c.closed]:
+            self._drop(channel)
+
+    def _sweep(self) -> None:
+        """Unregister every connection that closed (by its peer or by being forgotten)."""
+        for key in list(self.selector.get_map().values()):
+            if isinstance(key.data, protocol.Channel) and key.data.closed:
+                self._drop(key.data)
+
+    # -- running --------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        return self.startd.shutting_down and self.startd.idle()
+
+    def run(self) -> None:
+        """Open, turn until shut down and idle, close."""
+        self.open()
+        try:
+            while not self.finished:
+                self.turn()
+            now = self.startd.clock()
+            ads = self.startd.ads(self.startd.state, now).values()
+            self.startd.sink.invalidate([str(ad.evaluate("Name")) for ad in ads], now)
+            self.startd.log.info("startd exiting")
+        finally:
+            self.close()

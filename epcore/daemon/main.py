@@ -1,0 +1,67 @@
+"""Starting a startd from a configuration: what ``ep startd`` runs, and what embedders call."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from epcore.config import Config
+from epcore.daemon.loop import StartdLoop
+from epcore.daemon.publish import AdSink, FileSink
+from epcore.daemon.setup import StartdPaths
+from epcore.daemon.startd import Startd
+from epcore.plugins import Plugins, load_plugins
+from epcore.types import MachineHost
+
+LOG_FORMAT = "%(asctime)s %(message)s"
+LOG_DATE_FORMAT = "%m/%d/%y %H:%M:%S"
+
+
+def startd_logger(path: str) -> logging.Logger:
+    """The StartLog: HTCondor's ``MM/DD/YY HH:MM:SS message`` lines, appended to ``path``."""
+    log = logging.getLogger("epcore.startd")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    for handler in list(log.handlers):
+        log.removeHandler(handler)
+        handler.close()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
+    log.addHandler(handler)
+    return log
+
+
+def build_startd(
+    config_file: str | None,
+    *,
+    host: MachineHost | None = None,
+    plugins: Plugins | None = None,
+    sink: AdSink | None = None,
+) -> Startd:
+    """A startd for the configuration HTCondor would read (or ``config_file``), on the local
+    machine, with every installed plugin (failures logged and skipped), its ads written to
+    ``$(SPOOL)/startd_ads`` unless another ``sink`` is given."""
+    if host is None:
+        from epcore.builtin.host import LocalHost
+
+        host = LocalHost()
+    if plugins is None:
+        plugins = load_plugins()
+    known_host, known_plugins = host, plugins
+
+    def load() -> Config:
+        defaults = known_plugins.config_defaults()
+        return Config.load(config_file, host=known_host, defaults=defaults)
+
+    config = load()
+    paths = StartdPaths.from_config(config)
+    paths.make_directories()
+    log = startd_logger(paths.startd_log)
+    if sink is None:
+        sink = FileSink(f"{paths.spool}/startd_ads")
+    return Startd(config, plugins, host, log=log, sink=sink, clock=time.time, reload_config=load)
+
+
+def run_startd(config_file: str | None) -> None:
+    """Run a startd in the foreground until it has shut down."""
+    StartdLoop(build_startd(config_file)).run()

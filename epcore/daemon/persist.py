@@ -1,0 +1,131 @@
+"""What the startd keeps on disk: the claims of running jobs, and the history of finished ones.
+
+Both files hold one ClassAd per line in new syntax, so an admin can read them (and ``ep eval``
+them). The claims file (``$(SPOOL)/startd_claims``) is rewritten atomically whenever a claim
+starts or stops running a job: a startd that restarts (even after ``kill -9``) reads it to
+take its running jobs back (:mod:`epcore.state.restore`). The history file
+(``$(SPOOL)/startd_history``) gets one line appended, and flushed to disk, per job that left
+a slot, with how it ended; an embedding scheduler or the pool's job queue reads results from it
+or from the ``ep_job_finished`` notification.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+
+from epcore.classad import ClassAd, ClassAdSyntaxError, parse_ad
+from epcore.errors import DaemonError
+from epcore.state.restore import SavedClaim
+
+
+def _number(ad: ClassAd, name: str, where: str) -> float:
+    value = ad.evaluate(name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DaemonError(f"{where}: attribute {name} must be a number, not {value!r}")
+    return float(value)
+
+
+def _text(ad: ClassAd, name: str, where: str) -> str:
+    value = ad.evaluate(name)
+    if not isinstance(value, str):
+        raise DaemonError(f"{where}: attribute {name} must be a string, not {value!r}")
+    return value
+
+
+def saved_claim_ad(saved: SavedClaim, starter_pid: int) -> ClassAd:
+    """The claims-file line for ``saved`` (with the PID of the starter running its job)."""
+    ad = ClassAd()
+    ad["SlotId"] = saved.slot_id
+    ad["Partitionable"] = saved.partitionable
+    ad["ClaimId"] = saved.claim_id
+    ad["Job"] = saved.job
+    ad["Rank"] = saved.rank
+    ad["MadeAt"] = saved.made_at
+    ad["Lease"] = saved.lease
+    ad["ClientMachine"] = saved.client_machine
+    ad["JobStart"] = saved.job_start
+    ad["RunTime"] = saved.run_time
+    ad["SuspendTime"] = saved.suspend_time
+    ad["StarterPid"] = starter_pid
+    return ad
+
+
+def _saved_claim(ad: ClassAd, where: str) -> tuple[SavedClaim, int]:
+    job = ad.evaluate("Job")
+    if not isinstance(job, ClassAd):
+        raise DaemonError(f"{where}: attribute Job must be a ClassAd")
+    partitionable = ad.evaluate("Partitionable")
+    saved = SavedClaim(
+        slot_id=int(_number(ad, "SlotId", where)),
+        partitionable=partitionable is True,
+        claim_id=_text(ad, "ClaimId", where),
+        job=job,
+        rank=_number(ad, "Rank", where),
+        made_at=_number(ad, "MadeAt", where),
+        lease=int(_number(ad, "Lease", where)),
+        client_machine=_text(ad, "ClientMachine", where),
+        job_start=_number(ad, "JobStart", where),
+        run_time=_number(ad, "RunTime", where),
+        suspend_time=_number(ad, "SuspendTime", where),
+    )
+    return saved, int(_number(ad, "StarterPid", where))
+
+
+def write_claims(path: str, lines: Sequence[ClassAd]) -> None:
+    """Replace the claims file with ``lines`` atomically (a crash leaves the old or the new)."""
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        for ad in lines:
+            handle.write(f"{ad}\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def read_claims(path: str) -> list[tuple[SavedClaim, int]]:
+    """The saved claims and their starters' PIDs; none when the file does not exist.
+
+    Raises DaemonError naming the file and line of an unreadable entry.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise DaemonError(f"cannot read the saved claims {path}: {error.strerror}") from error
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            ad = parse_ad(line)
+        except ClassAdSyntaxError as error:
+            raise DaemonError(f"{where}: not a ClassAd: {error}") from error
+        found.append(_saved_claim(ad, where))
+    return found
+
+
+def append_history(path: str, ad: ClassAd) -> None:
+    """Append one finished job's record to the history file and flush it to disk."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"{ad}\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_history(path: str) -> Iterator[ClassAd]:
+    """Every record of the history file, oldest first (a torn last line is skipped)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return
+    for line in lines:
+        if line.strip():
+            try:
+                yield parse_ad(line)
+            except ClassAdSyntaxError:
+                continue

@@ -1,0 +1,494 @@
+"""The startd: the policy engine driven by a real clock, with starters running real jobs.
+
+:class:`Startd` holds everything one startd has (configuration, plugins, the slot ads builder,
+the engine and its state, the starters) and offers the control requests
+(:class:`~epcore.daemon.control.StartdControl`) as methods, so a program that embeds epcore
+calls them directly and ``ep`` calls them over the control socket. Every event goes through
+:meth:`Startd.take`, which keeps the engine's new state, logs and announces each transition
+and carries out the engine's actions (spawn a starter, soft- or hard-kill, suspend...).
+:mod:`epcore.daemon.loop` runs it: the clock, the timers, the sockets and the signals.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+from collections.abc import Callable
+
+from epcore.classad import ClassAd, EvalContext, parse_expr
+from epcore.config import Config
+from epcore.daemon import persist
+from epcore.daemon.control import ControlError
+from epcore.daemon.publish import AdSink, MemorySink
+from epcore.daemon.setup import StartdPaths, restart_changes
+from epcore.daemon.starters import StarterHandle, StarterPool
+from epcore.plugins import Plugins
+from epcore.slots.ads import SlotAdBuilder
+from epcore.slots.config_attrs import slot_prefix
+from epcore.slots.inventory import build_inventory, execute_disks_kb
+from epcore.slots.layout import plan_slots
+from epcore.slots.slot_status import Benchmarks
+from epcore.starter import protocol
+from epcore.starter.starter import StarterRequest
+from epcore.state.engine import Engine, EngineError
+from epcore.state.records import Action, EngineState, StatusMemo
+from epcore.state.restore import SavedClaim, restore_claim
+from epcore.state.work import Outcome
+from epcore.types import (
+    IsolationBackend,
+    JobFinished,
+    JobStarted,
+    MachineAttribute,
+    MachineHost,
+    SlotStateChange,
+)
+
+#: Isolation backends in the order a starter applies them: the process group always, the
+#: finer ones after it (their usage numbers are preferred).
+ISOLATION_ORDER = ("process_group", "gid", "pid_namespace", "cgroup")
+
+Clock = Callable[[], float]
+
+
+class Startd:
+    """One startd (see the module docstring); ``clock`` gives epoch seconds."""
+
+    def __init__(
+        self,
+        config: Config,
+        plugins: Plugins,
+        host: MachineHost,
+        *,
+        log: logging.Logger,
+        sink: AdSink | None = None,
+        clock: Clock,
+        reload_config: Callable[[], Config] | None = None,
+    ) -> None:
+        self.config = config
+        self.plugins = plugins
+        self.host = host
+        self.log = log
+        self.sink: AdSink = sink if sink is not None else MemorySink()
+        self.clock = clock
+        self.reload_config = reload_config
+        self.paths = StartdPaths.from_config(config)
+        self.paths.make_directories()
+        now = clock()
+        self.started_at = now
+        detected = plugins.detect_resources(config, host)
+        self.inventory = build_inventory(
+            config, detected, execute_disks_kb=execute_disks_kb(config, host)
+        )
+        self.host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
+        self.address = f"<unix:{self.paths.control_socket}>"
+        self.extra_attributes: list[MachineAttribute] = []
+        self.engine, self.builder = self._policy(config)
+        self.statuses = StatusMemo()
+        self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
+        self.isolation = self._isolation(config)
+        self.starters = StarterPool(self.paths.starter_socket, log)
+        self.close_in_child: Callable[[], None] = lambda: None
+        self.publish_wanted = True
+        self.saved: dict[str, tuple[SavedClaim, int]] = {}
+        self.results: list[ClassAd] = []
+        for problem in self.engine.problems(self.state):
+            log.error("policy problem: %s", problem)
+
+    # -- building -------------------------------------------------------------------------
+
+    def _policy(self, config: Config) -> tuple[Engine, SlotAdBuilder]:
+        self.extra_attributes = list(self.plugins.machine_attributes(config, self.inventory))
+        engine = Engine(
+            config,
+            self.policy_ads,
+            random.SystemRandom(),
+            inventory=self.inventory,
+            address=self.address,
+        )
+        builder = SlotAdBuilder(
+            config,
+            self.inventory,
+            host_name=self.host_name,
+            started_at=self.started_at,
+            address=self.address,
+            policy_attributes=engine.published_attributes,
+        )
+        return engine, builder
+
+    def _isolation(self, config: Config) -> tuple[IsolationBackend, ...]:
+        chosen: list[IsolationBackend] = []
+        for spec in self.plugins.backends("isolation"):
+            backend = spec.factory(config)
+            if not hasattr(backend, "track"):
+                continue
+            typed: IsolationBackend = backend  # type: ignore[assignment]
+            if not typed.wanted():
+                continue
+            if not typed.available():
+                self.log.warning("isolation backend %s is configured but unavailable", spec.name)
+                continue
+            chosen.append(typed)
+        rank = {name: i for i, name in enumerate(ISOLATION_ORDER)}
+        chosen.sort(key=lambda b: rank.get(b.name, len(rank)))
+        self.log.info("process tracking: %s", ", ".join(b.name for b in chosen) or "none")
+        return tuple(chosen)
+
+    # -- ads ------------------------------------------------------------------------------
+
+    def ads(self, state: EngineState, now: float, *, published: bool = True) -> dict[str, ClassAd]:
+        """Every slot's ad by short name (``published``: as advertised, Requirements folded)."""
+        readings = self.plugins.host_readings(self.config, self.host, now)
+        built = self.builder.build(
+            state.layout,
+            readings,
+            self.statuses.statuses(state),
+            now,
+            extra_attributes=self.extra_attributes,
+            benchmarks=Benchmarks(last_run=state.last_benchmark),
+            draining=state.draining_totals(now),
+            fold_requirements=published,
+        )
+        return {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
+
+    def policy_ads(self, state: EngineState, now: float) -> dict[str, ClassAd]:
+        """The engine's ad source."""
+        return self.ads(state, now, published=False)
+
+    def publish(self, now: float) -> None:
+        """Send every slot's ad to the sink."""
+        self.sink.advertise(list(self.ads(self.state, now).values()), now)
+        self.publish_wanted = False
+
+    # -- events ---------------------------------------------------------------------------
+
+    def take(self, outcome: Outcome, now: float) -> Outcome:
+        """Keep ``outcome``'s state, announce its transitions, carry out its actions."""
+        self.state = outcome.state
+        for move in outcome.transitions:
+            self.log.info(
+                "%s: Changing state and activity: %s -> %s (%s)",
+                move.slot,
+                move.old,
+                move.new,
+                move.cause,
+            )
+            old_state, old_activity = move.old.names
+            new_state, new_activity = move.new.names
+            self.plugins.slot_state_changed(
+                SlotStateChange(
+                    move.slot, old_state, old_activity, new_state, new_activity, now, move.cause
+                )
+            )
+            self.publish_wanted = True
+        for note in outcome.notes:
+            self.log.info("%s", note)
+        for action in outcome.actions:
+            self.act(action, now)
+        return outcome
+
+    def _run(self, outcome: Outcome, now: float) -> Outcome:
+        taken = self.take(outcome, now)
+        if taken.refused is not None:
+            raise ControlError(taken.refused)
+        return taken
+
+    def act(self, action: Action, now: float) -> None:
+        """Carry out one of the engine's actions."""
+        kind, claim_id = action.kind, action.claim_id
+        if kind == "spawn_starter" and claim_id is not None:
+            self.spawn_starter(action.slot, claim_id, now)
+            return
+        handle = self._handle_of(action.slot)
+        if kind in ("soft_kill", "hard_kill", "suspend", "continue"):
+            command = {
+                "soft_kill": protocol.SOFT_KILL,
+                "hard_kill": protocol.HARD_KILL,
+                "suspend": protocol.SUSPEND,
+                "continue": protocol.CONTINUE,
+            }[kind]
+            if handle is None:
+                self.log.warning("%s: %s, but no starter runs there", action.slot, kind)
+                if kind == "hard_kill":
+                    self.take(self.engine.job_gone(self.state, action.slot, now), now)
+                return
+            payload = ClassAd()
+            payload["Why"] = f"{kind.replace('_', ' ')} of {action.slot} by the startd's policy"
+            if not self.starters.send(handle.claim_id, command, payload) and kind == "hard_kill":
+                self.starters.kill(handle.claim_id)
+        elif kind == "kill_starter":
+            if handle is not None:
+                self.log.warning("%s: KILLING_TIMEOUT ran out: killing the starter", action.slot)
+                self.starters.kill(handle.claim_id)
+        elif kind == "evict_backfill":
+            self.take(self.engine.backfill_exit(self.state, action.slot, now), now)
+        elif kind == "start_backfill":
+            self.log.info("%s: no backfill system is installed to start", action.slot)
+        elif kind == "delete_slot":
+            self.sink.invalidate([f"{action.slot}@{self.host_name}"], now)
+
+    def _handle_of(self, slot: str) -> StarterHandle | None:
+        record = self.state.slot(slot)
+        if record is None or record.claim is None:
+            return None
+        return self.starters.handles.get(record.claim.claim_id)
+
+    # -- starters -------------------------------------------------------------------------
+
+    def spawn_starter(self, slot: str, claim_id: str, now: float) -> None:
+        """Fork the starter of the job that ``claim_id`` activated on ``slot``."""
+        record = self.state.slot(slot)
+        assert record is not None and record.claim is not None
+        layout_slot = self.state.layout.find(record.slot_id, record.sub_id)
+        assert layout_slot is not None
+        request = StarterRequest(
+            slot_name=slot,
+            slot_id=record.slot_id,
+            claim_id=claim_id,
+            job=record.claim.job,
+            machine=self.ads(self.state, now)[slot].copy(),
+            execute_dir=self.config.get(f"SLOT{record.slot_id}_EXECUTE") or self.paths.execute,
+            startd_socket=self.paths.starter_socket,
+            startd_address=self.address,
+            config=self.config,
+            isolation=self.isolation,
+            cpus=float(layout_slot.resources.cpus),
+            memory_mb=int(layout_slot.resources.memory_mb),
+            startd_memory_mb=int(self.inventory.memory_mb),
+            starter_log=f"{self.paths.starter_log}.{slot}",
+        )
+        from epcore.starter.main import run_starter
+
+        handle = self.starters.spawn(
+            claim_id, slot, lambda: run_starter(request), self.close_in_child
+        )
+        self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
+        self.saved[claim_id] = (self._saved_claim(slot, now), handle.pid)
+        self.save_claims()
+
+    def _saved_claim(self, slot: str, now: float) -> SavedClaim:
+        record = self.state.slot(slot)
+        assert record is not None and record.claim is not None
+        claim = record.claim
+        return SavedClaim(
+            slot_id=record.slot_id,
+            partitionable=record.sub_id is not None,
+            claim_id=claim.claim_id,
+            job=claim.job,
+            rank=claim.rank,
+            made_at=claim.made_at,
+            lease=claim.lease,
+            client_machine=claim.client_machine,
+            job_start=record.job_start if record.job_start is not None else now,
+            run_time=claim.run_time,
+            suspend_time=claim.suspend_time,
+        )
+
+    def save_claims(self) -> None:
+        persist.write_claims(
+            self.paths.claims_file,
+            [persist.saved_claim_ad(saved, pid) for saved, pid in self.saved.values()],
+        )
+
+    def restore(self, now: float) -> None:
+        """Take back the claims whose starters outlived the previous startd."""
+        for saved, pid in persist.read_claims(self.paths.claims_file):
+            if not _process_exists(pid):
+                self.log.warning(
+                    "the starter %d of claim %s is gone; its job is lost", pid, saved.claim_id[:40]
+                )
+                self.record_result(self._lost(saved, "the starter died while no startd ran"), now)
+                continue
+            outcome = restore_claim(self.engine, self.state, saved, now)
+            if outcome.refused is not None:
+                self.log.error("cannot take back claim of starter %d: %s", pid, outcome.refused)
+                os.kill(pid, signal.SIGKILL)
+                continue
+            self.take(outcome, now)
+            slot = next(
+                r.name
+                for r in self.state.slots
+                if r.claim is not None and r.claim.claim_id == saved.claim_id
+            )
+            self.starters.adopt(saved.claim_id, slot, pid)
+            self.saved[saved.claim_id] = (saved, pid)
+            self.log.info("%s: took back starter %d after a restart", slot, pid)
+        self.save_claims()
+
+    def _lost(self, saved: SavedClaim, why: str) -> ClassAd:
+        ad = ClassAd()
+        ad["ClaimId"] = saved.claim_id
+        ad["JobOutcome"] = "evicted"
+        ad["ExitReason"] = why
+        for name in ("ClusterId", "ProcId", "GlobalJobId", "Owner"):
+            expr = saved.job.lookup(name)
+            if expr is not None:
+                ad[name] = expr
+        return ad
+
+    def record_result(self, result: ClassAd, now: float) -> None:
+        """Write a finished job's result to the history and tell the plugins."""
+        result["CompletionDate"] = int(now)
+        persist.append_history(self.paths.history_file, result)
+        self.results.append(result)
+        slot = result.evaluate("SlotName")
+        job_id = f"{result.evaluate('ClusterId')}.{result.evaluate('ProcId')}"
+        code = result.evaluate("ExitCode")
+        reason = result.evaluate("ExitReason")
+        self.plugins.job_finished(
+            JobFinished(
+                slot if isinstance(slot, str) else "",
+                job_id,
+                now,
+                code if isinstance(code, int) and not isinstance(code, bool) else None,
+                reason if isinstance(reason, str) else "",
+            )
+        )
+
+    def starter_message(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
+        """A message from a known starter."""
+        command = message.evaluate("Command")
+        if command == protocol.STARTED:
+            start = message.evaluate("JobStartDate")
+            handle.job_start = float(start) if isinstance(start, int | float) else now
+            handle.stage = "running"
+            job_id = message.evaluate("JobId")
+            self.plugins.job_started(
+                JobStarted(handle.slot, job_id if isinstance(job_id, str) else "", now)
+            )
+        elif command == protocol.UPDATE:
+            handle.usage = message
+        elif command == protocol.FINISHED:
+            self.finished(handle, message, now)
+
+    def finished(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
+        """The starter of ``handle`` reports its job's end: record it, acknowledge, and tell
+        the engine the job is gone."""
+        if handle.stage != "acknowledged":
+            result = message.copy()
+            del result["Command"]
+            result["SlotName"] = handle.slot
+            result["ClaimId"] = handle.claim_id
+            self.record_result(result, now)
+        handle.stage = "acknowledged"
+        self.starters.send(handle.claim_id, protocol.ACK)
+        self.saved.pop(handle.claim_id, None)
+        self.save_claims()
+        self.job_left(handle, message, now)
+
+    def job_left(self, handle: StarterHandle, message: ClassAd | None, now: float) -> None:
+        """Tell the engine that the job of ``handle`` is no longer running."""
+        record = self.state.slot(handle.slot)
+        if record is None or record.job_start is None:
+            return
+        code = message.evaluate("ExitCode") if message is not None else None
+        if record.claim is not None and record.claim.claim_id == handle.claim_id:
+            exit_code = code if isinstance(code, int) and not isinstance(code, bool) else -1
+            self.take(self.engine.job_exit(self.state, handle.claim_id, exit_code, now), now)
+        else:
+            self.take(self.engine.job_gone(self.state, handle.slot, now), now)
+
+    def starter_exited(self, handle: StarterHandle, now: float) -> None:
+        """A starter process is gone; if its job's end was never reported, it is lost."""
+        if handle.stage != "acknowledged":
+            saved = self.saved.pop(handle.claim_id, None)
+            self.log.error("%s: starter %d died before reporting", handle.slot, handle.pid)
+            if saved is not None:
+                lost = self._lost(saved[0], "the starter died before reporting the job's end")
+                lost["SlotName"] = handle.slot
+                self.record_result(lost, now)
+                self.save_claims()
+            self.job_left(handle, None, now)
+        self.starters.forget(handle.claim_id)
+
+    # -- the control requests (StartdControl) ----------------------------------------------
+
+    def claim(self, slot: str, job: ClassAd, client: str = "") -> str:
+        now = self.clock()
+        try:
+            outcome = self._run(self.engine.claim(self.state, slot, job, now, client=client), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+        assert outcome.claim_id is not None
+        return outcome.claim_id
+
+    def _claim_event(
+        self, method: Callable[[EngineState, str, float], Outcome], claim_id: str
+    ) -> None:
+        now = self.clock()
+        try:
+            self._run(method(self.state, claim_id, now), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+
+    def activate(self, claim_id: str) -> None:
+        self._claim_event(self.engine.activate, claim_id)
+
+    def release(self, claim_id: str) -> None:
+        self._claim_event(self.engine.release, claim_id)
+
+    def alive(self, claim_id: str) -> None:
+        self._claim_event(self.engine.alive, claim_id)
+
+    def vacate(self, slot: str, fast: bool = False) -> None:
+        now = self.clock()
+        try:
+            self._run(self.engine.vacate(self.state, slot, fast, now), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+
+    def drain(self, how: str, check: str | None = None, start: str | None = None) -> None:
+        now = self.clock()
+        try:
+            self._run(self.engine.drain(self.state, how, now, check=check, start=start), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+
+    def cancel_drain(self) -> None:
+        now = self.clock()
+        self._run(self.engine.cancel_drain(self.state, now), now)
+
+    def query(self, constraint: str | None = None) -> list[ClassAd]:
+        now = self.clock()
+        ads = list(self.ads(self.state, now).values())
+        if constraint is None:
+            return ads
+        expr = parse_expr(constraint)
+        context = EvalContext(now=now)
+        return [ad for ad in ads if expr.evaluate(ad, context=context) is True]
+
+    def reconfig(self) -> None:
+        """Read the configuration again: policy, attributes and intervals change now; the
+        slot layout, resources and process tracking wait for a restart (logged)."""
+        if self.reload_config is None:
+            raise ControlError("this startd was given no way to read its configuration again")
+        new = self.reload_config()
+        for name in restart_changes(self.config, new):
+            self.log.warning("reconfig: %s changed; it takes effect at the next restart", name)
+        self.config = new
+        self.engine, self.builder = self._policy(new)
+        self.publish_wanted = True
+        self.log.info("reconfigured")
+
+    def shutdown(self, fast: bool = False) -> None:
+        now = self.clock()
+        self.take(self.engine.shutdown(self.state, fast, now), now)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.state.shutting_down
+
+    def idle(self) -> bool:
+        """True when no job runs and no starter is left (a shut-down startd may exit)."""
+        return not self.starters.handles and all(r.job_start is None for r in self.state.slots)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

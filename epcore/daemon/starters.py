@@ -1,0 +1,208 @@
+"""The startd's side of its starters: forking them, their connections, and taking them back.
+
+A starter is forked from the startd (no new interpreter: activation to the job's first
+instruction must take milliseconds), puts itself in a session of its own, and connects back to
+the startd's starter socket (``$(LOCK)/startd_starters``, mode 0600). Because the starter is
+the client, a startd that restarts simply listens again: the starters that outlived the old
+one reconnect within a second, and their Hello names the claim they run, so the new startd
+*adopts* them. A starter forked by this startd is reaped with ``waitpid``; an adopted one is
+watched through its PID.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+
+import attrs
+import psutil
+
+from epcore.classad import ClassAd
+from epcore.starter import protocol
+
+#: Signals the startd handles that a forked starter must not inherit handlers for.
+_RESET_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGCHLD)
+
+
+@attrs.define(eq=False)
+class StarterHandle:
+    """One starter the startd knows: the claim it runs, its process and its connection."""
+
+    claim_id: str
+    slot: str
+    pid: int
+    forked: bool
+    channel: protocol.Channel | None = None
+    stage: str = "setup"
+    usage: ClassAd = attrs.field(factory=ClassAd)
+    job_start: float | None = None
+    gone: bool = False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+class StarterPool:
+    """Every starter of one startd, by ClaimId, and the socket they connect to."""
+
+    def __init__(self, socket_path: str, log: logging.Logger) -> None:
+        self.socket_path = socket_path
+        self.log = log
+        self.handles: dict[str, StarterHandle] = {}
+        self.unknown: list[protocol.Channel] = []
+        self.server: socket.socket | None = None
+
+    # -- the socket -------------------------------------------------------------------------
+
+    def listen(self) -> socket.socket:
+        """Listen on the starter socket (replacing a stale file), mode 0600."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.socket_path)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            server.bind(protocol.socket_address(self.socket_path))
+        finally:
+            os.umask(old_umask)
+        server.listen(128)
+        server.setblocking(False)
+        self.server = server
+        return server
+
+    def accept(self) -> list[protocol.Channel]:
+        """Accept waiting connections; they are unknown until their Hello."""
+        accepted = []
+        assert self.server is not None
+        while True:
+            try:
+                sock, _ = self.server.accept()
+            except BlockingIOError:
+                break
+            channel = protocol.Channel(sock, protocol.STARTER_COMMANDS)
+            self.unknown.append(channel)
+            accepted.append(channel)
+        return accepted
+
+    def introduce(self, channel: protocol.Channel, hello: ClassAd) -> StarterHandle | None:
+        """Bind a new connection to the starter its Hello names (None: an unknown claim)."""
+        if channel in self.unknown:
+            self.unknown.remove(channel)
+        claim_id = hello.evaluate("ClaimId")
+        handle = self.handles.get(claim_id) if isinstance(claim_id, str) else None
+        if handle is None:
+            self.log.warning("a starter said Hello for unknown claim %s", str(claim_id)[:40])
+            return None
+        if handle.channel is not None and handle.channel is not channel:
+            handle.channel.close()
+        handle.channel = channel
+        stage = hello.evaluate("StarterStage")
+        handle.stage = stage if isinstance(stage, str) else handle.stage
+        start = hello.evaluate("JobStartDate")
+        if isinstance(start, int | float) and not isinstance(start, bool):
+            handle.job_start = float(start)
+        return handle
+
+    def messages(self, channel: protocol.Channel) -> Iterator[ClassAd]:
+        """The messages waiting on ``channel`` (a broken one is logged and closed)."""
+        try:
+            yield from channel.receive()
+        except protocol.ProtocolError as error:
+            self.log.error("bad message from a starter: %s", error)
+            channel.close()
+
+    def send(self, claim_id: str, command: str, payload: ClassAd | None = None) -> bool:
+        """Send to the starter of ``claim_id``; False when it is not connected."""
+        handle = self.handles.get(claim_id)
+        if handle is None or handle.channel is None or handle.channel.closed:
+            return False
+        handle.channel.send(protocol.message(command, payload))
+        return True
+
+    # -- processes --------------------------------------------------------------------------
+
+    def spawn(
+        self,
+        claim_id: str,
+        slot: str,
+        run: Callable[[], int],
+        close_in_child: Callable[[], None],
+    ) -> StarterHandle:
+        """Fork a starter that runs ``run()`` in a session of its own."""
+        pid = os.fork()
+        if pid == 0:  # the starter
+            code = 1
+            try:
+                os.setsid()
+                close_in_child()
+                signal.set_wakeup_fd(-1)
+                for signum in _RESET_SIGNALS:
+                    signal.signal(signum, signal.SIG_DFL)
+                code = run()
+            except BaseException:
+                traceback.print_exc(file=sys.stderr)
+            finally:
+                os._exit(code)
+        handle = StarterHandle(claim_id, slot, pid, forked=True)
+        self.handles[claim_id] = handle
+        return handle
+
+    def adopt(self, claim_id: str, slot: str, pid: int) -> StarterHandle:
+        """Take back a starter that outlived the previous startd."""
+        handle = StarterHandle(claim_id, slot, pid, forked=False, stage="running")
+        self.handles[claim_id] = handle
+        return handle
+
+    def exited(self) -> list[StarterHandle]:
+        """Starters whose process is gone since the last call (forked ones are reaped)."""
+        gone = []
+        for handle in self.handles.values():
+            if handle.gone:
+                continue
+            if handle.forked:
+                try:
+                    pid, _status = os.waitpid(handle.pid, os.WNOHANG)
+                except ChildProcessError:
+                    pid = handle.pid
+                done = pid == handle.pid
+            else:
+                done = not _alive(handle.pid)
+            if done:
+                handle.gone = True
+                gone.append(handle)
+        return gone
+
+    def kill(self, claim_id: str) -> None:
+        """SIGKILL every process below the starter of ``claim_id``, then the starter."""
+        handle = self.handles.get(claim_id)
+        if handle is None or handle.gone:
+            return
+        try:
+            starter = psutil.Process(handle.pid)
+            children = starter.children(recursive=True)
+        except psutil.Error:
+            return
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        with contextlib.suppress(psutil.Error):
+            starter.kill()
+
+    def forget(self, claim_id: str) -> None:
+        handle = self.handles.pop(claim_id, None)
+        if handle is not None and handle.channel is not None:
+            handle.channel.close()
+
+    def channels(self) -> list[protocol.Channel]:
+        """Every open connection (known starters and those yet to say Hello)."""
+        known = [h.channel for h in self.handles.values() if h.channel and not h.channel.closed]
+        return known + [c for c in self.unknown if not c.closed]

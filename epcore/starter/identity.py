@@ -1,0 +1,121 @@
+"""Who a job runs as.
+
+When the startd runs as root: the job's Owner, when that account exists, is not root, and
+STARTER_ALLOW_RUNAS_OWNER (true unless set otherwise, as on HTCondor's Unix) and the job's own
+RunAsOwner (true when absent) allow it; otherwise the slot's dedicated account
+``SLOT<N>_USER`` (N the slot's number; a dynamic slot ``slot1_3`` uses SLOT1_USER); otherwise
+``nobody``. root is used only when SLOT<N>_USER names it. When the startd is not root, jobs run
+as the startd's own user, whatever they ask. DEDICATED_EXECUTE_ACCOUNT_REGEXP says which
+accounts are dedicated to jobs, so that the starter may kill every process of that account when
+the job ends (HTCondor's "reliable tracking by account").
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+from collections.abc import Callable
+
+import attrs
+
+from epcore.classad import ClassAd
+from epcore.config import Config
+from epcore.errors import ConfigError, JobSetupError
+
+#: HoldReasonCode 23: the starter could not use the account the job must run as.
+HOLD_FAILED_TO_ACCESS_USER_ACCOUNT = 23
+
+Lookup = Callable[[str], pwd.struct_passwd]
+
+
+@attrs.frozen
+class JobUser:
+    """The account a job runs as, and why that one."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+    dedicated: bool = False
+    why: str = ""
+
+
+def _account(name: str, lookup: Lookup) -> pwd.struct_passwd | None:
+    try:
+        return lookup(name)
+    except KeyError:
+        return None
+
+
+def _dedicated(config: Config, name: str) -> bool:
+    pattern = config.get("DEDICATED_EXECUTE_ACCOUNT_REGEXP")
+    if not pattern:
+        return False
+    try:
+        return re.fullmatch(pattern, name) is not None
+    except re.error as error:
+        origin = config.origin("DEDICATED_EXECUTE_ACCOUNT_REGEXP")
+        raise ConfigError(
+            f"DEDICATED_EXECUTE_ACCOUNT_REGEXP is not a regular expression: {error}",
+            origin.source if origin else None,
+            origin.line if origin else None,
+        ) from error
+
+
+def _user(entry: pwd.struct_passwd, config: Config, why: str) -> JobUser:
+    return JobUser(
+        entry.pw_name,
+        entry.pw_uid,
+        entry.pw_gid,
+        entry.pw_dir,
+        _dedicated(config, entry.pw_name),
+        why,
+    )
+
+
+def job_user(
+    config: Config,
+    job: ClassAd,
+    slot_id: int,
+    *,
+    as_root: bool | None = None,
+    lookup: Lookup = pwd.getpwnam,
+    own_uid: int | None = None,
+) -> JobUser:
+    """The account the job of ``job`` runs as on slot number ``slot_id``.
+
+    Raises JobSetupError (hold code 23) when the configured slot account does not exist.
+    """
+    root = os.geteuid() == 0 if as_root is None else as_root
+    if not root:
+        own = pwd.getpwuid(os.geteuid() if own_uid is None else own_uid)
+        return _user(own, config, "the startd does not run as root")
+    owner = job.evaluate("Owner")
+    wants_owner = job.evaluate("RunAsOwner")
+    if (
+        isinstance(owner, str)
+        and owner
+        and wants_owner is not False
+        and config.get_bool("STARTER_ALLOW_RUNAS_OWNER", True)
+    ):
+        owner_entry = _account(owner, lookup)
+        if owner_entry is not None and owner_entry.pw_uid != 0:
+            return _user(owner_entry, config, f"the job's Owner {owner!r}")
+    knob = f"SLOT{slot_id}_USER"
+    slot_account = config.get(knob)
+    if slot_account:
+        slot_entry = _account(slot_account.strip(), lookup)
+        if slot_entry is None:
+            raise JobSetupError(
+                f"{knob} names account {slot_account.strip()!r}, which does not exist",
+                HOLD_FAILED_TO_ACCESS_USER_ACCOUNT,
+            )
+        return _user(slot_entry, config, knob)
+    nobody = _account("nobody", lookup)
+    if nobody is None:
+        raise JobSetupError(
+            f"no account to run the job as: no Owner account, no {knob} and no 'nobody' account",
+            HOLD_FAILED_TO_ACCESS_USER_ACCOUNT,
+        )
+    return _user(nobody, config, "no Owner account and no slot account: nobody")

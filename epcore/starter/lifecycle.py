@@ -1,0 +1,404 @@
+"""The life of one job in its starter, in the order of :mod:`epcore.starter.starter`'s docstring.
+
+:func:`run_job` is the whole of it: setup (sandbox, prepare hooks, command, tracking, launch),
+supervision (the startd's commands, usage updates, the memory limit), and the end (cleanup,
+JOB_EXIT hook, event logs, the Finished message until acknowledged).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import time
+
+from epcore.classad import ClassAd
+from epcore.errors import EpError, JobSetupError
+from epcore.starter import protocol
+from epcore.starter.hooks import (
+    HOLD_CODE_HOOK_PREPARE_JOB,
+    HookError,
+    HookRunner,
+    JobExitInfo,
+    JobRuntimeInfo,
+    RunningHook,
+    hook_path,
+    job_exit_input,
+    prepare_job_input,
+    prepare_outcome,
+    starter_hook_keyword,
+    update_job_info_input,
+)
+from epcore.starter.identity import job_user
+from epcore.starter.joblog import JobLogs
+from epcore.starter.jobspec import JobCommand, job_command, job_environment
+from epcore.starter.launch import FORWARDED_SIGNALS, LaunchedJob, LaunchSpec, launch
+from epcore.starter.outcome import EVICTED, EXITED, HELD, HOOK_ARGUMENT, REQUEUED, Ending
+from epcore.starter.starter import Starter, _global_oom_kills
+from epcore.starter.userlog import (
+    ExecuteEvent,
+    ImageSizeEvent,
+    JobEvictedEvent,
+    JobHeldEvent,
+    JobSuspendedEvent,
+    JobTerminatedEvent,
+    JobUnsuspendedEvent,
+    ResourceUsage,
+)
+from epcore.types import ChildSetup
+
+VANILLA = 5
+#: How often the starter checks the job's memory limit while it runs.
+OOM_CHECK_SECONDS = 0.5
+#: The time limit of a hook the starter waits for (epcore's STARTER_JOB_HOOK_TIMEOUT).
+DEFAULT_HOOK_TIMEOUT = 300.0
+_HOOK_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class _Supervision:
+    """What the starter tracks while the job runs."""
+
+    def __init__(self, starter: Starter, launched: LaunchedJob, command: JobCommand) -> None:
+        self.starter = starter
+        self.launched = launched
+        self.command = command
+        self.hooks: list[RunningHook] = []
+
+
+def _runner(starter: Starter, cwd: str) -> HookRunner:
+    user = starter.user
+    assert user is not None
+    environment = (("PATH", _HOOK_PATH), ("HOME", user.home), ("USER", user.name))
+    timeout = starter.request.config.get_float("STARTER_JOB_HOOK_TIMEOUT", DEFAULT_HOOK_TIMEOUT)
+    as_root = os.geteuid() == 0
+    return HookRunner(
+        uid=user.uid if as_root else None,
+        gid=user.gid if as_root else None,
+        groups=(),
+        cwd=cwd,
+        environment=environment,
+        log=starter.log,
+        timeout=timeout,
+    )
+
+
+def _prepare(starter: Starter, runner: HookRunner, keyword: str | None) -> Ending | None:
+    """Run the two prepare hooks; an Ending when one holds the job or sends it back."""
+    if keyword is None:
+        return None
+    config = starter.request.config
+    for name in ("PREPARE_JOB_BEFORE_TRANSFER", "PREPARE_JOB"):
+        try:
+            path = hook_path(config, keyword, name)
+        except HookError as problem:
+            raise JobSetupError(str(problem), HOLD_CODE_HOOK_PREPARE_JOB) from problem
+        if path is None:
+            continue
+        result = runner.run(path, (), prepare_job_input(starter.job), name=name)
+        decided = prepare_outcome(result, name)
+        starter.log.info("%s hook: %s (%s)", name, decided.kind, decided.message or "no message")
+        if decided.kind == "hold":
+            held = decided.hold_error()
+            return Ending(HELD, held.reason, None, None, held.hold_code, held.hold_subcode)
+        if decided.kind == "idle":
+            return Ending(REQUEUED, decided.message or f"the {name} hook sent the job back")
+        starter.job = decided.merged_into(starter.job)
+    return None
+
+
+def _launch(starter: Starter, command: JobCommand) -> LaunchedJob:
+    request = starter.request
+    sandbox = starter.sandbox
+    user = starter.user
+    assert sandbox is not None and user is not None
+    if command.universe != VANILLA:
+        raise JobSetupError(f"JobUniverse {command.universe} is not run by this starter", 6)
+    environment = job_environment(
+        command,
+        scratch_dir=sandbox.path,
+        slot_name=request.slot_name,
+        job_ad_path=sandbox.job_ad_path,
+        machine_ad_path=sandbox.machine_ad_path,
+        cpus=request.cpus,
+    )
+    starter.start_tracking()
+    setup = ChildSetup()
+    for tracking in starter.trackings:
+        setup = setup.merged(tracking.child_setup())
+    as_root = os.geteuid() == 0
+    spec = LaunchSpec(
+        argv=(command.executable, *command.arguments),
+        environment=environment,
+        cwd=command.iwd,
+        stdin=command.stdin,
+        stdout=command.stdout,
+        stderr=command.stderr,
+        uid=user.uid if as_root else None,
+        gid=user.gid if as_root else None,
+        setup=setup,
+    )
+    launched = launch(spec)
+    for tracking in starter.trackings:
+        tracking.attach(launched.supervisor_pid)
+    return launched
+
+
+def _runtime(starter: Starter, launched: LaunchedJob) -> JobRuntimeInfo:
+    usage = starter.usage or starter.measure()
+    return JobRuntimeInfo(
+        state="Suspended" if starter.suspended else "Running",
+        pid=launched.supervisor_pid,
+        num_pids=usage.num_pids,
+        start_date=int(starter.start_time or 0),
+        sys_cpu=usage.system_cpu,
+        user_cpu=usage.user_cpu,
+        image_size_kb=usage.image_size_kb,
+    )
+
+
+def _suspend(starter: Starter, logs: JobLogs, on: bool) -> None:
+    if starter.suspended == on:
+        return
+    for tracking in reversed(starter.trackings):
+        if tracking.freeze() if on else tracking.thaw():
+            break
+    starter.suspended = on
+    now = starter.clock()
+    if on:
+        logs.write(JobSuspendedEvent(job=logs.ids, when=now, processes=len(starter.job_pids())))
+    else:
+        logs.write(JobUnsuspendedEvent(job=logs.ids, when=now))
+
+
+def _soft_kill(starter: Starter, logs: JobLogs, run: _Supervision, why: str) -> None:
+    starter.stopped_by = why
+    _suspend(starter, logs, False)
+    signum = run.command.kill_signal
+    if signum in FORWARDED_SIGNALS:
+        run.launched.signal(signum)
+    else:
+        for tracking in starter.trackings:
+            tracking.signal_all(signum)
+
+
+def _update(starter: Starter, logs: JobLogs, run: _Supervision, keyword: str | None) -> None:
+    previous = starter.usage.image_size_kb if starter.usage is not None else 0
+    usage = starter.measure()
+    payload = usage.attributes()
+    payload["JobState"] = "Suspended" if starter.suspended else "Running"
+    starter.send(protocol.UPDATE, payload)
+    if usage.image_size_kb != previous:
+        logs.write(
+            ImageSizeEvent(
+                job=logs.ids,
+                when=starter.clock(),
+                image_size_kb=usage.image_size_kb,
+                memory_usage_mb=usage.memory_usage_mb,
+                resident_set_kb=usage.resident_set_kb,
+            )
+        )
+    if keyword is not None:
+        path = hook_path(starter.request.config, keyword, "UPDATE_JOB_INFO")
+        if path is not None and starter.runner is not None:
+            text = update_job_info_input(starter.job, _runtime(starter, run.launched))
+            run.hooks.append(starter.runner.start(path, (), text, name="UPDATE_JOB_INFO"))
+
+
+def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str | None) -> None:
+    """Until the job's first process exits: commands, updates, the memory limit."""
+    config = starter.request.config
+    initial = config.get_float("STARTER_INITIAL_UPDATE_INTERVAL", 8.0)
+    interval = max(config.get_float("STARTER_UPDATE_INTERVAL", 300.0), 1.0)
+    next_update = time.monotonic() + initial
+    next_oom_check = time.monotonic() + OOM_CHECK_SECONDS
+    starter.selector.register(run.launched, selectors.EVENT_READ, "job")
+
+    def on_command(command: str, ad: ClassAd) -> None:
+        why = ad.evaluate("Why")
+        reason = why if isinstance(why, str) else command
+        if command == protocol.SUSPEND:
+            _suspend(starter, logs, True)
+        elif command == protocol.CONTINUE:
+            _suspend(starter, logs, False)
+        elif command == protocol.SOFT_KILL:
+            starter.log.info("soft kill (%s): signal %d", reason, run.command.kill_signal)
+            _soft_kill(starter, logs, run, reason)
+        elif command == protocol.HARD_KILL:
+            starter.log.info("hard kill (%s)", reason)
+            starter.stopped_by = reason
+            starter.kill_everything()
+
+    try:
+        while run.launched.poll() is None:
+            starter.connect()
+            now = time.monotonic()
+            timeout = max(0.0, min(next_update, next_oom_check) - now)
+            for key, _events in starter.selector.select(timeout=min(timeout, 1.0)):
+                if key.data == "startd":
+                    starter.read_startd(on_command)
+            now = time.monotonic()
+            if now >= next_update:
+                _update(starter, logs, run, keyword)
+                next_update = now + interval
+            if now >= next_oom_check:
+                next_oom_check = now + OOM_CHECK_SECONDS
+                if any(t.out_of_memory() for t in starter.trackings):
+                    starter.log.warning("the job went over its memory limit")
+                    starter.measure()
+                    starter.kill_everything()
+            run.hooks = [hook for hook in run.hooks if hook.poll() is None]
+    finally:
+        starter.selector.unregister(run.launched)
+
+
+def _log_ending(starter: Starter, logs: JobLogs, ending: Ending) -> None:
+    now = starter.clock()
+    usage = starter.usage
+    cpu = ResourceUsage(usage.user_cpu, usage.system_cpu) if usage else ResourceUsage()
+    if ending.outcome == EXITED:
+        normal = ending.exit_signal is None
+        code = ending.exit_code if normal else ending.exit_signal
+        logs.write(
+            JobTerminatedEvent(job=logs.ids, when=now, normal=normal, code=code or 0, run_usage=cpu)
+        )
+    elif ending.outcome == HELD:
+        logs.write(
+            JobHeldEvent(
+                job=logs.ids,
+                when=now,
+                reason=ending.reason,
+                code=ending.hold_code,
+                subcode=ending.hold_subcode,
+            )
+        )
+    elif starter.start_time is not None:
+        logs.write(JobEvictedEvent(job=logs.ids, when=now))
+
+
+def _job_exit_hook(starter: Starter, keyword: str | None, ending: Ending) -> None:
+    if keyword is None or starter.runner is None or starter.start_time is None:
+        return
+    try:
+        path = hook_path(starter.request.config, keyword, "JOB_EXIT")
+    except HookError as error:
+        starter.log.error("%s", error)
+        return
+    if path is None:
+        return
+    usage = starter.usage or starter.measure()
+    info = JobRuntimeInfo(
+        state="Running",
+        pid=0,
+        num_pids=0,
+        start_date=int(starter.start_time),
+        sys_cpu=usage.system_cpu,
+        user_cpu=usage.user_cpu,
+        image_size_kb=usage.image_size_kb,
+    )
+    by_signal = ending.exit_signal is not None
+    exit_info = JobExitInfo(
+        how=HOOK_ARGUMENT[ending.outcome],
+        reason=ending.reason,
+        exit_code=None if by_signal else (ending.exit_code or 0),
+        exit_signal=ending.exit_signal,
+        duration=starter.clock() - starter.start_time,
+    )
+    argument = exit_info.how
+    starter.runner.run(
+        path, (argument,), job_exit_input(starter.job, info, exit_info), name="JOB_EXIT"
+    )
+
+
+def _finished_message(starter: Starter, ending: Ending) -> ClassAd:
+    ad = ending.attributes()
+    if starter.usage is not None:
+        usage = starter.usage.attributes()
+        for name in usage:
+            ad[name] = usage[name]
+    for name in ("ClusterId", "ProcId", "GlobalJobId", "Owner", "User"):
+        expr = starter.job.lookup(name)
+        if expr is not None:
+            ad[name] = expr
+    if starter.start_time is not None:
+        ad["JobStartDate"] = int(starter.start_time)
+        ad["JobDuration"] = round(starter.clock() - starter.start_time, 3)
+    if starter.user is not None:
+        ad["RemoteOwner"] = starter.user.name
+    return ad
+
+
+def run_job(starter: Starter) -> int:
+    """Run the starter's job from setup to the startd's acknowledgement; the exit status of
+    the starter process (0 unless the starter itself failed)."""
+    request = starter.request
+    oom_before = _global_oom_kills()
+    starter.connect()
+    keyword: str | None = None
+    launched: LaunchedJob | None = None
+    ending: Ending | None = None
+    logs: JobLogs | None = None
+    try:
+        starter.user = job_user(request.config, starter.job, request.slot_id)
+        sandbox = starter.make_sandbox()
+        starter.runner = _runner(starter, sandbox.path)
+        keyword = starter_hook_keyword(request.config, starter.job)
+        ending = _prepare(starter, starter.runner, keyword)
+        if ending is None:
+            command = job_command(starter.job, sandbox.path)
+            logs = JobLogs(
+                starter.job, command.iwd, starter.user.uid, starter.user.gid, starter.log
+            )
+            launched = _launch(starter, command)
+            starter.start_time = starter.clock()
+            starter.stage = "running"
+            started = ClassAd()
+            started["JobStartDate"] = int(starter.start_time)
+            started["JobId"] = f"{logs.ids.cluster}.{logs.ids.proc}"
+            starter.send(protocol.STARTED, started)
+            logs.write(
+                ExecuteEvent(
+                    job=logs.ids,
+                    when=starter.start_time,
+                    host=request.startd_address,
+                    slot_name=request.slot_name,
+                )
+            )
+            run = _Supervision(starter, launched, command)
+            _supervise(starter, run, logs, keyword)
+            status = launched.poll()
+            assert status is not None
+            starter.measure()
+            starter.kill_everything()
+            for hook in run.hooks:
+                hook.kill()
+            ending = starter.ending(status.code, status.signal, oom_before)
+    except JobSetupError as error:
+        starter.log.error("the job cannot run: %s", error)
+        ending = starter.setup_failure(error)
+    except EpError as error:
+        starter.log.error("the starter failed: %s", error)
+        ending = Ending(EVICTED, f"the starter failed: {error}")
+    finally:
+        if launched is not None:
+            starter.kill_everything()
+            launched.close()
+        starter.release_tracking()
+    assert ending is not None
+    starter.log.info("job ended: %s (%s)", ending.outcome, ending.reason)
+    if logs is None and starter.user is not None:
+        logs = JobLogs(
+            starter.job,
+            starter.sandbox.path if starter.sandbox else "/",
+            starter.user.uid,
+            starter.user.gid,
+            starter.log,
+        )
+    if logs is not None:
+        _log_ending(starter, logs, ending)
+    try:
+        _job_exit_hook(starter, keyword, ending)
+    except EpError as error:
+        starter.log.error("JOB_EXIT hook: %s", error)
+    finished = _finished_message(starter, ending)
+    starter.remove_sandbox()
+    starter.wait_for_ack(finished)
+    return 0

@@ -1,0 +1,305 @@
+"""One starter: runs one job for the startd, from its sandbox to its last process.
+
+The life of a job, in order: make the sandbox (owned by the job user) and write the job and
+machine ads into it; run the PREPARE_JOB_BEFORE_TRANSFER and PREPARE_JOB hooks (either may
+update the job ad, hold the job or send it back to idle); work out the command from the ad;
+start tracking (every isolation backend the startd enabled); launch the job; then, until its
+first process exits, obey the startd (suspend, continue, soft kill with KillSig, hard kill),
+report usage at STARTER_INITIAL_UPDATE_INTERVAL and every STARTER_UPDATE_INTERVAL (also to the
+UPDATE_JOB_INFO hook) and watch for its memory limit. When it ends: kill whatever it left
+behind, wait until no tracker sees a process, give tracking back, decide how it ended
+(:mod:`epcore.starter.outcome`), run the JOB_EXIT hook, write the job event logs, tell the
+startd and keep telling it (across startd restarts) until it acknowledges, then remove the
+sandbox.
+
+The starter talks to the startd as a client (:mod:`epcore.starter.protocol`), so a restarted
+startd finds it again: the starter reconnects every second while it has no connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import signal
+import socket
+import time
+from collections.abc import Callable
+
+import attrs
+
+from epcore.classad import ClassAd
+from epcore.config import Config
+from epcore.errors import EpError, JobSetupError
+from epcore.starter import protocol
+from epcore.starter.hooks import HookRunner
+from epcore.starter.identity import JobUser
+from epcore.starter.outcome import HELD, Ending, decide
+from epcore.starter.sandbox import Sandbox, disk_usage_kb, make_sandbox, remove_sandbox, write_ads
+from epcore.starter.usage import JobUsage, combine
+from epcore.types import IsolationBackend, JobTracking, TrackingRequest
+
+#: How long the starter waits for the processes a job left behind to die after SIGKILL.
+CLEANUP_SECONDS = 10.0
+RECONNECT_SECONDS = 1.0
+
+
+@attrs.frozen(eq=False)
+class StarterRequest:
+    """Everything the startd hands a starter: the claim, the job, the slot and where things are.
+
+    ``isolation`` holds the backends the startd enabled, process tracking first.
+    """
+
+    slot_name: str
+    slot_id: int
+    claim_id: str
+    job: ClassAd
+    machine: ClassAd
+    execute_dir: str
+    startd_socket: str
+    startd_address: str
+    config: Config
+    isolation: tuple[IsolationBackend, ...]
+    cpus: float
+    memory_mb: int
+    startd_memory_mb: int
+    starter_log: str
+
+
+def job_id(job: ClassAd) -> str:
+    """``cluster.proc`` of a job ad (0.0 for a fetched job without them)."""
+    cluster = job.evaluate("ClusterId")
+    proc = job.evaluate("ProcId")
+    cluster = cluster if isinstance(cluster, int) and not isinstance(cluster, bool) else 0
+    proc = proc if isinstance(proc, int) and not isinstance(proc, bool) else 0
+    return f"{cluster}.{proc}"
+
+
+def cgroup_key(execute_dir: str, slot_name: str, starter_id: int) -> str:
+    """HTCondor's cgroup name: the sandbox path with ``/`` made ``_``, then the slot name."""
+    flat = execute_dir.strip("/").replace("/", "_")
+    return f"condor_{flat}_{slot_name}_{starter_id}"
+
+
+def _global_oom_kills(path: str = "/proc/vmstat") -> int:
+    try:
+        with open(path, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class Starter:
+    """The starter of one job; :meth:`run` returns when the startd has the job's ending."""
+
+    def __init__(
+        self,
+        request: StarterRequest,
+        log: logging.Logger,
+        *,
+        clock: Callable[[], float] = time.time,
+        starter_id: int | None = None,
+    ) -> None:
+        self.request = request
+        self.log = log
+        self.clock = clock
+        self.starter_id = os.getpid() if starter_id is None else starter_id
+        self.job = request.job.copy()
+        self.selector = selectors.DefaultSelector()
+        self.channel: protocol.Channel | None = None
+        self.stage = "setup"
+        self.sandbox: Sandbox | None = None
+        self.trackings: list[JobTracking] = []
+        self.start_time: float | None = None
+        self.usage: JobUsage | None = None
+        self.stopped_by: str | None = None
+        self.suspended = False
+        self.acknowledged = False
+        self._next_connect = 0.0
+        self.user: JobUser | None = None
+        self.runner: HookRunner | None = None
+
+    # -- the startd connection --------------------------------------------------------------
+
+    def _hello(self) -> ClassAd:
+        ad = ClassAd()
+        ad["SlotName"] = self.request.slot_name
+        ad["ClaimId"] = self.request.claim_id
+        ad["JobId"] = job_id(self.job)
+        ad["StarterPid"] = os.getpid()
+        ad["StarterStage"] = self.stage
+        if self.start_time is not None:
+            ad["JobStartDate"] = int(self.start_time)
+        return protocol.message(protocol.HELLO, ad)
+
+    def connect(self) -> None:
+        """Connect to the startd when not connected and the retry time has come."""
+        if self.channel is not None and not self.channel.closed:
+            return
+        now = time.monotonic()
+        if now < self._next_connect:
+            return
+        self._next_connect = now + RECONNECT_SECONDS
+        if self.channel is not None:
+            self._forget_channel()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(protocol.socket_address(self.request.startd_socket))
+        except OSError as error:
+            sock.close()
+            self.log.debug("startd not reachable at %s: %s", self.request.startd_socket, error)
+            return
+        self.channel = protocol.Channel(sock, protocol.STARTD_COMMANDS)
+        self.selector.register(self.channel, selectors.EVENT_READ, "startd")
+        self.channel.send(self._hello())
+        self.log.info("connected to the startd at %s", self.request.startd_socket)
+
+    def _forget_channel(self) -> None:
+        if self.channel is None:
+            return
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(self.channel)
+        self.channel.close()
+        self.channel = None
+
+    def send(self, command: str, payload: ClassAd | None = None) -> None:
+        """Send to the startd if connected; the Hello after a reconnect carries the stage."""
+        if self.channel is not None and not self.channel.closed:
+            self.channel.send(protocol.message(command, payload))
+            if self.channel.closed:
+                self._forget_channel()
+
+    def read_startd(self, on_command: Callable[[str, ClassAd], None]) -> None:
+        if self.channel is None:
+            return
+        try:
+            for ad in self.channel.receive():
+                command = ad.evaluate("Command")
+                assert isinstance(command, str)
+                on_command(command, ad)
+        except protocol.ProtocolError as error:
+            self.log.error("bad message from the startd, reconnecting: %s", error)
+            self.channel.close()
+        if self.channel is not None and self.channel.closed:
+            self.log.warning("lost the connection to the startd; retrying every second")
+            self._forget_channel()
+
+    # -- setup ------------------------------------------------------------------------------
+
+    def _tracking_request(self) -> TrackingRequest:
+        config = self.request.config
+        policy = (config.get("CGROUP_MEMORY_LIMIT_POLICY") or "none").strip().lower()
+        disable_swap = config.get_bool("DISABLE_SWAP_FOR_JOB", False)
+        return TrackingRequest(
+            job_key=cgroup_key(self.request.execute_dir, self.request.slot_name, self.starter_id),
+            slot_name=self.request.slot_name,
+            slot_id=self.request.slot_id,
+            cpus=self.request.cpus,
+            memory_mb=self.request.memory_mb,
+            memory_policy=policy if policy in ("hard", "soft", "none") else "none",
+            startd_memory_mb=self.request.startd_memory_mb,
+            swap_limit_mb=None,
+            disable_swap=disable_swap,
+        )
+
+    def start_tracking(self) -> None:
+        request = self._tracking_request()
+        for backend in self.request.isolation:
+            self.trackings.append(backend.track(request))
+            self.log.info("tracking the job with %s", backend.name)
+
+    # -- usage ------------------------------------------------------------------------------
+
+    def job_pids(self) -> frozenset[int]:
+        """Every process of the job any tracker sees."""
+        found: set[int] = set()
+        for tracking in self.trackings:
+            found |= tracking.pids()
+        return frozenset(found)
+
+    def measure(self) -> JobUsage:
+        """The job's usage now (cgroup numbers before per-process sums)."""
+        measured = [t.usage() for t in reversed(self.trackings)]
+        disk = disk_usage_kb(self.sandbox.path) if self.sandbox is not None else 0
+        self.usage = combine(measured, len(self.job_pids()), disk, self.usage)
+        return self.usage
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def kill_everything(self) -> None:
+        """SIGKILL every process of the job until no tracker sees one (bounded)."""
+        deadline = time.monotonic() + CLEANUP_SECONDS
+        for tracking in self.trackings:
+            tracking.thaw()
+        while True:
+            left = self.job_pids()
+            if not left:
+                return
+            for tracking in self.trackings:
+                tracking.signal_all(signal.SIGKILL)
+            if time.monotonic() > deadline:
+                self.log.error("processes %s of the job survive SIGKILL", sorted(left))
+                return
+            time.sleep(0.01)
+
+    def release_tracking(self) -> None:
+        for tracking in reversed(self.trackings):
+            try:
+                tracking.release()
+            except EpError as error:
+                self.log.error("could not release job tracking: %s", error)
+
+    def wait_for_ack(self, finished: ClassAd) -> None:
+        """Send ``finished`` until the startd acknowledges it, reconnecting as needed."""
+        self.stage = "finished"
+        sent_on: protocol.Channel | None = None
+
+        def on_command(command: str, ad: ClassAd) -> None:
+            if command == protocol.ACK:
+                self.acknowledged = True
+
+        while not self.acknowledged:
+            self.connect()
+            if self.channel is not None and self.channel is not sent_on:
+                self.send(protocol.FINISHED, finished)
+                sent_on = self.channel
+            for _key, _events in self.selector.select(timeout=RECONNECT_SECONDS):
+                self.read_startd(on_command)
+            if self.channel is not None and self.channel.pending:
+                self.channel.flush()
+
+    def setup_failure(self, error: JobSetupError) -> Ending:
+        """The ending of a job that could not be started."""
+        return Ending(HELD, error.reason, None, None, error.hold_code, error.hold_subcode)
+
+    def ending(self, exit_code: int | None, exit_signal: int | None, oom_before: int) -> Ending:
+        """How the job ended, from what the trackers and the kernel say."""
+        usage = self.usage or self.measure()
+        memory_hit = any(t.out_of_memory() for t in self.trackings)
+        return decide(
+            exit_code=exit_code,
+            exit_signal=exit_signal,
+            stopped_by_startd=self.stopped_by,
+            memory_limit_hit=memory_hit,
+            global_oom=_global_oom_kills() > oom_before,
+            memory_mb=self.request.memory_mb,
+            peak_memory_mb=usage.memory_usage_mb,
+        )
+
+    def remove_sandbox(self) -> None:
+        """Remove the sandbox, if one was made."""
+        if self.sandbox is not None:
+            remove_sandbox(self.sandbox)
+            self.sandbox = None
+
+    def make_sandbox(self) -> Sandbox:
+        user = self.user
+        assert user is not None
+        self.sandbox = make_sandbox(self.request.execute_dir, self.starter_id, user.uid, user.gid)
+        write_ads(self.sandbox, self.job, self.request.machine, user.uid, user.gid)
+        return self.sandbox
