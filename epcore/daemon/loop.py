@@ -123,15 +123,17 @@ class StartdLoop:
         self._signals()
         if "control" in labels:
             self._accept_control()
+        # A connection closed while serving another frees its descriptor number for the next
+        # accepted one, so connections are told apart by the object registered, not the fd.
         for key, _ in ready:
-            if isinstance(key.data, protocol.Channel) and key.data in self.clients:
-                self._serve_control(key.data)
+            if key.data == "client" and isinstance(key.fileobj, protocol.Channel):
+                self._serve_control(key.fileobj)
         if "starters" in labels:
             for channel in startd.starters.accept():
-                self.selector.register(channel, selectors.EVENT_READ, channel)
+                self.selector.register(channel, selectors.EVENT_READ, "starter")
         for key, _ in ready:
-            if isinstance(key.data, protocol.Channel) and key.data not in self.clients:
-                self._read_starter(key.data)
+            if key.data == "starter" and isinstance(key.fileobj, protocol.Channel):
+                self._read_starter(key.fileobj)
         now = startd.clock()
         for handle in startd.starters.exited():
             startd.starter_exited(handle, now)
@@ -171,7 +173,7 @@ class StartdLoop:
                 return
             channel = protocol.Channel(sock, None)
             self.clients.append(channel)
-            self.selector.register(channel, selectors.EVENT_READ, channel)
+            self.selector.register(channel, selectors.EVENT_READ, "client")
 
     def _serve_control(self, channel: protocol.Channel) -> None:
         try:
@@ -183,14 +185,22 @@ class StartdLoop:
         if channel.closed:
             self._drop(channel)
 
-    def _drop(self, channel: protocol.Channel) -> None:
-        with contextlib.suppress(KeyError, ValueError):
+    def _unregister(self, channel: protocol.Channel) -> None:
+        """Unregister ``channel`` if it (not a newer connection on its old fd) is registered."""
+        key = self.selector.get_map().get(channel.fileno())
+        if key is not None and key.fileobj is channel:
             self.selector.unregister(channel)
+
+    def _drop(self, channel: protocol.Channel) -> None:
+        self._unregister(channel)
         channel.close()
         if channel in self.clients:
             self.clients.remove(channel)
 
     def _read_starter(self, channel: protocol.Channel) -> None:
+        if channel.closed:
+            self._unregister(channel)
+            return
         startd = self.startd
         now = startd.clock()
         for message in startd.starters.messages(channel):
@@ -205,8 +215,7 @@ class StartdLoop:
             if handle is not None:
                 startd.starter_message(handle, message, now)
         if channel.closed:
-            with contextlib.suppress(KeyError, ValueError):
-                self.selector.unregister(channel)
+            self._unregister(channel)
 
     def _timers(self) -> None:
         startd = self.startd
@@ -231,8 +240,8 @@ class StartdLoop:
     def _sweep(self) -> None:
         """Unregister every connection that closed (by its peer or by being forgotten)."""
         for key in list(self.selector.get_map().values()):
-            if isinstance(key.data, protocol.Channel) and key.data.closed:
-                self._drop(key.data)
+            if isinstance(key.fileobj, protocol.Channel) and key.fileobj.closed:
+                self._drop(key.fileobj)
 
     # -- running --------------------------------------------------------------------------
 

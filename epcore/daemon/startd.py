@@ -215,8 +215,12 @@ class Startd:
                 return
             payload = ClassAd()
             payload["Why"] = f"{kind.replace('_', ' ')} of {action.slot} by the startd's policy"
-            if not self.starters.send(handle.claim_id, command, payload) and kind == "hard_kill":
-                self.starters.kill(handle.claim_id)
+            if self.starters.send(handle.claim_id, command, payload):
+                self.log.info("%s: told the starter to %s", action.slot, kind.replace("_", " "))
+            else:
+                self.log.warning("%s: the starter is not connected to %s", action.slot, kind)
+                if kind == "hard_kill":
+                    self.starters.kill(handle.claim_id)
         elif kind == "kill_starter":
             if handle is not None:
                 self.log.warning("%s: KILLING_TIMEOUT ran out: killing the starter", action.slot)

@@ -105,6 +105,7 @@ class StarterPool:
         if handle.channel is not None and handle.channel is not channel:
             handle.channel.close()
         handle.channel = channel
+        self.log.info("%s: starter %d connected", handle.slot, handle.pid)
         stage = hello.evaluate("StarterStage")
         handle.stage = stage if isinstance(stage, str) else handle.stage
         start = hello.evaluate("JobStartDate")

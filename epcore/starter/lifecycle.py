@@ -215,6 +215,7 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
     def on_command(command: str, ad: ClassAd) -> None:
         why = ad.evaluate("Why")
         reason = why if isinstance(why, str) else command
+        starter.log.info("the startd says %s (%s)", command, reason)
         if command == protocol.SUSPEND:
             _suspend(starter, logs, True)
         elif command == protocol.CONTINUE:

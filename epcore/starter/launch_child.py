@@ -1,0 +1,328 @@
+"""What runs after :func:`epcore.starter.launch.launch` forks: the job's supervisor, the init
+of its PID namespace, and its first process up to exec.
+
+None of these functions returns: each process leaves through ``os._exit`` whatever happens,
+so no starter code ever runs in a forked child. See :mod:`epcore.starter.launch` for the
+report lines they write to the starter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import gc
+import os
+import resource
+import signal
+from typing import TYPE_CHECKING, NoReturn
+
+import attrs
+
+from epcore.errors import EpError
+
+if TYPE_CHECKING:
+    from epcore.starter.launch import LaunchSpec
+
+#: Signals the supervisor (and the namespace init) pass on to the job's first process.
+#: SIGKILL and SIGSTOP cannot be caught, so the trackers deliver those to every process.
+FORWARDED_SIGNALS: tuple[signal.Signals, ...] = (
+    signal.SIGTERM,
+    signal.SIGINT,
+    signal.SIGQUIT,
+    signal.SIGHUP,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+    signal.SIGCONT,
+    signal.SIGALRM,
+    signal.SIGWINCH,
+    signal.SIGTSTP,
+    signal.SIGTTIN,
+    signal.SIGTTOU,
+)
+
+_PR_SET_CHILD_SUBREAPER = 36
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWPID = 0x20000000
+_MS_REC = 0x4000
+_MS_PRIVATE = 0x40000
+_MS_NOSUID = 0x2
+_MS_NODEV = 0x4
+_MS_NOEXEC = 0x8
+#: Exit code of a job child whose setup failed (the starter never sees it: it gets an E line).
+_SETUP_FAILED = 127
+
+
+@attrs.frozen
+class ExitStatus:
+    """How the job's first process ended: its exit ``code`` or the ``signal`` that killed it,
+    and its rusage (which covers the part of its tree it waited for)."""
+
+    code: int | None
+    signal: int | None
+    user_cpu: float
+    system_cpu: float
+    max_rss_kb: int
+
+    def to_report(self) -> str:
+        """The ``X`` line the supervisor writes for this status (without the newline)."""
+        code = "-" if self.code is None else str(self.code)
+        sig = "-" if self.signal is None else str(self.signal)
+        return f"X {code} {sig} {self.user_cpu!r} {self.system_cpu!r} {self.max_rss_kb}"
+
+    @classmethod
+    def from_report(cls, line: str) -> ExitStatus:
+        """Read an ``X`` line back; EpError when it is not one."""
+        fields = line.split(" ")
+        if len(fields) != 6 or fields[0] != "X":
+            raise EpError(f"malformed exit report from the job's supervisor: {line!r}")
+        try:
+            status = cls(
+                None if fields[1] == "-" else int(fields[1]),
+                None if fields[2] == "-" else int(fields[2]),
+                float(fields[3]),
+                float(fields[4]),
+                int(fields[5]),
+            )
+        except ValueError as exc:
+            raise EpError(f"malformed exit report from the job's supervisor: {line!r}") from exc
+        if (status.code is None) == (status.signal is None):
+            raise EpError(f"exit report needs exactly one of code and signal: {line!r}")
+        return status
+
+
+def _status_from_wait(status: int, usage: resource.struct_rusage) -> ExitStatus:
+    code = os.waitstatus_to_exitcode(status)
+    utime, stime, maxrss = usage.ru_utime, usage.ru_stime, usage.ru_maxrss
+    if code < 0:
+        return ExitStatus(None, -code, utime, stime, maxrss)
+    return ExitStatus(code, None, utime, stime, maxrss)
+
+
+class Libc:
+    """The few libc calls Python 3.11 lacks; loaded before fork so children only call them.
+
+    Each raises OSError with the errno when the call fails."""
+
+    def __init__(self) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+
+    def _check(self, result: int) -> None:
+        if result != 0:
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+
+    def set_subreaper(self) -> None:
+        self._check(self._libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+
+    def unshare(self, flags: int) -> None:
+        self._check(self._libc.unshare(flags))
+
+    def mount(self, source: bytes, target: bytes, fstype: bytes | None, flags: int) -> None:
+        self._check(self._libc.mount(source, target, fstype, ctypes.c_ulong(flags), None))
+
+
+def set_subreaper() -> None:
+    """Make the calling process a child subreaper (orphaned descendants are reparented to it)."""
+    Libc().set_subreaper()
+
+
+# -- the processes after fork: only os._exit leaves these functions --------------------------
+
+
+def _write_line(fd: int, line: str) -> None:
+    # A failed write means the starter is gone; nobody is left to tell.
+    with contextlib.suppress(OSError):
+        os.write(fd, (line + "\n").encode())
+
+
+def _job_main(spec: LaunchSpec, err_w: int) -> NoReturn:
+    """The job's first process: set up, then exec; on failure tell the parent why."""
+    stage, index, number = "exec", 0, 0
+    try:
+        for signum in signal.valid_signals():
+            if signum not in (signal.SIGKILL, signal.SIGSTOP):
+                # Ignored dispositions survive exec (Python ignores SIGPIPE and SIGXFSZ).
+                with contextlib.suppress(OSError, ValueError):
+                    signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        stage = "setsid"
+        os.setsid()
+        for index, path in enumerate(spec.setup.join_files):  # noqa: B007
+            stage = "join"
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
+        index = 0
+        stage = "identity"
+        groups = [*spec.groups, *spec.setup.extra_groups]
+        if spec.uid is None and spec.gid is None:
+            groups = [*os.getgroups(), *groups] if groups else []
+        if groups or spec.uid is not None or spec.gid is not None:
+            os.setgroups(groups)
+        if spec.gid is not None:
+            os.setgid(spec.gid)
+        if spec.uid is not None:
+            os.setuid(spec.uid)
+        os.umask(spec.umask)
+        # Directory and files are reached as the job's user, so its permissions apply.
+        stage = "cwd"
+        os.chdir(spec.cwd)
+        stage = "stdin"
+        stdin = os.open(spec.stdin, os.O_RDONLY)
+        stage = "stdout"
+        output_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        stdout = os.open(spec.stdout, output_flags, 0o666)
+        stage = "stderr"
+        stderr = stdout if spec.stderr == spec.stdout else os.open(spec.stderr, output_flags, 0o666)
+        for source, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
+            os.dup2(source, target)
+        for fd in {stdin, stdout, stderr} - {0, 1, 2}:
+            os.close(fd)
+        stage = "exec"
+        os.execve(spec.argv[0], spec.argv, dict(spec.environment))
+    except OSError as exc:
+        number = exc.errno or errno.EIO
+    except BaseException:
+        number = errno.EINVAL
+    try:
+        os.write(err_w, f"{stage} {number} {index}".encode())
+    finally:
+        os._exit(_SETUP_FAILED)
+
+
+def _start_job(spec: LaunchSpec, report: int) -> int | None:
+    """Fork the job and report S (returning its pid) or E/F (returning None)."""
+    try:
+        err_r, err_w = os.pipe()
+    except OSError as exc:
+        _write_line(report, f"F pipe {exc.errno or errno.EIO}")
+        return None
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        _write_line(report, f"F fork {exc.errno or errno.EIO}")
+        return None
+    if pid == 0:
+        os.close(err_r)
+        _job_main(spec, err_w)
+    os.close(err_w)
+    failure = b""
+    while chunk := os.read(err_r, 256):
+        failure += chunk
+    os.close(err_r)
+    if failure:
+        os.waitpid(pid, 0)
+        _write_line(report, "E " + failure.decode(errors="replace"))
+        return None
+    _write_line(report, "S")
+    return pid
+
+
+def _waited_signals() -> set[int]:
+    return {int(s) for s in FORWARDED_SIGNALS} | {int(signal.SIGCHLD)}
+
+
+def _supervise(report: int, child: int, mode: str) -> NoReturn:
+    """Forward signals to ``child`` and reap every child until the process's role ends.
+
+    ``mode`` "supervisor": report the job's end, then stay as the parent of orphans;
+    "init": report the job's end and exit (which empties the namespace);
+    "outer": ``child`` is the namespace init, which reports; exit once it is gone, reporting
+    for it when it was killed before it could.
+    """
+    waited = _waited_signals()
+    alive = True
+    while True:
+        info = signal.sigwaitinfo(waited)
+        if info.si_signo != signal.SIGCHLD:
+            if alive:
+                with contextlib.suppress(OSError):
+                    os.kill(child, info.si_signo)
+            continue
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid != child:
+                continue
+            alive = False
+            if mode == "outer":
+                if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+                    _write_line(report, _status_from_wait(status, usage).to_report())
+                os._exit(0)
+            _write_line(report, _status_from_wait(status, usage).to_report())
+            if mode == "init":
+                os._exit(0)
+
+
+def _init_main(spec: LaunchSpec, libc: Libc, report: int) -> NoReturn:
+    """PID 1 of the job's namespace: its own /proc, then the job as PID 2."""
+    try:
+        try:
+            libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        except OSError as exc:
+            _write_line(report, f"F proc {exc.errno or errno.EIO}")
+            os._exit(0)
+        job = _start_job(spec, report)
+        if job is None:
+            os._exit(0)
+        _supervise(report, job, "init")
+    except BaseException:
+        os._exit(3)
+
+
+def _isolate_fds(report: int, max_fd: int) -> int:
+    """Keep only the report pipe (moved above 2) and /dev/null as 0, 1, 2."""
+    moved = fcntl.fcntl(report, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(report)
+    null = os.open("/dev/null", os.O_RDWR)
+    for target in (0, 1, 2):
+        if null != target:
+            os.dup2(null, target)
+    if null > 2 and null != moved:
+        os.close(null)
+    os.closerange(3, moved)
+    os.closerange(moved + 1, max(max_fd, moved + 1))
+    return moved
+
+
+def supervisor_main(spec: LaunchSpec, libc: Libc, report: int, max_fd: int) -> NoReturn:
+    """The supervisor, right after fork: keep only ``report`` open, become a subreaper, start
+    the job (in a new PID namespace when asked) and supervise it until killed."""
+    try:
+        # The starter's objects must never be finalized here (they could close our fds).
+        gc.disable()
+        report = _isolate_fds(report, max_fd)
+        signal.pthread_sigmask(signal.SIG_BLOCK, _waited_signals())
+        for signum in _waited_signals():
+            # SIGCHLD ignored would make the kernel reap children before wait4 sees them.
+            signal.signal(signum, signal.SIG_DFL)
+        step = "subreaper"
+        try:
+            libc.set_subreaper()
+            if spec.setup.new_pid_namespace:
+                step = "unshare"
+                libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS)
+                step = "private"
+                libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE)
+                step = "fork"
+                init = os.fork()
+                if init == 0:
+                    _init_main(spec, libc, report)
+                _supervise(report, init, "outer")
+        except OSError as exc:
+            _write_line(report, f"F {step} {exc.errno or errno.EIO}")
+            os._exit(0)
+        job = _start_job(spec, report)
+        if job is None:
+            os._exit(0)
+        _supervise(report, job, "supervisor")
+    except BaseException:
+        os._exit(2)

@@ -1,0 +1,427 @@
+"""HTCondor's job event log ("user log"): the events a starter reports for a job it runs.
+
+A text event is a header line ``NNN (cluster.proc.subproc) YYYY-MM-DD HH:MM:SS <text>`` (local
+time), tab-indented detail lines, and a ``...`` line; this is what HTCondor writes and what
+its readers (``htcondor2.JobEventLog``, ``condor_wait``) parse. The XML variant writes each
+event as one ``<c>`` ClassAd record carrying the same attributes the readers report
+(``MyType``, ``EventTypeNumber``, ``Cluster``, ``Proc``, ``Subproc``, ``EventTime`` ...);
+no document header is written, so appending by several writers keeps the file readable.
+
+Free text (hold and abort reasons, generic information) is written on one line, because a
+reader takes each line of an event as a separate field: line breaks become spaces and
+surrounding white space is dropped (:func:`one_line`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import ClassVar
+from xml.sax.saxutils import escape, quoteattr
+
+import attrs
+
+from epcore.classad import UNDEFINED, ClassAd
+from epcore.errors import EpError
+
+_EVENT_END = "..."
+_NO_REASON = "Reason unspecified"
+XmlValue = str | int | float | bool
+
+
+class UserLogError(EpError):
+    """A job event log that cannot be written; names the log's path."""
+
+
+def one_line(text: str) -> str:
+    """``text`` as a single log line: line breaks become spaces, outer white space goes."""
+    return " ".join(text.splitlines()).strip()
+
+
+def _ad_id(job: ClassAd, attribute: str) -> int:
+    value = job.evaluate(attribute) if attribute in job else UNDEFINED
+    if value is UNDEFINED:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserLogError(f"job ad attribute {attribute}: expected an integer, got {value!r}")
+    return value
+
+
+@attrs.frozen
+class JobIds:
+    """A job's identity in the log: cluster, proc and subproc numbers."""
+
+    cluster: int = 0
+    proc: int = 0
+    subproc: int = 0
+
+    @classmethod
+    def from_ad(cls, job: ClassAd) -> JobIds:
+        """ClusterId and ProcId of ``job``; 0 when absent, as for a fetched job."""
+        return cls(_ad_id(job, "ClusterId"), _ad_id(job, "ProcId"))
+
+
+@attrs.frozen
+class ResourceUsage:
+    """CPU time a job used, in seconds, as the ``Usr d hh:mm:ss, Sys d hh:mm:ss`` text."""
+
+    user_seconds: float = 0.0
+    system_seconds: float = 0.0
+
+    def text(self) -> str:
+        """The usage as HTCondor prints it."""
+        return f"Usr {_duration(self.user_seconds)}, Sys {_duration(self.system_seconds)}"
+
+
+_NO_USAGE = ResourceUsage()
+
+
+def _duration(seconds: float) -> str:
+    whole = max(0, int(seconds))
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{days} {hours:02d}:{minutes:02d}:{secs:02d}"
+
+
+@attrs.frozen(kw_only=True)
+class JobEvent:
+    """What every event carries: the job it is about and when it happened (epoch seconds)."""
+
+    number: ClassVar[int] = 0
+    my_type: ClassVar[str] = ""
+
+    job: JobIds
+    when: float
+
+    def headline(self) -> str:
+        """The text after the header's time stamp."""
+        raise NotImplementedError
+
+    def details(self) -> list[str]:
+        """The event's detail lines, without their leading tab."""
+        return []
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        """The event-specific attributes of the XML record."""
+        return []
+
+
+@attrs.frozen(kw_only=True)
+class ExecuteEvent(JobEvent):
+    """001: the job started on ``host`` (a sinful string), optionally in slot ``slot_name``."""
+
+    number: ClassVar[int] = 1
+    my_type: ClassVar[str] = "ExecuteEvent"
+
+    host: str
+    slot_name: str | None = None
+
+    def headline(self) -> str:
+        return f"Job executing on host: {one_line(self.host)}"
+
+    def details(self) -> list[str]:
+        return [f"SlotName: {one_line(self.slot_name)}"] if self.slot_name else []
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        found: list[tuple[str, XmlValue]] = [("ExecuteHost", self.host)]
+        return found + ([("SlotName", self.slot_name)] if self.slot_name else [])
+
+
+@attrs.frozen(kw_only=True)
+class ImageSizeEvent(JobEvent):
+    """006: the job's image size (KB), memory usage (MB) and resident set size (KB)."""
+
+    number: ClassVar[int] = 6
+    my_type: ClassVar[str] = "JobImageSizeEvent"
+
+    image_size_kb: int
+    memory_usage_mb: int
+    resident_set_kb: int
+
+    def headline(self) -> str:
+        return f"Image size of job updated: {self.image_size_kb}"
+
+    def details(self) -> list[str]:
+        return [
+            f"{self.memory_usage_mb}  -  MemoryUsage of job (MB)",
+            f"{self.resident_set_kb}  -  ResidentSetSize of job (KB)",
+        ]
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        return [
+            ("Size", self.image_size_kb),
+            ("MemoryUsage", self.memory_usage_mb),
+            ("ResidentSetSize", self.resident_set_kb),
+        ]
+
+
+def _usage_lines(run: ResourceUsage, total: ResourceUsage | None) -> list[str]:
+    lines = [f"\t{run.text()}  -  Run Remote Usage", f"\t{_NO_USAGE.text()}  -  Run Local Usage"]
+    if total is not None:
+        lines += [
+            f"\t{total.text()}  -  Total Remote Usage",
+            f"\t{_NO_USAGE.text()}  -  Total Local Usage",
+        ]
+    return lines
+
+
+@attrs.frozen(kw_only=True)
+class JobTerminatedEvent(JobEvent):
+    """005: the job exited, normally with ``code`` as return value or killed by signal ``code``.
+
+    ``run_usage``/``bytes_*`` cover this run; the ``total_*`` fields all runs (the starter
+    of a fetched job knows only this run, so they default to the run's values).
+    """
+
+    number: ClassVar[int] = 5
+    my_type: ClassVar[str] = "JobTerminatedEvent"
+
+    normal: bool
+    code: int
+    run_usage: ResourceUsage = _NO_USAGE
+    total_usage: ResourceUsage | None = None
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    total_bytes_sent: int | None = None
+    total_bytes_received: int | None = None
+
+    def _totals(self) -> tuple[ResourceUsage, int, int]:
+        return (
+            self.total_usage if self.total_usage is not None else self.run_usage,
+            self.total_bytes_sent if self.total_bytes_sent is not None else self.bytes_sent,
+            self.total_bytes_received
+            if self.total_bytes_received is not None
+            else self.bytes_received,
+        )
+
+    def headline(self) -> str:
+        return "Job terminated."
+
+    def details(self) -> list[str]:
+        usage, sent, received = self._totals()
+        if self.normal:
+            lines = [f"(1) Normal termination (return value {self.code})"]
+        else:
+            lines = [f"(0) Abnormal termination (signal {self.code})", "(0) No core file"]
+        return [
+            *lines,
+            *_usage_lines(self.run_usage, usage),
+            f"{self.bytes_sent}  -  Run Bytes Sent By Job",
+            f"{self.bytes_received}  -  Run Bytes Received By Job",
+            f"{sent}  -  Total Bytes Sent By Job",
+            f"{received}  -  Total Bytes Received By Job",
+        ]
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        usage, sent, received = self._totals()
+        outcome: tuple[str, XmlValue] = (
+            ("ReturnValue", self.code) if self.normal else ("TerminatedBySignal", self.code)
+        )
+        return [
+            ("TerminatedNormally", self.normal),
+            outcome,
+            ("RunRemoteUsage", self.run_usage.text()),
+            ("RunLocalUsage", _NO_USAGE.text()),
+            ("TotalRemoteUsage", usage.text()),
+            ("TotalLocalUsage", _NO_USAGE.text()),
+            ("SentBytes", float(self.bytes_sent)),
+            ("ReceivedBytes", float(self.bytes_received)),
+            ("TotalSentBytes", float(sent)),
+            ("TotalReceivedBytes", float(received)),
+        ]
+
+
+@attrs.frozen(kw_only=True)
+class JobEvictedEvent(JobEvent):
+    """004: the job was stopped before it finished (preempted, vacated); never checkpointed."""
+
+    number: ClassVar[int] = 4
+    my_type: ClassVar[str] = "JobEvictedEvent"
+
+    run_usage: ResourceUsage = _NO_USAGE
+    bytes_sent: int = 0
+    bytes_received: int = 0
+
+    def headline(self) -> str:
+        return "Job was evicted."
+
+    def details(self) -> list[str]:
+        return [
+            "(0) Job was not checkpointed.",
+            *_usage_lines(self.run_usage, None),
+            f"{self.bytes_sent}  -  Run Bytes Sent By Job",
+            f"{self.bytes_received}  -  Run Bytes Received By Job",
+        ]
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        return [
+            ("Checkpointed", False),
+            ("TerminatedAndRequeued", False),
+            ("TerminatedNormally", False),
+            ("RunRemoteUsage", self.run_usage.text()),
+            ("RunLocalUsage", _NO_USAGE.text()),
+            ("SentBytes", float(self.bytes_sent)),
+            ("ReceivedBytes", float(self.bytes_received)),
+        ]
+
+
+@attrs.frozen(kw_only=True)
+class JobHeldEvent(JobEvent):
+    """012: the job was put on hold with HoldReason, HoldReasonCode and HoldReasonSubCode."""
+
+    number: ClassVar[int] = 12
+    my_type: ClassVar[str] = "JobHeldEvent"
+
+    reason: str
+    code: int = 0
+    subcode: int = 0
+
+    def headline(self) -> str:
+        return "Job was held."
+
+    def details(self) -> list[str]:
+        return [one_line(self.reason) or _NO_REASON, f"Code {self.code} Subcode {self.subcode}"]
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        return [
+            ("HoldReason", one_line(self.reason) or _NO_REASON),
+            ("HoldReasonCode", self.code),
+            ("HoldReasonSubCode", self.subcode),
+        ]
+
+
+@attrs.frozen(kw_only=True)
+class JobSuspendedEvent(JobEvent):
+    """010: the job was suspended; ``processes`` is how many processes were stopped."""
+
+    number: ClassVar[int] = 10
+    my_type: ClassVar[str] = "JobSuspendedEvent"
+
+    processes: int
+
+    def headline(self) -> str:
+        return "Job was suspended."
+
+    def details(self) -> list[str]:
+        return [f"Number of processes actually suspended: {self.processes}"]
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        return [("NumberOfPIDs", self.processes)]
+
+
+@attrs.frozen(kw_only=True)
+class JobUnsuspendedEvent(JobEvent):
+    """011: the job was resumed after a suspension."""
+
+    number: ClassVar[int] = 11
+    my_type: ClassVar[str] = "JobUnsuspendedEvent"
+
+    def headline(self) -> str:
+        return "Job was unsuspended."
+
+
+@attrs.frozen(kw_only=True)
+class JobAbortedEvent(JobEvent):
+    """009: the job was removed, with the reason."""
+
+    number: ClassVar[int] = 9
+    my_type: ClassVar[str] = "JobAbortedEvent"
+
+    reason: str = ""
+
+    def headline(self) -> str:
+        return "Job was aborted."
+
+    def details(self) -> list[str]:
+        return [one_line(self.reason)] if one_line(self.reason) else []
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        return [("Reason", one_line(self.reason))] if one_line(self.reason) else []
+
+
+@attrs.frozen(kw_only=True)
+class GenericEvent(JobEvent):
+    """008: free information text, written on the header line."""
+
+    number: ClassVar[int] = 8
+    my_type: ClassVar[str] = "GenericEvent"
+
+    info: str
+
+    def headline(self) -> str:
+        return one_line(self.info)
+
+    def fields(self) -> list[tuple[str, XmlValue]]:
+        return [("Info", one_line(self.info))]
+
+
+def _xml_value(value: XmlValue) -> str:
+    if isinstance(value, bool):
+        return f'<b v="{"t" if value else "f"}"/>'
+    if isinstance(value, int):
+        return f"<i>{value}</i>"
+    if isinstance(value, float):
+        return f"<r>{value!r}</r>"
+    return f"<s>{escape(_xml_safe(value))}</s>"
+
+
+def _xml_safe(text: str) -> str:
+    """Drop characters XML 1.0 cannot carry at all (most C0 controls), which no reader wants."""
+    return "".join(c for c in text if c in "\t\n\r" or ord(c) >= 0x20)
+
+
+def format_text(event: JobEvent) -> str:
+    """``event`` as a text log entry, ending with the ``...`` line."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.when))
+    ids = f"{event.job.cluster:03d}.{event.job.proc:03d}.{event.job.subproc:03d}"
+    lines = [f"{event.number:03d} ({ids}) {stamp} {event.headline()}"]
+    lines += [f"\t{line}" for line in event.details()]
+    lines.append(_EVENT_END)
+    return "\n".join(lines) + "\n"
+
+
+def format_xml(event: JobEvent) -> str:
+    """``event`` as one ``<c>`` ClassAd XML record."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(event.when))
+    common: list[tuple[str, XmlValue]] = [
+        ("MyType", event.my_type),
+        ("EventTypeNumber", event.number),
+        ("EventTime", stamp),
+        ("Cluster", event.job.cluster),
+        ("Proc", event.job.proc),
+        ("Subproc", event.job.subproc),
+    ]
+    attributes = [
+        f"    <a n={quoteattr(name)}>{_xml_value(value)}</a>"
+        for name, value in [*common, *event.fields()]
+    ]
+    return "<c>\n" + "\n".join(attributes) + "\n</c>\n"
+
+
+class EventLogWriter:
+    """Appends events to the job event log at ``path``, in text or (``xml=True``) XML.
+
+    Each write opens, appends and closes the file, so other writers (and log rotation by
+    renaming) interleave safely at event boundaries; ``fsync=True`` also flushes each event to
+    disk before returning.
+    """
+
+    def __init__(self, path: str, *, xml: bool = False, fsync: bool = False) -> None:
+        self.path = path
+        self.xml = xml
+        self.fsync = fsync
+
+    def write(self, event: JobEvent) -> None:
+        """Append ``event``; a log that cannot be opened or written is a :class:`UserLogError`."""
+        entry = format_xml(event) if self.xml else format_text(event)
+        try:
+            with open(self.path, "a", encoding="utf-8", errors="replace") as log:
+                log.write(entry)
+                if self.fsync:
+                    log.flush()
+                    os.fsync(log.fileno())
+        except OSError as error:
+            raise UserLogError(
+                f"cannot write job event log {self.path}: {error.strerror or error}"
+            ) from error
