@@ -73,13 +73,16 @@ def _saved_claim(ad: ClassAd, where: str) -> tuple[SavedClaim, int]:
 
 
 def write_claims(path: str, lines: Sequence[ClassAd]) -> None:
-    """Replace the claims file with ``lines`` atomically (a crash leaves the old or the new)."""
+    """Replace the claims file with ``lines`` atomically (a crash leaves the old or the new).
+
+    Not fsynced: the file must outlive the startd process (kill -9, a crash), which the page
+    cache ensures; a machine that goes down takes its jobs with it, so flushing to disk on
+    every activation would only slow job starts.
+    """
     temporary = f"{path}.tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
         for ad in lines:
             handle.write(f"{ad}\n")
-        handle.flush()
-        os.fsync(handle.fileno())
     os.replace(temporary, path)
 
 

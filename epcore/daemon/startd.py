@@ -37,6 +37,7 @@ from epcore.state.records import Action, EngineState, StatusMemo
 from epcore.state.restore import SavedClaim, restore_claim
 from epcore.state.work import Outcome
 from epcore.types import (
+    HostReadings,
     IsolationBackend,
     JobFinished,
     JobStarted,
@@ -84,6 +85,7 @@ class Startd:
         self.host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
         self.address = f"<unix:{self.paths.control_socket}>"
         self.extra_attributes: list[MachineAttribute] = []
+        self._last_readings: tuple[int, HostReadings] | None = None
         self.engine, self.builder = self._policy(config)
         self.statuses = StatusMemo()
         self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
@@ -139,7 +141,7 @@ class Startd:
 
     def ads(self, state: EngineState, now: float, *, published: bool = True) -> dict[str, ClassAd]:
         """Every slot's ad by short name (``published``: as advertised, Requirements folded)."""
-        readings = self.plugins.host_readings(self.config, self.host, now)
+        readings = self._readings(now)
         built = self.builder.build(
             state.layout,
             readings,
@@ -151,6 +153,14 @@ class Startd:
             fold_requirements=published,
         )
         return {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
+
+    def _readings(self, now: float) -> HostReadings:
+        """The host readings at ``now``, taken at most once per second: the engine asks for
+        ads many times in one event, and each reading scans the terminal devices."""
+        second = int(now)
+        if self._last_readings is None or self._last_readings[0] != second:
+            self._last_readings = (second, self.plugins.host_readings(self.config, self.host, now))
+        return self._last_readings[1]
 
     def policy_ads(self, state: EngineState, now: float) -> dict[str, ClassAd]:
         """The engine's ad source."""

@@ -12,6 +12,7 @@ watched through its PID.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -141,6 +142,9 @@ class StarterPool:
         """Fork a starter that runs ``run()`` in a session of its own."""
         pid = os.fork()
         if pid == 0:  # the starter
+            # The startd's objects stay as they are: a collection here would touch every one
+            # of them and copy the startd's memory page by page.
+            gc.freeze()
             code = 1
             try:
                 os.setsid()

@@ -386,13 +386,11 @@ def run_job(starter: Starter) -> int:
     assert ending is not None
     starter.log.info("job ended: %s (%s)", ending.outcome, ending.reason)
     if logs is None and starter.user is not None:
-        logs = JobLogs(
-            starter.job,
-            starter.sandbox.path if starter.sandbox else "/",
-            starter.user.uid,
-            starter.user.gid,
-            starter.log,
-        )
+        # The job never got as far as its command: its logs are still relative to its Iwd.
+        iwd = starter.job.evaluate("Iwd")
+        if not isinstance(iwd, str) or not iwd:
+            iwd = starter.sandbox.path if starter.sandbox is not None else "/"
+        logs = JobLogs(starter.job, iwd, starter.user.uid, starter.user.gid, starter.log)
     if logs is not None:
         _log_ending(starter, logs, ending)
     try:

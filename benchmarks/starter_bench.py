@@ -1,0 +1,147 @@
+"""From activation to the job's first instruction, through a real startd and starter (must-show 5).
+
+Run from the project root, as root (cgroups and slot users need it), after
+``python3 -m pip install -e '.[test]'``::
+
+    python3 benchmarks/starter_bench.py            # 41 jobs per side
+    python3 benchmarks/starter_bench.py --quick    # 7 jobs per side: a smoke test
+
+A startd runs in this process (the same :class:`~epcore.daemon.startd.Startd` and
+:class:`~epcore.daemon.loop.StartdLoop` that ``ep startd`` runs) with cgroup tracking on (a
+BASE_CGROUP made for the run) and the default CGROUP_MEMORY_LIMIT_POLICY. Each round claims
+the partitionable slot for a one-core job and activates the claim; the job is
+``/bin/date +%s.%N`` writing its first reading of the clock to its output file. The timed span
+is from just before ``activate`` to that reading: the fork of the starter, its sandbox, its
+cgroup (five v1 hierarchies here), the supervisor, the user switch and the exec. The target is a
+median of at most 25 ms.
+
+The baseline, in the same run, is a bare ``subprocess.run`` of the same program (timed from the
+call to the program's own reading), and each side's whole time per job (activation to the
+startd's record of the result, against ``subprocess.run`` returning) gives the starter's
+overhead per job. It is a measurement, not a test: it exits 0 whether or not the target is met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from epcore.classad import parse_ad
+from epcore.daemon.loop import StartdLoop
+from epcore.daemon.main import build_startd
+
+CONFIG = """\
+LOCAL_DIR = {local}
+START = True
+SUSPEND = False
+PREEMPT = False
+KILL = False
+WANT_SUSPEND = False
+IS_OWNER = False
+RUNBENCHMARKS = False
+NUM_CPUS = 2
+BASE_CGROUP = {cgroup}
+STARTER_INITIAL_UPDATE_INTERVAL = 300
+"""
+
+PROGRAM = "/bin/date"
+
+
+def _job(out: Path) -> str:
+    return (
+        f'[ ClusterId = 1; ProcId = 0; Owner = "nobody"; Cmd = "{PROGRAM}"; Arguments = "+%s.%N";'
+        f' Iwd = "{out.parent}"; Out = "{out.name}"; RequestCpus = 1; RequestMemory = 128;'
+        " RequestDisk = 1024 ]"
+    )
+
+
+def _epcore_round(loop: StartdLoop, out: Path) -> tuple[float, float]:
+    """(activation to first instruction, activation to the recorded result), in seconds."""
+    startd = loop.startd
+    done = len(startd.results)
+    claim_id = startd.claim("slot1", parse_ad(_job(out)))
+    started = time.time()
+    startd.activate(claim_id)
+    while len(startd.results) == done:
+        loop.turn()
+    finished = time.time()
+    first = float(out.read_text().strip())
+    startd.release(claim_id)
+    for _ in range(3):
+        loop.turn()
+    return first - started, finished - started
+
+
+def _baseline_round(out: Path) -> tuple[float, float]:
+    started = time.time()
+    with open(out, "w") as handle:
+        subprocess.run([PROGRAM, "+%s.%N"], stdout=handle, check=True)
+    finished = time.time()
+    return float(out.read_text().strip()) - started, finished - started
+
+
+def _remove_cgroups(name: str) -> None:
+    for controller in Path("/sys/fs/cgroup").iterdir():
+        root = controller / name
+        if root.is_dir():
+            for sub in sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+                if sub.is_dir():
+                    sub.rmdir()
+            root.rmdir()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="7 jobs per side")
+    rounds = 7 if parser.parse_args().quick else 41
+    if os.geteuid() != 0:
+        print("starter_bench: needs root (cgroups, running jobs as nobody)")
+        return 0
+    local = Path(tempfile.mkdtemp(prefix="ep_bench_"))
+    local.chmod(0o755)
+    cgroup = f"ep_bench_{uuid.uuid4().hex[:6]}"
+    config = local / "condor_config"
+    config.write_text(CONFIG.format(local=local, cgroup=cgroup))
+    outputs = local / "out"
+    outputs.mkdir()
+    outputs.chmod(0o777)
+    loop = StartdLoop(build_startd(str(config)))
+    loop.open()
+    try:
+        print(f"process tracking: {', '.join(b.name for b in loop.startd.isolation)}")
+        _epcore_round(loop, outputs / "warm")
+        ours = [_epcore_round(loop, outputs / f"job{i}") for i in range(rounds)]
+        bare = [_baseline_round(outputs / f"bare{i}") for i in range(rounds)]
+    finally:
+        loop.startd.shutdown(True)
+        while not loop.finished:
+            loop.turn()
+        loop.close()
+        _remove_cgroups(cgroup)
+        shutil.rmtree(local, ignore_errors=True)
+    first = statistics.median(t for t, _ in ours) * 1000
+    total = statistics.median(t for _, t in ours) * 1000
+    bare_first = statistics.median(t for t, _ in bare) * 1000
+    bare_total = statistics.median(t for _, t in bare) * 1000
+    print(f"jobs per side: {rounds}")
+    print(f"activation -> first instruction: median {first:.1f} ms (target <= 25 ms)")
+    print(f"subprocess.run -> first instruction: median {bare_first:.1f} ms")
+    print(f"ratio (epcore / subprocess.run), first instruction: {first / bare_first:.2f}")
+    print(f"whole job, activation -> result recorded: median {total:.1f} ms")
+    print(f"whole job, subprocess.run: median {bare_total:.1f} ms")
+    print(f"starter overhead per job: {total - bare_total:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
