@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from collections.abc import Callable
 from typing import Protocol
 
-from epcore.classad import ClassAd, ClassAdSyntaxError, parse_ad, parse_expr
+from epcore.classad import UNDEFINED, ClassAd, ClassAdSyntaxError, parse_ad, parse_expr
 from epcore.errors import EpError
 from epcore.starter import protocol
 
@@ -68,7 +69,7 @@ class StartdControl(Protocol):
 
 def _argument(request: ClassAd, name: str, kind: type, required: bool = True) -> object:
     value = request.evaluate(name)
-    if value is None or (not required and name not in request):
+    if value is UNDEFINED or name not in request:
         if required:
             raise ControlError(f"request {request.evaluate('Command')!r} needs attribute {name}")
         return None
@@ -169,7 +170,9 @@ def request(command: str, **arguments: object) -> ClassAd:
 def listen(path: str) -> socket.socket:
     """A listening control socket at ``path``, mode 0600 (a stale socket file is replaced;
     one a live startd answers on is a ControlError)."""
-    if os.path.exists(path):
+    if os.path.lexists(path):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise ControlError(f"{path} exists and is not a socket; refusing to replace it")
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(protocol.socket_address(path))
@@ -213,6 +216,8 @@ class StartdClient:
                     data += chunk
             except OSError as error:
                 raise ControlError(f"cannot reach the startd at {self.path}: {error}") from error
+        if not data.strip():
+            raise ControlError(f"the startd at {self.path} closed the connection without answering")
         try:
             reply = parse_ad(data.decode())
         except (UnicodeDecodeError, ClassAdSyntaxError) as error:

@@ -178,7 +178,12 @@ class StartdLoop:
     def _serve_control(self, channel: protocol.Channel) -> None:
         try:
             for request in channel.receive():
-                channel.send(dispatch(self.startd, request))
+                try:
+                    reply = dispatch(self.startd, request)
+                except Exception as error:  # one bad request must not take the startd down
+                    self.startd.log.exception("control request failed: %s", request)
+                    reply = answer(False, f"internal error: {error!r}")
+                channel.send(reply)
         except protocol.ProtocolError as error:
             channel.send(answer(False, str(error)))
             channel.close()

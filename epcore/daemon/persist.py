@@ -11,8 +11,11 @@ or from the ``ep_job_finished`` notification.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Sequence
+
+import attrs
 
 from epcore.classad import ClassAd, ClassAdSyntaxError, parse_ad
 from epcore.errors import DaemonError
@@ -23,7 +26,16 @@ def _number(ad: ClassAd, name: str, where: str) -> float:
     value = ad.evaluate(name)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DaemonError(f"{where}: attribute {name} must be a number, not {value!r}")
+    if not math.isfinite(value):
+        raise DaemonError(f"{where}: attribute {name} must be a finite number, not {value!r}")
     return float(value)
+
+
+def _integer(ad: ClassAd, name: str, where: str) -> int:
+    value = _number(ad, name, where)
+    if not math.isfinite(value) or value != int(value):
+        raise DaemonError(f"{where}: attribute {name} must be a whole number, not {value!r}")
+    return int(value)
 
 
 def _text(ad: ClassAd, name: str, where: str) -> str:
@@ -33,8 +45,20 @@ def _text(ad: ClassAd, name: str, where: str) -> str:
     return value
 
 
-def saved_claim_ad(saved: SavedClaim, starter_pid: int) -> ClassAd:
-    """The claims-file line for ``saved`` (with the PID of the starter running its job)."""
+@attrs.frozen
+class SavedStarter:
+    """A claims-file line: the claim, and the starter running its job (its PID and the time
+    the process started, which tells it from a later process given the same PID; None when
+    the line does not say)."""
+
+    claim: SavedClaim
+    pid: int
+    started: float | None = None
+
+
+def saved_claim_ad(saved: SavedClaim, starter_pid: int, started: float | None = None) -> ClassAd:
+    """The claims-file line for ``saved`` (with the PID of the starter running its job and
+    the time that process started)."""
     ad = ClassAd()
     ad["SlotId"] = saved.slot_id
     ad["Partitionable"] = saved.partitionable
@@ -48,28 +72,31 @@ def saved_claim_ad(saved: SavedClaim, starter_pid: int) -> ClassAd:
     ad["RunTime"] = saved.run_time
     ad["SuspendTime"] = saved.suspend_time
     ad["StarterPid"] = starter_pid
+    if started is not None:
+        ad["StarterStarted"] = started
     return ad
 
 
-def _saved_claim(ad: ClassAd, where: str) -> tuple[SavedClaim, int]:
+def _saved_claim(ad: ClassAd, where: str) -> SavedStarter:
     job = ad.evaluate("Job")
     if not isinstance(job, ClassAd):
         raise DaemonError(f"{where}: attribute Job must be a ClassAd")
     partitionable = ad.evaluate("Partitionable")
     saved = SavedClaim(
-        slot_id=int(_number(ad, "SlotId", where)),
+        slot_id=_integer(ad, "SlotId", where),
         partitionable=partitionable is True,
         claim_id=_text(ad, "ClaimId", where),
         job=job,
         rank=_number(ad, "Rank", where),
         made_at=_number(ad, "MadeAt", where),
-        lease=int(_number(ad, "Lease", where)),
+        lease=_integer(ad, "Lease", where),
         client_machine=_text(ad, "ClientMachine", where),
         job_start=_number(ad, "JobStart", where),
         run_time=_number(ad, "RunTime", where),
         suspend_time=_number(ad, "SuspendTime", where),
     )
-    return saved, int(_number(ad, "StarterPid", where))
+    started = _number(ad, "StarterStarted", where) if "StarterStarted" in ad else None
+    return SavedStarter(saved, _integer(ad, "StarterPid", where), started)
 
 
 def write_claims(path: str, lines: Sequence[ClassAd]) -> None:
@@ -86,23 +113,27 @@ def write_claims(path: str, lines: Sequence[ClassAd]) -> None:
     os.replace(temporary, path)
 
 
-def read_claims(path: str) -> list[tuple[SavedClaim, int]]:
+def read_claims(path: str) -> list[SavedStarter]:
     """The saved claims and their starters' PIDs; none when the file does not exist.
 
     Raises DaemonError naming the file and line of an unreadable entry.
     """
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         return []
     except OSError as error:
         raise DaemonError(f"cannot read the saved claims {path}: {error.strerror}") from error
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(data.splitlines(), start=1):
+        where = f"{path}, line {number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise DaemonError(f"{where}: not UTF-8 text: {error}") from error
         if not line.strip():
             continue
-        where = f"{path}, line {number}"
         try:
             ad = parse_ad(line)
         except ClassAdSyntaxError as error:
@@ -122,11 +153,15 @@ def append_history(path: str, ad: ClassAd) -> None:
 def read_history(path: str) -> Iterator[ClassAd]:
     """Every record of the history file, oldest first (a torn last line is skipped)."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, "rb") as handle:
             lines = handle.read().splitlines()
     except FileNotFoundError:
         return
-    for line in lines:
+    for raw in lines:
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
         if line.strip():
             try:
                 yield parse_ad(line)

@@ -12,10 +12,10 @@ and carries out the engine's actions (spawn a starter, soft- or hard-kill, suspe
 from __future__ import annotations
 
 import logging
-import os
 import random
-import signal
 from collections.abc import Callable
+
+import psutil
 
 from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
@@ -93,7 +93,7 @@ class Startd:
         self.starters = StarterPool(self.paths.starter_socket, log)
         self.close_in_child: Callable[[], None] = lambda: None
         self.publish_wanted = True
-        self.saved: dict[str, tuple[SavedClaim, int]] = {}
+        self.saved: dict[str, persist.SavedStarter] = {}
         self.results: list[ClassAd] = []
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
@@ -278,7 +278,9 @@ class Startd:
             claim_id, slot, lambda: run_starter(request), self.close_in_child
         )
         self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
-        self.saved[claim_id] = (self._saved_claim(slot, now), handle.pid)
+        self.saved[claim_id] = persist.SavedStarter(
+            self._saved_claim(slot, now), handle.pid, _started(handle.pid)
+        )
         self.save_claims()
 
     def _saved_claim(self, slot: str, now: float) -> SavedClaim:
@@ -302,13 +304,15 @@ class Startd:
     def save_claims(self) -> None:
         persist.write_claims(
             self.paths.claims_file,
-            [persist.saved_claim_ad(saved, pid) for saved, pid in self.saved.values()],
+            [persist.saved_claim_ad(s.claim, s.pid, s.started) for s in self.saved.values()],
         )
 
     def restore(self, now: float) -> None:
         """Take back the claims whose starters outlived the previous startd."""
-        for saved, pid in persist.read_claims(self.paths.claims_file):
-            if not _process_exists(pid):
+        for entry in persist.read_claims(self.paths.claims_file):
+            saved, pid = entry.claim, entry.pid
+            if entry.started is None or _started(pid) != entry.started:
+                # Gone, or its PID now belongs to another process, which must be left alone.
                 self.log.warning(
                     "the starter %d of claim %s is gone; its job is lost", pid, saved.claim_id[:40]
                 )
@@ -317,7 +321,9 @@ class Startd:
             outcome = restore_claim(self.engine, self.state, saved, now)
             if outcome.refused is not None:
                 self.log.error("cannot take back claim of starter %d: %s", pid, outcome.refused)
-                os.kill(pid, signal.SIGKILL)
+                self.starters.adopt(saved.claim_id, "", pid)
+                self.starters.kill(saved.claim_id)
+                self.starters.forget(saved.claim_id)
                 continue
             self.take(outcome, now)
             slot = next(
@@ -326,7 +332,7 @@ class Startd:
                 if r.claim is not None and r.claim.claim_id == saved.claim_id
             )
             self.starters.adopt(saved.claim_id, slot, pid)
-            self.saved[saved.claim_id] = (saved, pid)
+            self.saved[saved.claim_id] = entry
             self.log.info("%s: took back starter %d after a restart", slot, pid)
         self.save_claims()
 
@@ -409,7 +415,7 @@ class Startd:
             saved = self.saved.pop(handle.claim_id, None)
             self.log.error("%s: starter %d died before reporting", handle.slot, handle.pid)
             if saved is not None:
-                lost = self._lost(saved[0], "the starter died before reporting the job's end")
+                lost = self._lost(saved.claim, "the starter died before reporting the job's end")
                 lost["SlotName"] = handle.slot
                 self.record_result(lost, now)
                 self.save_claims()
@@ -498,11 +504,10 @@ class Startd:
         return not self.starters.handles and all(r.job_start is None for r in self.state.slots)
 
 
-def _process_exists(pid: int) -> bool:
+def _started(pid: int) -> float | None:
+    """When process ``pid`` started (None when there is none): with the PID, it names one
+    process for good, since PIDs are reused."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None

@@ -29,6 +29,7 @@ A request that does not fit is not an exception (the negotiator asks often): it 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -303,7 +304,8 @@ def _requested(job: ClassAd, ad: ClassAd, name: str, context: EvalContext) -> in
             continue
         value = job.evaluate(attribute, ad, context=context)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return max(0, int(value))
+            # NaN and infinities are no number a slot can be cut to: no request.
+            return max(0, int(value)) if math.isfinite(value) else None
         return None
     return None
 

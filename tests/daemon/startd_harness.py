@@ -61,7 +61,14 @@ class StartdProcess:
         """Start the startd and wait until its control socket answers."""
         with open(self.output, "ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "epcore.cli.main", "startd", "--config", str(self.config_path)],
+                [
+                    sys.executable,
+                    "-m",
+                    "epcore.cli.main",
+                    "startd",
+                    "--config",
+                    str(self.config_path),
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -141,7 +148,9 @@ def startd_factory(
     """``startd_factory(extra_config, cpus=4, memory=4096)``: a started real startd."""
     made: list[StartdProcess] = []
 
-    def make(extra: str = "", *, cpus: int = 4, memory: int = 4096, start: bool = True) -> StartdProcess:
+    def make(
+        extra: str = "", *, cpus: int = 4, memory: int = 4096, start: bool = True
+    ) -> StartdProcess:
         local = tmp_path / f"startd{len(made)}"
         local.mkdir()
         local.chmod(0o755)

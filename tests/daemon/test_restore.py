@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from epcore.classad import parse_ad
+from epcore.daemon import persist
 from epcore.slots.layout import plan_slots
 from epcore.state.engine import Engine
 from epcore.state.records import EngineState
@@ -23,7 +26,9 @@ JOB = parse_ad(
 
 
 def _engine(config: str, cpus: int = 4, memory: int = 8192) -> tuple[Engine, EngineState]:
-    scenario = Scenario("restore", "RUNBENCHMARKS = False\n" + config, {"cpus": cpus, "memory": memory}, ())
+    scenario = Scenario(
+        "restore", "RUNBENCHMARKS = False\n" + config, {"cpus": cpus, "memory": memory}, ()
+    )
     sim = Simulation(scenario, 0)
     state = sim.engine.start(plan_slots(sim.config, sim.inventory), 0)
     return sim.engine, sim.engine.poll(state, 0).state
@@ -126,9 +131,7 @@ def test_static_claim_comes_back_busy() -> None:
     ],
     ids=["partitionable-gone", "static-gone", "too-many-cpus", "too-much-memory"],
 )
-def test_claim_that_no_longer_fits_is_refused(
-    config: str, saved: SavedClaim, reason: str
-) -> None:
+def test_claim_that_no_longer_fits_is_refused(config: str, saved: SavedClaim, reason: str) -> None:
     """A claim whose slot is gone or cannot hold its job is refused with a reason, state kept."""
     engine, state = _engine(config)
     outcome = restore_claim(engine, state, saved, 1000.0)
@@ -154,3 +157,22 @@ def test_restored_claim_can_finish() -> None:
     record = finished.state.slot("slot1")
     assert record is not None and record.job_start is None
     assert [str(t.old) for t in finished.transitions][:1] == ["Claimed/Busy"]
+
+
+@pytest.mark.system
+def test_restart_does_not_kill_an_unrelated_process(startd_factory) -> None:
+    """A saved claim whose starter PID now belongs to some other process does not get that
+    process killed by the restarted startd."""
+    startd = startd_factory(cpus=1, memory=512, start=False)
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        spool = startd.directory / "spool"
+        spool.mkdir()
+        line = persist.saved_claim_ad(_saved(7, partitionable=False), bystander.pid)
+        persist.write_claims(str(spool / "startd_claims"), [line])
+        startd.start()
+        startd.wait_for(lambda: "is gone; its job is lost" in startd.log(), 20, "the refusal")
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait(10)

@@ -21,7 +21,8 @@ def test_event_log_reads_back_with_htcondor(startd_factory, slot_users, tmp_path
     iwd.mkdir()
     os.chown(iwd, user.uid, user.gid)
     startd = startd_factory(
-        'WANT_SUSPEND = True\nSUSPEND = Activity == "Busy" && (time() - EnteredCurrentActivity) > 2\n'
+        "WANT_SUSPEND = True\n"
+        'SUSPEND = Activity == "Busy" && (time() - EnteredCurrentActivity) > 2\n'
         "CONTINUE = (time() - EnteredCurrentActivity) > 1\n"
     )
     job = (

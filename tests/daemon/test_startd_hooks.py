@@ -58,7 +58,9 @@ def test_prepare_job_rewrites_the_job_ad(startd_factory, slot_users, tmp_path) -
         user,
         {
             "PREPARE_JOB_BEFORE_TRANSFER": "id -u > @REC@/before.uid\ncat > @REC@/before.ad\n",
-            "PREPARE_JOB": 'id -u > @REC@/prepare.uid\ncat > /dev/null\necho \'Arguments = "rewritten"\'\n',
+            "PREPARE_JOB": (
+                "id -u > @REC@/prepare.uid\ncat > /dev/null\necho 'Arguments = \"rewritten\"'\n"
+            ),
         },
     )
     startd = startd_factory(config)
@@ -81,7 +83,10 @@ def test_prepare_hook_status_holds_or_requeues(
     """HookStatusCode 1-299 holds the job (HookStatusMessage is the hold reason, in the event
     log too); 300 and above sends it back to idle; the job itself never runs."""
     user = slot_users[1]
-    body = f'cat > /dev/null\necho "HookStatusCode = {status}"\necho \'HookStatusMessage = "no license left"\'\n'
+    body = (
+        f'cat > /dev/null\necho "HookStatusCode = {status}"\n'
+        "echo 'HookStatusMessage = \"no license left\"'\n"
+    )
     _, record, config = _setup(tmp_path, user, {"PREPARE_JOB": body})
     startd = startd_factory(config)
     startd.run_job(_job(user, record))

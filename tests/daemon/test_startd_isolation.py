@@ -20,9 +20,11 @@ def _iwd(tmp_path: Path, user) -> Path:
     return iwd
 
 
-def _job(owner: str, iwd: Path, script: str, memory: int = 64, proc: int = 0) -> str:
+def _job(
+    owner: str, iwd: Path, script: str, memory: int = 64, proc: int = 0, shell: str = "/bin/sh"
+) -> str:
     path = iwd / f"job{proc}.sh"
-    path.write_text("#!/bin/sh\n" + script)
+    path.write_text(f"#!{shell}\n" + script)
     path.chmod(0o755)
     return (
         f'[ ClusterId = 3; ProcId = {proc}; Owner = "{owner}"; Cmd = "{path}"; Iwd = "{iwd}";'
@@ -113,9 +115,10 @@ def test_fork_bomb_is_capped(startd_factory, slot_users, tmp_path) -> None:
     startd = startd_factory("CGROUP_PIDS_LIMIT = 40\n")
     user = slot_users[1]
     iwd = _iwd(tmp_path, user)
-    # Each copy forks two more and then lingers, so the bomb sits at the cap until killed.
+    # Each copy forks two more and then lingers, so the bomb sits at the cap until killed
+    # (bash: dash gives up at its first failed fork).
     bomb = "bomb() { bomb & bomb & sleep 5; }\n( bomb ) 2>/dev/null &\nsleep 3\nkill -9 0\n"
-    startd.run_job(_job(user.name, iwd, bomb))
+    startd.run_job(_job(user.name, iwd, bomb, shell="/bin/bash"))
     peak = 0
     failed_forks = 0
     while not startd.history():
@@ -154,7 +157,8 @@ def test_job_over_its_memory_is_held(startd_factory, slot_users, tmp_path) -> No
 def test_suspended_job_uses_no_cpu(startd_factory, slot_users, tmp_path) -> None:
     """When the policy suspends a job, its processes get no CPU until it continues."""
     startd = startd_factory(
-        "WANT_SUSPEND = True\nSUSPEND = Activity == \"Busy\" && (time() - EnteredCurrentActivity) > 1\n"
+        "WANT_SUSPEND = True\n"
+        'SUSPEND = Activity == "Busy" && (time() - EnteredCurrentActivity) > 1\n'
         "CONTINUE = False\nPREEMPT = False\n"
     )
     user = slot_users[3]

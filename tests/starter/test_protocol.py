@@ -1,0 +1,266 @@
+"""The startd <-> starter wire format: one ClassAd per line, framed by Channel over a socket."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from epcore.classad import ClassAd
+from epcore.starter import protocol
+from epcore.starter.protocol import Channel, ProtocolError
+
+# Strings as a job's attributes may hold them: quotes, backslashes, newlines, any Unicode
+# except NUL (ClassAd strings cannot hold it) and lone surrogates (not encodable).
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True).filter(
+    lambda name: name.lower() != "command"
+)
+_SCALARS = st.one_of(
+    _TEXT,
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    # Reals with a short exact decimal form, so that equality of the ads is exact.
+    st.integers(-(10**9), 10**9).map(lambda n: n / 8),
+)
+
+
+def _ads(depth: int = 2) -> st.SearchStrategy[ClassAd]:
+    values: st.SearchStrategy[object] = _SCALARS
+    if depth > 0:
+        values = st.one_of(_SCALARS, st.lists(_SCALARS, max_size=4), _ads(depth - 1))
+    return st.dictionaries(_NAMES, values, max_size=6).map(ClassAd)
+
+
+@given(payload=_ads(), command=st.sampled_from(protocol.STARTER_COMMANDS))
+def test_encode_decode_round_trip(payload: ClassAd, command: str) -> None:
+    """Any ad encodes to exactly one line that decodes back to the same ad."""
+    sent = protocol.message(command, payload)
+    line = protocol.encode(sent)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert protocol.decode(line.rstrip(b"\n"), protocol.STARTER_COMMANDS) == sent
+
+
+def test_message_copies_the_payload_and_sets_command() -> None:
+    """message() copies the payload's attributes and leaves the payload itself untouched."""
+    payload = ClassAd({"ExitCode": 3, "Reason": 'a "quoted"\nline'})
+    sent = protocol.message(protocol.FINISHED, payload)
+    assert sent.evaluate("Command") == "Finished"
+    assert sent.evaluate("ExitCode") == 3
+    assert sent.evaluate("Reason") == 'a "quoted"\nline'
+    assert "Command" not in payload
+
+
+@pytest.mark.parametrize(
+    ("line", "known", "named"),
+    [
+        (b"this is not a ClassAd", None, "unreadable message"),
+        (b"[ Command = 1", None, "unreadable message"),
+        (b'[ Command = "Hello" ] trailing junk', None, "unreadable message"),
+        (b'[ Command = "Hel\\0lo" ]', None, "unreadable message"),
+        (b"\xff\xfe[ Command = 1 ]", None, "unreadable message"),
+        (b'[ Command = "Caf\xc3" ]', None, "unreadable message"),
+        (b'[ Command = "Bogus" ]', protocol.STARTER_COMMANDS, "unknown Command 'Bogus'"),
+        (b'[ Command = "Hello" ]', protocol.STARTD_COMMANDS, "unknown Command 'Hello'"),
+        (b"[ ExitCode = 0 ]", protocol.STARTER_COMMANDS, "unknown Command"),
+        (b"", protocol.STARTD_COMMANDS, "unknown Command"),
+        (b"[ Command = 7 ]", protocol.STARTD_COMMANDS, "unknown Command 7"),
+    ],
+    ids=[
+        "prose",
+        "unterminated",
+        "junk-after",
+        "nul-escape",
+        "bad-utf8",
+        "truncated-utf8",
+        "unknown-command",
+        "wrong-direction",
+        "no-command",
+        "empty",
+        "non-string-command",
+    ],
+)
+def test_decode_of_a_malformed_line_names_the_problem(
+    line: bytes, known: tuple[str, ...] | None, named: str
+) -> None:
+    """A line that is not a ClassAd, or whose Command is unknown, is a ProtocolError saying so."""
+    with pytest.raises(ProtocolError, match=named.replace("(", r"\(")):
+        protocol.decode(line, known)
+
+
+@pytest.mark.parametrize("command", protocol.STARTER_COMMANDS + protocol.STARTD_COMMANDS)
+def test_decode_accepts_any_command_when_known_is_none(command: str) -> None:
+    """With known=None every Command is accepted, including unknown ones."""
+    assert protocol.decode(f'[ Command = "{command}x" ]'.encode(), None).evaluate("Command") == (
+        command + "x"
+    )
+
+
+@given(line=st.binary(max_size=200) | _TEXT.map(lambda t: f"[ Command = {t} ]".encode()))
+def test_decode_never_raises_anything_but_protocol_error(line: bytes) -> None:
+    """Whatever bytes arrive, decode either returns an ad or raises ProtocolError."""
+    try:
+        ad = protocol.decode(line, protocol.STARTD_COMMANDS)
+    except ProtocolError:
+        return
+    assert ad.evaluate("Command") in protocol.STARTD_COMMANDS
+
+
+# -- Channel over a real socketpair -------------------------------------------------------
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[Channel, socket.socket]]:
+    """A Channel (the startd's side) and the raw peer socket (the starter's side)."""
+    ours, theirs = socket.socketpair()
+    channel = Channel(ours, protocol.STARTER_COMMANDS)
+    theirs.settimeout(10)
+    try:
+        yield channel, theirs
+    finally:
+        channel.close()
+        theirs.close()
+
+
+def _hello(n: int) -> ClassAd:
+    return protocol.message(protocol.HELLO, ClassAd({"N": n, "Text": f"line {n}\nnext"}))
+
+
+def test_partial_line_waits_for_the_rest(pair: tuple[Channel, socket.socket]) -> None:
+    """A message that arrives in pieces is delivered once, when its newline arrives."""
+    channel, peer = pair
+    line = protocol.encode(_hello(1))
+    peer.sendall(line[:10])
+    assert list(channel.receive()) == []
+    peer.sendall(line[10:-1])
+    assert list(channel.receive()) == []
+    peer.sendall(line[-1:])
+    assert list(channel.receive()) == [_hello(1)]
+    assert not channel.closed
+
+
+def test_several_messages_in_one_chunk_come_out_in_order(
+    pair: tuple[Channel, socket.socket],
+) -> None:
+    """Several messages (and blank lines) sent at once come out as separate ads, in order."""
+    channel, peer = pair
+    peer.sendall(b"".join(protocol.encode(_hello(n)) + b"\n" for n in range(5)))
+    assert list(channel.receive()) == [_hello(n) for n in range(5)]
+
+
+def test_unknown_command_on_a_channel_raises(pair: tuple[Channel, socket.socket]) -> None:
+    """A message whose Command the channel does not accept is a ProtocolError."""
+    channel, peer = pair
+    peer.sendall(b'[ Command = "Ack" ]\n')
+    with pytest.raises(ProtocolError, match="unknown Command 'Ack'"):
+        list(channel.receive())
+
+
+def test_peer_close_delivers_what_was_sent_and_closes(
+    pair: tuple[Channel, socket.socket],
+) -> None:
+    """Messages sent just before the peer closed are delivered, and the channel is closed."""
+    channel, peer = pair
+    peer.sendall(protocol.encode(_hello(1)) + b'[ Command = "Upd')
+    peer.close()
+    assert list(channel.receive()) == [_hello(1)]
+    assert channel.closed
+    assert list(channel.receive()) == []
+
+
+def test_send_to_a_closed_peer_closes_the_channel(pair: tuple[Channel, socket.socket]) -> None:
+    """Writing to a peer that went away closes the channel instead of raising."""
+    channel, peer = pair
+    peer.close()
+    channel.send(protocol.message(protocol.ACK))
+    assert channel.closed
+    assert channel.fileno() >= 0
+
+
+def test_send_queues_what_the_socket_does_not_take(pair: tuple[Channel, socket.socket]) -> None:
+    """A message larger than the socket buffer stays pending and is written by later flushes."""
+    channel, peer = pair
+    big = protocol.message(protocol.ACK, ClassAd({"Blob": "x" * (2 * 1024 * 1024)}))
+    channel.send(big)
+    assert channel.pending
+    received = b""
+    while not received.endswith(b"\n"):
+        received += peer.recv(1 << 20)
+        channel.flush()
+    assert not channel.pending
+    assert protocol.decode(received.rstrip(b"\n"), None) == big
+
+
+def test_a_line_longer_than_max_line_is_refused(pair: tuple[Channel, socket.socket]) -> None:
+    """A peer that sends more than MAX_LINE bytes without a newline gets its channel closed."""
+    channel, peer = pair
+
+    def flood() -> None:
+        chunk = b"x" * 65536
+        try:
+            for _ in range(protocol.MAX_LINE // len(chunk) + 64):
+                peer.sendall(chunk)
+        except OSError:
+            return
+
+    writer = threading.Thread(target=flood)
+    writer.start()
+    try:
+        with pytest.raises(ProtocolError, match=f"longer than {protocol.MAX_LINE}"):
+            for _ in range(100000):
+                list(channel.receive())
+        assert channel.closed
+    finally:
+        channel.close()
+        writer.join(10)
+    assert not writer.is_alive()
+
+
+# -- socket_address -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [10, 100])
+def test_short_socket_paths_are_used_as_they_are(length: int) -> None:
+    """A path AF_UNIX accepts is returned unchanged."""
+    path = "/" + "s" * (length - 1)
+    assert protocol.socket_address(path) == path
+
+
+def _close_proc_fd(address: str) -> None:
+    if address.startswith("/proc/self/fd/"):
+        os.close(int(address.split("/")[4]))
+
+
+def test_long_socket_path_binds_and_connects(tmp_path: Path) -> None:
+    """A socket in a directory whose path is longer than 108 bytes can be bound and connected
+    to, and the socket file is made at the long path itself."""
+    directory = tmp_path / ("d" * 60) / ("e" * 60)
+    directory.mkdir(parents=True)
+    path = str(directory / "startd_starters")
+    assert len(path.encode()) > 108
+    with socket.socket(socket.AF_UNIX) as plain, pytest.raises(OSError, match="too long"):
+        plain.bind(path)
+    server_address = protocol.socket_address(path)
+    client_address = protocol.socket_address(path)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+            server.bind(server_address)
+            server.listen(1)
+            assert stat.S_ISSOCK(os.stat(path).st_mode)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+                client.settimeout(10)
+                client.connect(client_address)
+                accepted, _ = server.accept()
+                with accepted:
+                    client.sendall(protocol.encode(_hello(1)))
+                    assert accepted.recv(4096) == protocol.encode(_hello(1))
+    finally:
+        _close_proc_fd(server_address)
+        _close_proc_fd(client_address)
