@@ -275,6 +275,13 @@ class IsolationBackend(Protocol):
         """Start tracking one job; raises IsolationError when it cannot."""
         ...
 
+    def reclaim(self, job_key: str) -> bool:
+        """Kill whatever this backend still tracks for the job ``job_key`` and give back its
+        tracking, after the starter that tracked it died; False when it has nothing left for
+        that job (or cannot find it: a process-group backend loses the job with its starter).
+        """
+        ...
+
 
 class ContainerRuntime(Protocol):
     """Runs jobs in containers (docker, apptainer); advertises what it can run."""

@@ -54,11 +54,21 @@ class SavedStarter:
     claim: SavedClaim
     pid: int
     started: float | None = None
+    tracking_key: str = ""
+    sandbox: str = ""
 
 
-def saved_claim_ad(saved: SavedClaim, starter_pid: int, started: float | None = None) -> ClassAd:
-    """The claims-file line for ``saved`` (with the PID of the starter running its job and
-    the time that process started)."""
+def saved_claim_ad(
+    saved: SavedClaim,
+    starter_pid: int,
+    started: float | None = None,
+    *,
+    tracking_key: str = "",
+    sandbox: str = "",
+) -> ClassAd:
+    """The claims-file line for ``saved``, with the starter running its job: its PID, the
+    time that process started, the key its job is tracked under and its sandbox (so that what
+    a dead starter left can be cleaned up)."""
     ad = ClassAd()
     ad["SlotId"] = saved.slot_id
     ad["Partitionable"] = saved.partitionable
@@ -74,6 +84,10 @@ def saved_claim_ad(saved: SavedClaim, starter_pid: int, started: float | None = 
     ad["StarterPid"] = starter_pid
     if started is not None:
         ad["StarterStarted"] = started
+    if tracking_key:
+        ad["TrackingKey"] = tracking_key
+    if sandbox:
+        ad["Sandbox"] = sandbox
     return ad
 
 
@@ -96,7 +110,9 @@ def _saved_claim(ad: ClassAd, where: str) -> SavedStarter:
         suspend_time=_number(ad, "SuspendTime", where),
     )
     started = _number(ad, "StarterStarted", where) if "StarterStarted" in ad else None
-    return SavedStarter(saved, _integer(ad, "StarterPid", where), started)
+    key = _text(ad, "TrackingKey", where) if "TrackingKey" in ad else ""
+    sandbox = _text(ad, "Sandbox", where) if "Sandbox" in ad else ""
+    return SavedStarter(saved, _integer(ad, "StarterPid", where), started, key, sandbox)
 
 
 def write_claims(path: str, lines: Sequence[ClassAd]) -> None:

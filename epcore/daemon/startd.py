@@ -12,6 +12,7 @@ and carries out the engine's actions (spawn a starter, soft- or hard-kill, suspe
 from __future__ import annotations
 
 import logging
+import os
 import random
 from collections.abc import Callable
 
@@ -24,6 +25,7 @@ from epcore.daemon.control import ControlError
 from epcore.daemon.publish import AdSink, MemorySink
 from epcore.daemon.setup import StartdPaths, restart_changes
 from epcore.daemon.starters import StarterHandle, StarterPool
+from epcore.errors import EpError
 from epcore.plugins import Plugins
 from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
@@ -31,7 +33,8 @@ from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
 from epcore.slots.slot_status import Benchmarks
 from epcore.starter import protocol
-from epcore.starter.starter import StarterRequest
+from epcore.starter.sandbox import Sandbox, remove_sandbox, sandbox_path
+from epcore.starter.starter import StarterRequest, cgroup_key
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, EngineState, StatusMemo
 from epcore.state.restore import SavedClaim, restore_claim
@@ -279,7 +282,11 @@ class Startd:
         )
         self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
         self.saved[claim_id] = persist.SavedStarter(
-            self._saved_claim(slot, now), handle.pid, _started(handle.pid)
+            self._saved_claim(slot, now),
+            handle.pid,
+            _started(handle.pid),
+            cgroup_key(request.execute_dir, slot, handle.pid),
+            sandbox_path(request.execute_dir, handle.pid),
         )
         self.save_claims()
 
@@ -304,7 +311,12 @@ class Startd:
     def save_claims(self) -> None:
         persist.write_claims(
             self.paths.claims_file,
-            [persist.saved_claim_ad(s.claim, s.pid, s.started) for s in self.saved.values()],
+            [
+                persist.saved_claim_ad(
+                    s.claim, s.pid, s.started, tracking_key=s.tracking_key, sandbox=s.sandbox
+                )
+                for s in self.saved.values()
+            ],
         )
 
     def restore(self, now: float) -> None:
@@ -317,6 +329,7 @@ class Startd:
                     "the starter %d of claim %s is gone; its job is lost", pid, saved.claim_id[:40]
                 )
                 self.record_result(self._lost(saved, "the starter died while no startd ran"), now)
+                self.reclaim(entry)
                 continue
             outcome = restore_claim(self.engine, self.state, saved, now)
             if outcome.refused is not None:
@@ -335,6 +348,20 @@ class Startd:
             self.saved[saved.claim_id] = entry
             self.log.info("%s: took back starter %d after a restart", slot, pid)
         self.save_claims()
+
+    def reclaim(self, entry: persist.SavedStarter) -> None:
+        """Clean up after a starter that died: the processes its job left (in tracking that
+        can still find them, such as its cgroups) and its sandbox."""
+        if entry.tracking_key:
+            for backend in self.isolation:
+                try:
+                    if backend.reclaim(entry.tracking_key):
+                        self.log.info("%s: cleaned up job %s", backend.name, entry.tracking_key)
+                except EpError as error:
+                    self.log.error("cannot clean up job %s: %s", entry.tracking_key, error)
+        if entry.sandbox and os.path.isdir(entry.sandbox):
+            remove_sandbox(Sandbox(entry.sandbox))
+            self.log.info("removed the sandbox %s of a dead starter", entry.sandbox)
 
     def _lost(self, saved: SavedClaim, why: str) -> ClassAd:
         ad = ClassAd()
@@ -419,6 +446,7 @@ class Startd:
                 lost["SlotName"] = handle.slot
                 self.record_result(lost, now)
                 self.save_claims()
+                self.reclaim(saved)
             self.job_left(handle, None, now)
         self.starters.forget(handle.claim_id)
 

@@ -328,6 +328,10 @@ class ProcessGroupBackend:
     def wanted(self) -> bool:
         return True
 
+    def reclaim(self, job_key: str) -> bool:
+        """Nothing to take back: what this backend tracked lived in the starter that died."""
+        return False
+
     def track(self, request: TrackingRequest) -> ProcessGroupTracking:
         del request
         return ProcessGroupTracking()
@@ -346,6 +350,10 @@ class PidNamespaceBackend:
 
     def wanted(self) -> bool:
         return self.config.get_bool("USE_PID_NAMESPACES", False)
+
+    def reclaim(self, job_key: str) -> bool:
+        """Nothing to take back: what this backend tracked lived in the starter that died."""
+        return False
 
     def track(self, request: TrackingRequest) -> PidNamespaceTracking:
         del request
@@ -405,6 +413,10 @@ class GidBackend:
             return False
         tracking_gid_range(self.config)
         return True
+
+    def reclaim(self, job_key: str) -> bool:
+        """Nothing to take back: what this backend tracked lived in the starter that died."""
+        return False
 
     def track(self, request: TrackingRequest) -> GidTracking:
         low, high = tracking_gid_range(self.config)

@@ -54,3 +54,41 @@ def test_jobs_survive_kill_9_of_the_startd(startd_factory, slot_users, tmp_path)
     cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
     assert _cgroup_dirs(cgroup) == []
     assert list((startd.directory / "execute").iterdir()) == []
+
+
+def test_a_dead_starter_is_cleaned_up_after(startd_factory, slot_users, tmp_path) -> None:
+    """When a starter is killed with SIGKILL mid-job, the startd records the job as evicted,
+    kills what the job left in its cgroups, removes them and the sandbox, and frees the slot."""
+    startd = startd_factory(cpus=2)
+    user = slot_users[1]
+    iwd = tmp_path / "iwd"
+    iwd.mkdir()
+    os.chown(iwd, user.uid, user.gid)
+    job = JOB.format(proc=0, owner=user.name, iwd=iwd).replace("sleep 3", "sleep 300")
+    startd.run_job(job)
+    startd.wait_for(
+        lambda: any(p.username() == user.name for p in psutil.process_iter()), 10, "the job"
+    )
+    starter = psutil.Process(startd.process.pid).children()[0]
+    starter.kill()
+    startd.wait_for(lambda: len(startd.history()) == 1, 30, "the lost job's record")
+    assert startd.history()[0].evaluate("JobOutcome") == "evicted"
+    startd.wait_for(
+        lambda: (
+            not [
+                p
+                for p in psutil.process_iter(["username", "status"])
+                if p.info["username"] == user.name and p.info["status"] != psutil.STATUS_ZOMBIE
+            ]
+        ),
+        10,
+        "the job's processes to be killed",
+    )
+    cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
+    assert _cgroup_dirs(cgroup) == []
+    assert list((startd.directory / "execute").iterdir()) == []
+    startd.wait_for(
+        lambda: all(place != "Claimed/Busy" for place in startd.places().values()),
+        10,
+        "the slot to be free",
+    )

@@ -479,6 +479,27 @@ class CgroupBackend:
         _log.debug("tracking %s in %s", request.job_key, tracking)
         return tracking
 
+    def reclaim(self, job_key: str) -> bool:
+        """Kill every process left in the job's groups and remove them (its starter died)."""
+        if self.base is None:
+            return False
+        layout = self.layout()
+        relative = self.base / cgroup_name(job_key)
+        v1_groups = [
+            V1Group(h.path.joinpath(*relative.parts), h.controllers)
+            for h in {layout.v1[f].path: layout.v1[f] for f in FEATURES if f in layout.v1}.values()
+        ]
+        v1_groups = [g for g in v1_groups if g.path.is_dir()]
+        v2_group = None
+        if layout.v2 is not None and (layout.v2 / relative).is_dir():
+            v2_group = V2Group(layout.v2, relative, frozenset())
+        if not v1_groups and v2_group is None:
+            return False
+        tracking = CgroupTracking(self.root, v1_groups, v2_group, wait_seconds=self.wait_seconds)
+        tracking.signal_all(signal.SIGKILL)
+        tracking.release()
+        return True
+
 
 def _conforms(
     backend: CgroupBackend, tracking: CgroupTracking
