@@ -216,6 +216,10 @@ class Lexer:
                     self.pos = pos
                     raise self.error(f"unterminated {what}", start)
                 escape = text[pos]
+                if escape == "\x00":
+                    # An escaped NUL is still a NUL: a string cannot hold one.
+                    self.pos = pos
+                    raise self.error(f"NUL character in {what}", pos)
                 if escape in "01234567":
                     # One to three octal digits; a first digit above 3 allows only two,
                     # so that the value fits in a byte.

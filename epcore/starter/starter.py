@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 
 import attrs
+import psutil
 
 from epcore.classad import ClassAd
 from epcore.config import Config
@@ -81,6 +82,16 @@ def cgroup_key(execute_dir: str, slot_name: str, starter_id: int) -> str:
     """HTCondor's cgroup name: the sandbox path with ``/`` made ``_``, then the slot name."""
     flat = execute_dir.strip("/").replace("/", "_")
     return f"condor_{flat}_{slot_name}_{starter_id}"
+
+
+def _account_processes(uid: int) -> set[int]:
+    """The live processes of account ``uid`` (zombies left out: PID 1 may reap them late)."""
+    found = set()
+    for process in psutil.process_iter(["uids", "status"]):
+        uids = process.info["uids"]
+        if uids is not None and uids.real == uid and process.info["status"] != "zombie":
+            found.add(process.pid)
+    return found
 
 
 def _global_oom_kills(path: str = "/proc/vmstat") -> int:
@@ -216,10 +227,13 @@ class Starter:
     # -- usage ------------------------------------------------------------------------------
 
     def job_pids(self) -> frozenset[int]:
-        """Every process of the job any tracker sees."""
+        """Every process of the job any tracker sees; when the job's account is dedicated
+        to jobs (DEDICATED_EXECUTE_ACCOUNT_REGEXP), every process of that account too."""
         found: set[int] = set()
         for tracking in self.trackings:
             found |= tracking.pids()
+        if self.user is not None and self.user.dedicated and self.user.uid != 0:
+            found |= _account_processes(self.user.uid)
         return frozenset(found)
 
     def measure(self) -> JobUsage:
@@ -242,6 +256,10 @@ class Starter:
                 return
             for tracking in self.trackings:
                 tracking.signal_all(signal.SIGKILL)
+            if self.user is not None and self.user.dedicated and self.user.uid != 0:
+                for pid in _account_processes(self.user.uid):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
             if time.monotonic() > deadline:
                 self.log.error("processes %s of the job survive SIGKILL", sorted(left))
                 return

@@ -4,6 +4,7 @@ must guarantee (seed 000 "Job isolation" and the out-of-memory rule)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -177,3 +178,47 @@ def test_suspended_job_uses_no_cpu(startd_factory, slot_users, tmp_path) -> None
     result = _result(startd)
     assert result.evaluate("JobOutcome") == "evicted"
     assert "Job was suspended." in (iwd / "job.log").read_text()
+
+
+@pytest.mark.parametrize("dedicated", [True, False])
+def test_dedicated_account_processes_die_with_the_job(
+    startd_factory, slot_users, tmp_path, dedicated
+) -> None:
+    """When the job's account is dedicated to jobs (DEDICATED_EXECUTE_ACCOUNT_REGEXP), every
+    process of that account is killed when the job ends, even one no tracker of the job could
+    see (started outside it); an account that is not dedicated keeps its other processes."""
+    user = slot_users[0]
+    extra = f"DEDICATED_EXECUTE_ACCOUNT_REGEXP = {user.name}\n" if dedicated else ""
+    startd = startd_factory(extra)
+    outsider = subprocess.Popen(["sleep", "300"], user=user.uid, group=user.gid)
+    try:
+        iwd = _iwd(tmp_path, user)
+        startd.run_job(_job(user.name, iwd, "exit 0\n"))
+        assert _result(startd).evaluate("JobOutcome") == "exited"
+        if dedicated:
+            assert outsider.wait(10) == -9
+        else:
+            assert outsider.poll() is None
+    finally:
+        outsider.kill()
+        outsider.wait(10)
+
+
+def test_a_job_ignoring_its_kill_signal_is_hard_killed(
+    startd_factory, slot_users, tmp_path
+) -> None:
+    """A vacated job that ignores SIGTERM is killed with SIGKILL when its vacate time
+    (MachineMaxVacateTime) runs out, and is evicted."""
+    user = slot_users[1]
+    startd = startd_factory("MachineMaxVacateTime = 2\n")
+    iwd = _iwd(tmp_path, user)
+    startd.run_job(_job(user.name, iwd, "trap '' TERM\nwhile :; do sleep 0.2; done\n"))
+    startd.wait_for(lambda: "Claimed/Busy" in startd.places().values(), 10, "the job to run")
+    slot = next(n for n, place in startd.places().items() if place == "Claimed/Busy")
+    vacated = time.monotonic()
+    startd.client.vacate(slot)
+    result = _result(startd)
+    assert result.evaluate("JobOutcome") == "evicted"
+    assert time.monotonic() - vacated >= 1.5
+    assert "told the starter to hard kill" in startd.log()
+    assert _user_processes(user.name) == []
