@@ -55,6 +55,8 @@ STARTER_INITIAL_UPDATE_INTERVAL = 300
 """
 
 PROGRAM = "/bin/date"
+#: Seconds between the claim and its activation.
+CLAIM_TO_ACTIVATION = 0.1
 
 
 def _job(out: Path) -> str:
@@ -70,6 +72,11 @@ def _epcore_round(loop: StartdLoop, out: Path) -> tuple[float, float]:
     startd = loop.startd
     done = len(startd.results)
     claim_id = startd.claim("slot1", parse_ad(_job(out)))
+    # A schedd activates a claim some time after making it (at least a network round trip);
+    # the startd prepares the job's cgroups and supervisor meanwhile (epcore.daemon.prepare).
+    pause = time.monotonic() + CLAIM_TO_ACTIVATION
+    while time.monotonic() < pause:
+        loop.turn()
     started = time.time()
     startd.activate(claim_id)
     while len(startd.results) == done:

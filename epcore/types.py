@@ -8,7 +8,7 @@ configuration, so that nothing is started before the daemon asks for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import attrs
@@ -273,6 +273,11 @@ class IsolationBackend(Protocol):
 
     def track(self, request: TrackingRequest) -> JobTracking:
         """Start tracking one job; raises IsolationError when it cannot."""
+        ...
+
+    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
+        """At startup: reclaim every job this backend still holds whose key is not in
+        ``keep`` (left by a startd that died); the keys reclaimed."""
         ...
 
     def reclaim(self, job_key: str) -> bool:

@@ -137,6 +137,7 @@ class StartdLoop:
         now = startd.clock()
         for handle in startd.starters.exited():
             startd.starter_exited(handle, now)
+        startd.preparations.reap()
         self._timers()
         self._flush()
         self._sweep()
@@ -265,4 +266,5 @@ class StartdLoop:
             self.startd.sink.invalidate([str(ad.evaluate("Name")) for ad in ads], now)
             self.startd.log.info("startd exiting")
         finally:
+            self.startd.preparations.close()
             self.close()

@@ -22,6 +22,7 @@ from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
 from epcore.daemon import persist
 from epcore.daemon.control import ControlError
+from epcore.daemon.prepare import Preparations
 from epcore.daemon.publish import AdSink, MemorySink
 from epcore.daemon.setup import StartdPaths, restart_changes
 from epcore.daemon.starters import StarterHandle, StarterPool
@@ -94,6 +95,7 @@ class Startd:
         self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
         self.isolation = self._isolation(config)
         self.starters = StarterPool(self.paths.starter_socket, log)
+        self.preparations = Preparations(log)
         self.close_in_child: Callable[[], None] = lambda: None
         self.publish_wanted = True
         self.saved: dict[str, persist.SavedStarter] = {}
@@ -199,6 +201,14 @@ class Startd:
             self.log.info("%s", note)
         for action in outcome.actions:
             self.act(action, now)
+        self.preparations.sync(
+            self.state,
+            self.config,
+            self.isolation,
+            self.paths.execute,
+            int(self.inventory.memory_mb),
+            set(self.starters.handles),
+        )
         return outcome
 
     def _run(self, outcome: Outcome, now: float) -> Outcome:
@@ -274,18 +284,25 @@ class Startd:
             memory_mb=int(layout_slot.resources.memory_mb),
             startd_memory_mb=int(self.inventory.memory_mb),
             starter_log=f"{self.paths.starter_log}.{slot}",
+            prepared=self.preparations.take(claim_id),
         )
         from epcore.starter.main import run_starter
 
-        handle = self.starters.spawn(
-            claim_id, slot, lambda: run_starter(request), self.close_in_child
-        )
+        def close_in_child() -> None:
+            self.close_in_child()
+            self.preparations.close_in_child()
+
+        handle = self.starters.spawn(claim_id, slot, lambda: run_starter(request), close_in_child)
+        if request.prepared is not None:
+            self.preparations.handed_over(request.prepared)
         self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
         self.saved[claim_id] = persist.SavedStarter(
             self._saved_claim(slot, now),
             handle.pid,
             _started(handle.pid),
-            cgroup_key(request.execute_dir, slot, handle.pid),
+            request.prepared.job_key
+            if request.prepared is not None
+            else cgroup_key(request.execute_dir, slot, handle.pid),
             sandbox_path(request.execute_dir, handle.pid),
         )
         self.save_claims()
@@ -348,6 +365,13 @@ class Startd:
             self.saved[saved.claim_id] = entry
             self.log.info("%s: took back starter %d after a restart", slot, pid)
         self.save_claims()
+        keep = {entry.tracking_key for entry in self.saved.values()}
+        for backend in self.isolation:
+            try:
+                for key in backend.sweep(keep):
+                    self.log.info("%s: removed the stale job group %s", backend.name, key)
+            except EpError as error:
+                self.log.error("%s: cannot sweep stale job groups: %s", backend.name, error)
 
     def reclaim(self, entry: persist.SavedStarter) -> None:
         """Clean up after a starter that died: the processes its job left (in tracking that

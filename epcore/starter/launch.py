@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import pickle
 import select
 import signal
 import time
@@ -34,6 +35,7 @@ from epcore.starter.launch_child import (
     FORWARDED_SIGNALS,
     ExitStatus,
     Libc,
+    prepared_main,
     set_subreaper,
     supervisor_main,
 )
@@ -276,3 +278,90 @@ def launch(spec: LaunchSpec) -> LaunchedJob:
         os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     raise _setup_error(spec, first)
+
+
+class PreparedSupervisor:
+    """A supervisor forked before its job is known, already inside the job's cgroups.
+
+    Moving a process into a cgroup makes the kernel wait for an RCU grace period (several
+    milliseconds); a supervisor made when the slot is claimed pays that before activation,
+    and the job it forks at :meth:`launch` starts inside the cgroups without moving.
+    Whoever forked it reaps it; :meth:`abandon` gives it up unused.
+    """
+
+    def __init__(self, pid: int, spec_fd: int, report_fd: int) -> None:
+        self.pid = pid
+        self._spec_fd = spec_fd
+        self._report_fd = report_fd
+        self.used = False
+
+    def launch(self, spec: LaunchSpec) -> LaunchedJob:
+        """Start ``spec``'s job from this supervisor (its join files were joined already)."""
+        _check_spec(spec)
+        if self.used:
+            raise JobSetupError("this supervisor has started its job already", _HOLD_EXEC)
+        self.used = True
+        payload = pickle.dumps(spec)
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(self._spec_fd, view) :]
+        except OSError as exc:
+            self._close_spec()
+            number = exc.errno or errno.EIO
+            raise JobSetupError(
+                f"Failed to hand '{spec.argv[0]}' to its supervisor: {exc.strerror}",
+                _HOLD_EXEC,
+                number,
+            ) from exc
+        self._close_spec()
+        first = _read_first_line(self._report_fd)
+        if first == "S":
+            return LaunchedJob(self.pid, self._report_fd)
+        os.close(self._report_fd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        raise _setup_error(spec, first)
+
+    def _close_spec(self) -> None:
+        if self._spec_fd >= 0:
+            os.close(self._spec_fd)
+            self._spec_fd = -1
+
+    def abandon(self) -> None:
+        """Give the supervisor up: it exits when it reads no spec; kill it to be sure."""
+        if self.used:
+            return
+        self.used = True
+        self._close_spec()
+        os.close(self._report_fd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+    def forget(self) -> None:
+        """Close this process's copies of the pipes (another process owns the supervisor)."""
+        self._close_spec()
+        if self._report_fd >= 0:
+            os.close(self._report_fd)
+            self._report_fd = -1
+
+
+def prepare_supervisor(
+    join_files: tuple[str, ...], leave_files: tuple[str, ...] = ()
+) -> PreparedSupervisor:
+    """Fork a supervisor that joins ``join_files`` (cgroup.procs files) now, starts its job
+    when :meth:`PreparedSupervisor.launch` sends it, then moves to ``leave_files``."""
+    libc = Libc()
+    max_fd = os.sysconf("SC_OPEN_MAX")
+    spec_r, spec_w = os.pipe()
+    report_r, report_w = os.pipe()
+    for fd in (spec_w, report_r):
+        os.set_inheritable(fd, False)
+    pid = os.fork()
+    if pid == 0:
+        os.close(spec_w)
+        os.close(report_r)
+        prepared_main(join_files, leave_files, libc, report_w, spec_r, max_fd)
+    os.close(spec_r)
+    os.close(report_w)
+    return PreparedSupervisor(pid, spec_w, report_r)

@@ -14,6 +14,7 @@ import errno
 import fcntl
 import gc
 import os
+import pickle
 import resource
 import signal
 from typing import TYPE_CHECKING, NoReturn
@@ -278,19 +279,75 @@ def _init_main(spec: LaunchSpec, libc: Libc, report: int) -> NoReturn:
         os._exit(3)
 
 
-def _isolate_fds(report: int, max_fd: int) -> int:
-    """Keep only the report pipe (moved above 2) and /dev/null as 0, 1, 2."""
+def _isolate_fds(report: int, max_fd: int, keep: int | None = None) -> int:
+    """Keep only the report pipe (moved above 2), ``keep`` (already above 2) and /dev/null
+    as 0, 1, 2."""
     moved = fcntl.fcntl(report, fcntl.F_DUPFD_CLOEXEC, 3)
     os.close(report)
     null = os.open("/dev/null", os.O_RDWR)
     for target in (0, 1, 2):
         if null != target:
             os.dup2(null, target)
-    if null > 2 and null != moved:
+    if null > 2 and null not in (moved, keep):
         os.close(null)
-    os.closerange(3, moved)
-    os.closerange(moved + 1, max(max_fd, moved + 1))
+    kept = sorted({moved} | ({keep} if keep is not None else set()))
+    start = 3
+    for fd in kept:
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, max(max_fd, start))
     return moved
+
+
+def _read_spec(spec_fd: int) -> LaunchSpec | None:
+    """The launch spec the starter sends a prepared supervisor (None: it gave the job up)."""
+    data = b""
+    while chunk := os.read(spec_fd, 65536):
+        data += chunk
+    os.close(spec_fd)
+    if not data:
+        return None
+    from epcore.starter.launch import LaunchSpec  # loaded already: this is a fork
+
+    spec = pickle.loads(data)
+    return spec if isinstance(spec, LaunchSpec) else None
+
+
+def _move_to(files: tuple[str, ...]) -> None:
+    for path in files:
+        with contextlib.suppress(OSError), open(path, "w", encoding="ascii") as procs:
+            procs.write(str(os.getpid()))
+
+
+def prepared_main(
+    join_files: tuple[str, ...],
+    leave_files: tuple[str, ...],
+    libc: Libc,
+    report: int,
+    spec_fd: int,
+    max_fd: int,
+) -> NoReturn:
+    """A supervisor made ahead of its job: it joins the job's cgroups now (so that the job,
+    forked from it later, starts inside them without moving), waits for the spec, and once
+    the job runs moves back to ``leave_files`` (its first cgroups): the job's groups then
+    hold the job alone, and can be removed whoever reaps this process."""
+    try:
+        gc.disable()
+        spec_fd = fcntl.fcntl(spec_fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        report = _isolate_fds(report, max_fd, keep=spec_fd)
+        for index, path in enumerate(join_files):
+            try:
+                with open(path, "w", encoding="ascii") as procs:
+                    procs.write(str(os.getpid()))
+            except OSError as exc:
+                _write_line(report, f"E join {exc.errno or errno.EIO} {index}")
+                os._exit(0)
+        spec = _read_spec(spec_fd)
+        if spec is None:
+            os._exit(0)
+        _supervisor_body(spec, libc, report, leave_files)
+    except BaseException:
+        os._exit(2)
 
 
 def supervisor_main(spec: LaunchSpec, libc: Libc, report: int, max_fd: int) -> NoReturn:
@@ -300,6 +357,17 @@ def supervisor_main(spec: LaunchSpec, libc: Libc, report: int, max_fd: int) -> N
         # The starter's objects must never be finalized here (they could close our fds).
         gc.disable()
         report = _isolate_fds(report, max_fd)
+        _supervisor_body(spec, libc, report)
+    except BaseException:
+        os._exit(2)
+
+
+def _supervisor_body(
+    spec: LaunchSpec, libc: Libc, report: int, leave_files: tuple[str, ...] = ()
+) -> NoReturn:
+    """What every supervisor does once its file descriptors are its own (``leave_files``:
+    the cgroups it moves to once the job runs)."""
+    try:
         signal.pthread_sigmask(signal.SIG_BLOCK, _waited_signals())
         for signum in _waited_signals():
             # SIGCHLD ignored would make the kernel reap children before wait4 sees them.
@@ -316,6 +384,7 @@ def supervisor_main(spec: LaunchSpec, libc: Libc, report: int, max_fd: int) -> N
                 init = os.fork()
                 if init == 0:
                     _init_main(spec, libc, report)
+                _move_to(leave_files)
                 _supervise(report, init, "outer")
         except OSError as exc:
             _write_line(report, f"F {step} {exc.errno or errno.EIO}")
@@ -323,6 +392,7 @@ def supervisor_main(spec: LaunchSpec, libc: Libc, report: int, max_fd: int) -> N
         job = _start_job(spec, report)
         if job is None:
             os._exit(0)
+        _move_to(leave_files)
         _supervise(report, job, "supervisor")
     except BaseException:
         os._exit(2)

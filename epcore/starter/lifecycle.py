@@ -11,6 +11,8 @@ import os
 import selectors
 import time
 
+import attrs
+
 from epcore.classad import ClassAd
 from epcore.errors import EpError, JobSetupError
 from epcore.starter import protocol
@@ -136,9 +138,24 @@ def _launch(starter: Starter, command: JobCommand) -> LaunchedJob:
         gid=user.gid if as_root else None,
         setup=setup,
     )
-    launched = launch(spec)
+    prepared = starter.request.prepared
+    if prepared is not None:
+        # The supervisor is in the prepared backend's groups already: the job is not moved.
+        joined = set(prepared.tracking.child_setup().join_files)
+        spec = attrs.evolve(
+            spec,
+            setup=attrs.evolve(
+                setup, join_files=tuple(f for f in setup.join_files if f not in joined)
+            ),
+        )
+        launched = prepared.supervisor.launch(spec)
+    else:
+        launched = launch(spec)
+    starter.supervisor_pid = launched.supervisor_pid
     for tracking in starter.trackings:
-        tracking.attach(launched.supervisor_pid)
+        # A prepared supervisor leaves its job's groups once the job runs: not put it back.
+        if prepared is None or tracking is not prepared.tracking:
+            tracking.attach(launched.supervisor_pid)
     return launched
 
 

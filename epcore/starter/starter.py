@@ -36,6 +36,7 @@ from epcore.errors import EpError, JobSetupError
 from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser
+from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
 from epcore.starter.sandbox import Sandbox, disk_usage_kb, make_sandbox, remove_sandbox, write_ads
 from epcore.starter.usage import JobUsage, combine
@@ -44,6 +45,42 @@ from epcore.types import IsolationBackend, JobTracking, TrackingRequest
 #: How long the starter waits for the processes a job left behind to die after SIGKILL.
 CLEANUP_SECONDS = 10.0
 RECONNECT_SECONDS = 1.0
+
+
+@attrs.frozen(eq=False)
+class PreparedJob:
+    """What the startd made for a claim before its job is activated: one backend's tracking
+    (named ``backend``, under ``job_key``) and a supervisor already inside it."""
+
+    backend: str
+    job_key: str
+    tracking: JobTracking
+    supervisor: PreparedSupervisor
+
+
+def tracking_request(
+    config: Config,
+    job_key: str,
+    slot_name: str,
+    slot_id: int,
+    cpus: float,
+    memory_mb: int,
+    startd_memory_mb: int,
+) -> TrackingRequest:
+    """What a job on this slot asks of the isolation backends (the memory policy from
+    CGROUP_MEMORY_LIMIT_POLICY, DISABLE_SWAP_FOR_JOB)."""
+    policy = (config.get("CGROUP_MEMORY_LIMIT_POLICY") or "none").strip().lower()
+    return TrackingRequest(
+        job_key=job_key,
+        slot_name=slot_name,
+        slot_id=slot_id,
+        cpus=cpus,
+        memory_mb=memory_mb,
+        memory_policy=policy if policy in ("hard", "soft", "none") else "none",
+        startd_memory_mb=startd_memory_mb,
+        swap_limit_mb=None,
+        disable_swap=config.get_bool("DISABLE_SWAP_FOR_JOB", False),
+    )
 
 
 @attrs.frozen(eq=False)
@@ -67,6 +104,7 @@ class StarterRequest:
     memory_mb: int
     startd_memory_mb: int
     starter_log: str
+    prepared: PreparedJob | None = None
 
 
 def job_id(job: ClassAd) -> str:
@@ -133,6 +171,7 @@ class Starter:
         self.acknowledged = False
         self._next_connect = 0.0
         self.user: JobUser | None = None
+        self.supervisor_pid = 0
         self.runner: HookRunner | None = None
 
     # -- the startd connection --------------------------------------------------------------
@@ -202,36 +241,33 @@ class Starter:
 
     # -- setup ------------------------------------------------------------------------------
 
-    def _tracking_request(self) -> TrackingRequest:
-        config = self.request.config
-        policy = (config.get("CGROUP_MEMORY_LIMIT_POLICY") or "none").strip().lower()
-        disable_swap = config.get_bool("DISABLE_SWAP_FOR_JOB", False)
-        return TrackingRequest(
-            job_key=cgroup_key(self.request.execute_dir, self.request.slot_name, self.starter_id),
-            slot_name=self.request.slot_name,
-            slot_id=self.request.slot_id,
-            cpus=self.request.cpus,
-            memory_mb=self.request.memory_mb,
-            memory_policy=policy if policy in ("hard", "soft", "none") else "none",
-            startd_memory_mb=self.request.startd_memory_mb,
-            swap_limit_mb=None,
-            disable_swap=disable_swap,
-        )
-
     def start_tracking(self) -> None:
-        request = self._tracking_request()
-        for backend in self.request.isolation:
+        """Track the job with every backend; a backend the startd prepared for this claim
+        (its tracking and a supervisor already inside it) is used as it is."""
+        r = self.request
+        key = cgroup_key(r.execute_dir, r.slot_name, self.starter_id)
+        request = tracking_request(
+            r.config, key, r.slot_name, r.slot_id, r.cpus, r.memory_mb, r.startd_memory_mb
+        )
+        prepared = r.prepared
+        for backend in r.isolation:
+            if prepared is not None and backend.name == prepared.backend:
+                self.trackings.append(prepared.tracking)
+                self.log.info("tracking the job with %s (prepared)", backend.name)
+                continue
             self.trackings.append(backend.track(request))
             self.log.info("tracking the job with %s", backend.name)
 
     # -- usage ------------------------------------------------------------------------------
 
     def job_pids(self) -> frozenset[int]:
-        """Every process of the job any tracker sees; when the job's account is dedicated
-        to jobs (DEDICATED_EXECUTE_ACCOUNT_REGEXP), every process of that account too."""
+        """Every process of the job any tracker sees (not its supervisor, which may share
+        its cgroups); when the job's account is dedicated to jobs
+        (DEDICATED_EXECUTE_ACCOUNT_REGEXP), every process of that account too."""
         found: set[int] = set()
         for tracking in self.trackings:
             found |= tracking.pids()
+        found.discard(self.supervisor_pid)
         if self.user is not None and self.user.dedicated and self.user.uid != 0:
             found |= _account_processes(self.user.uid)
         return frozenset(found)

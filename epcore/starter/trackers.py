@@ -12,7 +12,7 @@ import contextlib
 import fcntl
 import os
 import signal
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 import psutil
 
@@ -332,6 +332,10 @@ class ProcessGroupBackend:
         """Nothing to take back: what this backend tracked lived in the starter that died."""
         return False
 
+    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
+        """Nothing outlives a starter in this backend."""
+        return ()
+
     def track(self, request: TrackingRequest) -> ProcessGroupTracking:
         del request
         return ProcessGroupTracking()
@@ -354,6 +358,10 @@ class PidNamespaceBackend:
     def reclaim(self, job_key: str) -> bool:
         """Nothing to take back: what this backend tracked lived in the starter that died."""
         return False
+
+    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
+        """Nothing outlives a starter in this backend."""
+        return ()
 
     def track(self, request: TrackingRequest) -> PidNamespaceTracking:
         del request
@@ -417,6 +425,10 @@ class GidBackend:
     def reclaim(self, job_key: str) -> bool:
         """Nothing to take back: what this backend tracked lived in the starter that died."""
         return False
+
+    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
+        """Nothing outlives a starter in this backend."""
+        return ()
 
     def track(self, request: TrackingRequest) -> GidTracking:
         low, high = tracking_gid_range(self.config)

@@ -8,6 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from epcore.classad import parse_ad
+from epcore.daemon.persist import read_claims
+
 pytestmark = pytest.mark.system
 
 JOB = """[ ClusterId = 7; ProcId = {proc}; Owner = "{owner}"; Cmd = "/bin/sh";
@@ -36,8 +39,11 @@ def test_jobs_survive_kill_9_of_the_startd(startd_factory, slot_users, tmp_path)
         startd.run_job(JOB.format(proc=proc, owner=user.name, iwd=iwd))
     busy = {name: place for name, place in startd.places().items() if place == "Claimed/Busy"}
     assert len(busy) == 5
-    starters = [p.pid for p in psutil.Process(startd.process.pid).children()]
+    # The startd's children are the starters and the job supervisors it prepared for them.
+    claims = read_claims(str(startd.directory / "spool" / "startd_claims"))
+    starters = [entry.pid for entry in claims]
     assert len(starters) == 5
+    assert set(starters) <= {p.pid for p in psutil.Process(startd.process.pid).children()}
     startd.kill9()
     assert all(psutil.pid_exists(pid) for pid in starters)
     startd.start()
@@ -51,6 +57,12 @@ def test_jobs_survive_kill_9_of_the_startd(startd_factory, slot_users, tmp_path)
     for proc in range(5):
         assert (iwd / f"result.{proc}").read_text() == f"done {proc}\n"
     startd.wait_for(lambda: not any(psutil.pid_exists(p) for p in starters), 15, "starters to exit")
+    # The claims stay (a schedd would run more jobs on them): give them back.
+    for ad in results.values():
+        startd.client.release(ad.evaluate("ClaimId"))
+    startd.wait_for(
+        lambda: all(p == "Unclaimed/Idle" for p in startd.places().values()), 15, "free slots"
+    )
     cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
     assert _cgroup_dirs(cgroup) == []
     assert list((startd.directory / "execute").iterdir()) == []
@@ -69,8 +81,8 @@ def test_a_dead_starter_is_cleaned_up_after(startd_factory, slot_users, tmp_path
     startd.wait_for(
         lambda: any(p.username() == user.name for p in psutil.process_iter()), 10, "the job"
     )
-    starter = psutil.Process(startd.process.pid).children()[0]
-    starter.kill()
+    (entry,) = read_claims(str(startd.directory / "spool" / "startd_claims"))
+    psutil.Process(entry.pid).kill()
     startd.wait_for(lambda: len(startd.history()) == 1, 30, "the lost job's record")
     assert startd.history()[0].evaluate("JobOutcome") == "evicted"
     startd.wait_for(
@@ -92,3 +104,38 @@ def test_a_dead_starter_is_cleaned_up_after(startd_factory, slot_users, tmp_path
         10,
         "the slot to be free",
     )
+
+
+def test_a_claim_is_prepared_and_stale_groups_are_swept(
+    startd_factory, slot_users, tmp_path
+) -> None:
+    """A claim gets its job's cgroups and a supervisor inside them before activation (the
+    job then starts inside them); groups a killed startd left are removed by the next one."""
+    startd = startd_factory(cpus=2)
+    user = slot_users[2]
+    cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
+    iwd = tmp_path / "iwd"
+    iwd.mkdir()
+    os.chown(iwd, user.uid, user.gid)
+    job = (
+        f'[ ClusterId = 8; ProcId = 0; Owner = "{user.name}"; Cmd = "/bin/sh";'
+        f' Arguments = "-c \'cat /proc/self/cgroup > groups\'"; Iwd = "{iwd}";'
+        " RequestCpus = 1; RequestMemory = 64; RequestDisk = 1024 ]"
+    )
+    claim_id = startd.client.claim("slot1", parse_ad(job))
+    startd.wait_for(lambda: len(_cgroup_dirs(cgroup)) == 5, 10, "the prepared groups")
+    startd.client.activate(claim_id)
+    startd.wait_for(lambda: len(startd.history()) == 1, 30, "the job")
+    memory_group = next(
+        line.split(":", 2)[2]
+        for line in (iwd / "groups").read_text().splitlines()
+        if ":memory:" in line
+    )
+    assert "_c" in memory_group.rsplit("/", 1)[-1]  # a prepared group
+    # The next job of the claim is prepared again; a startd killed now leaves its groups.
+    startd.wait_for(lambda: len(_cgroup_dirs(cgroup)) == 5, 10, "the next preparation")
+    startd.kill9()
+    assert len(_cgroup_dirs(cgroup)) == 5
+    startd.start()
+    startd.wait_for(lambda: _cgroup_dirs(cgroup) == [], 10, "the stale groups to go")
+    assert "removed the stale job group" in startd.log()

@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
 import attrs
@@ -478,6 +479,28 @@ class CgroupBackend:
             raise
         _log.debug("tracking %s in %s", request.job_key, tracking)
         return tracking
+
+    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
+        """Reclaim every job group below BASE_CGROUP whose job is not in ``keep``."""
+        if self.base is None:
+            return ()
+        layout = self.layout()
+        kept = {cgroup_name(key) for key in keep}
+        roots = [h.path / self.base for h in layout.v1.values()]
+        if layout.v2 is not None:
+            roots.append(layout.v2 / self.base)
+        found: set[str] = set()
+        for root in roots:
+            if root.is_dir():
+                found |= {p.name for p in root.iterdir() if p.is_dir() and p.name not in kept}
+        swept = []
+        for name in sorted(found):
+            try:
+                if self.reclaim(name):
+                    swept.append(name)
+            except IsolationError as exc:
+                _log.error("cannot remove the stale job group %s: %s", name, exc)
+        return tuple(swept)
 
     def reclaim(self, job_key: str) -> bool:
         """Kill every process left in the job's groups and remove them (its starter died)."""

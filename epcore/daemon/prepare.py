@@ -1,0 +1,161 @@
+"""Jobs made ready before activation: cgroups and a supervisor inside them, per idle claim.
+
+Moving a process into a cgroup makes the kernel wait for an RCU grace period (7 to 15 ms on
+cgroup v1 here, see benchmarks/README.md). Paying it when the job is activated would put it
+between activation and the job's first instruction, so the startd pays it earlier: for every
+claim whose slot is Claimed/Idle it makes the job's cgroups and forks a supervisor that joins
+them and waits (:func:`epcore.starter.launch.prepare_supervisor`). At activation the starter
+gets both, and the job it starts is born inside its cgroups. A claim that goes away takes its
+preparation with it; a supervisor the startd forked is reaped by the startd.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+from epcore.config import Config
+from epcore.errors import EpError
+from epcore.starter.cgroups.mountinfo import read_layout
+from epcore.starter.launch import prepare_supervisor
+from epcore.starter.starter import PreparedJob, tracking_request
+from epcore.state.records import EngineState
+from epcore.state.rules import CLAIMED_IDLE
+from epcore.types import IsolationBackend
+
+#: The isolation backends whose groups a supervisor can join ahead of its job.
+PREPARED_BACKENDS = ("cgroup",)
+
+
+def home_files(join_files: tuple[str, ...]) -> tuple[str, ...]:
+    """For each ``cgroup.procs`` file of a job's group, the same file of this process's own
+    group in that hierarchy (where a prepared supervisor goes back once its job runs)."""
+    own_v1: dict[frozenset[str], str] = {}
+    own_v2 = None
+    with open("/proc/self/cgroup", encoding="ascii") as handle:
+        for line in handle:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            if controllers:
+                own_v1[frozenset(controllers.split(","))] = path
+            else:
+                own_v2 = path
+    layout = read_layout()
+    mounts: list[tuple[Path, str | None]] = [
+        (h.path, own_v1.get(h.controllers)) for h in layout.v1.values()
+    ]
+    if layout.v2 is not None:
+        mounts.append((layout.v2, own_v2))
+    homes = []
+    for join in join_files:
+        for mount, own in mounts:
+            if own is not None and Path(join).is_relative_to(mount):
+                homes.append(str(mount / own.lstrip("/") / "cgroup.procs"))
+                break
+    return tuple(dict.fromkeys(homes))
+
+
+class Preparations:
+    """The prepared jobs of one startd, by ClaimId."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+        self.ready: dict[str, PreparedJob] = {}
+        self.to_reap: set[int] = set()
+        self._made = 0
+
+    def sync(
+        self,
+        state: EngineState,
+        config: Config,
+        isolation: tuple[IsolationBackend, ...],
+        execute_dir: str,
+        startd_memory_mb: int,
+        running: set[str],
+    ) -> None:
+        """Prepare every idle claim that has nothing yet; drop what no claim needs now.
+
+        ``running`` holds the claims whose starter is still there (nothing is prepared for
+        them until it has gone).
+        """
+        backend = next((b for b in isolation if b.name in PREPARED_BACKENDS), None)
+        idle = {
+            r.claim.claim_id: r
+            for r in state.slots
+            if r.claim is not None and r.place == CLAIMED_IDLE and not state.shutting_down
+        }
+        for claim_id in [c for c in self.ready if c not in idle]:
+            self.discard(claim_id)
+        if backend is None:
+            return
+        for claim_id, record in idle.items():
+            if claim_id in self.ready or claim_id in running:
+                continue
+            slot = state.layout.find(record.slot_id, record.sub_id)
+            if slot is None:
+                continue
+            self._made += 1
+            flat = execute_dir.strip("/").replace("/", "_")
+            key = f"condor_{flat}_{record.name}_c{os.getpid()}_{self._made}"
+            request = tracking_request(
+                config,
+                key,
+                record.name,
+                record.slot_id,
+                float(slot.resources.cpus),
+                int(slot.resources.memory_mb),
+                startd_memory_mb,
+            )
+            try:
+                tracking = backend.track(request)
+                joins = tracking.child_setup().join_files
+                supervisor = prepare_supervisor(joins, home_files(joins))
+            except EpError as error:
+                self.log.warning("%s: cannot prepare the next job: %s", record.name, error)
+                continue
+            self.ready[claim_id] = PreparedJob(backend.name, key, tracking, supervisor)
+
+    def take(self, claim_id: str) -> PreparedJob | None:
+        """The preparation of ``claim_id`` for its starter (the startd keeps reaping it)."""
+        prepared = self.ready.pop(claim_id, None)
+        if prepared is not None:
+            self.to_reap.add(prepared.supervisor.pid)
+        return prepared
+
+    def handed_over(self, prepared: PreparedJob) -> None:
+        """The starter owns ``prepared`` now: close the startd's copies of its pipes."""
+        prepared.supervisor.forget()
+
+    def discard(self, claim_id: str) -> None:
+        """Give up the preparation of ``claim_id``: kill its supervisor, remove its groups."""
+        prepared = self.ready.pop(claim_id, None)
+        if prepared is None:
+            return
+        prepared.supervisor.abandon()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(prepared.supervisor.pid, 0)
+        try:
+            prepared.tracking.release()
+        except EpError as error:
+            self.log.error("cannot remove a prepared job's groups: %s", error)
+
+    def close_in_child(self) -> None:
+        """In a forked starter: the other claims' supervisors are not its business."""
+        for prepared in self.ready.values():
+            prepared.supervisor.forget()
+
+    def reap(self) -> None:
+        """Reap the supervisors handed to starters once they have exited."""
+        for pid in list(self.to_reap):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done == pid:
+                self.to_reap.discard(pid)
+
+    def close(self) -> None:
+        """Discard every preparation (the startd is exiting)."""
+        for claim_id in list(self.ready):
+            self.discard(claim_id)
