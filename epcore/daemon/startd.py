@@ -256,10 +256,16 @@ class Startd:
             self.sink.invalidate([f"{action.slot}@{self.host_name}"], now)
 
     def _handle_of(self, slot: str) -> StarterHandle | None:
+        """The starter running on ``slot``: by the slot's claim, or (the engine may have
+        ended the claim in the same step, as KILLING_TIMEOUT does) by the slot's name."""
         record = self.state.slot(slot)
-        if record is None or record.claim is None:
-            return None
-        return self.starters.handles.get(record.claim.claim_id)
+        if record is not None and record.claim is not None:
+            found = self.starters.handles.get(record.claim.claim_id)
+            if found is not None:
+                return found
+        return next(
+            (h for h in self.starters.handles.values() if h.slot == slot and not h.gone), None
+        )
 
     # -- starters -------------------------------------------------------------------------
 

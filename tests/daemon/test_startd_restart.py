@@ -139,3 +139,42 @@ def test_a_claim_is_prepared_and_stale_groups_are_swept(
     startd.start()
     startd.wait_for(lambda: _cgroup_dirs(cgroup) == [], 10, "the stale groups to go")
     assert "removed the stale job group" in startd.log()
+
+
+def test_killing_timeout_kills_a_hung_starter(startd_factory, slot_users, tmp_path) -> None:
+    """A starter that does not act on a hard kill (stopped here) is killed with its job by
+    the startd when KILLING_TIMEOUT runs out, and the slot is free again."""
+    startd = startd_factory("KILLING_TIMEOUT = 2\n", cpus=2)
+    user = slot_users[3]
+    iwd = tmp_path / "iwd"
+    iwd.mkdir()
+    os.chown(iwd, user.uid, user.gid)
+    job = JOB.format(proc=0, owner=user.name, iwd=iwd).replace("sleep 3", "sleep 300")
+    startd.run_job(job)
+    startd.wait_for(
+        lambda: any(p.username() == user.name for p in psutil.process_iter()), 10, "the job"
+    )
+    (entry,) = read_claims(str(startd.directory / "spool" / "startd_claims"))
+    starter = psutil.Process(entry.pid)
+    starter.suspend()
+    slot = next(n for n, p in startd.places().items() if p == "Claimed/Busy")
+    startd.client.vacate(slot, fast=True)
+    startd.wait_for(
+        lambda: not starter.is_running() or starter.status() == "zombie", 15, "the kill"
+    )
+    startd.wait_for(lambda: len(startd.history()) == 1, 15, "the job's record")
+    assert "KILLING_TIMEOUT ran out" in startd.log()
+    startd.wait_for(
+        lambda: all(p != "Preempting/Killing" for p in startd.places().values()), 10, "the slot"
+    )
+    startd.wait_for(
+        lambda: (
+            not [
+                p
+                for p in psutil.process_iter(["username", "status"])
+                if p.info["username"] == user.name and p.info["status"] != psutil.STATUS_ZOMBIE
+            ]
+        ),
+        10,
+        "the job's processes to be killed",
+    )
