@@ -275,9 +275,10 @@ class IsolationBackend(Protocol):
         """Start tracking one job; raises IsolationError when it cannot."""
         ...
 
-    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
-        """At startup: reclaim every job this backend still holds whose key is not in
-        ``keep`` (left by a startd that died); the keys reclaimed."""
+    def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
+        """At startup: reclaim every job this backend still holds whose key starts with one
+        of ``prefixes`` (this startd's jobs, not another daemon's) and is not in ``keep``
+        (left by a startd that died); the keys reclaimed."""
         ...
 
     def reclaim(self, job_key: str) -> bool:

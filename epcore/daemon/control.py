@@ -167,7 +167,7 @@ def request(command: str, **arguments: object) -> ClassAd:
     return ad
 
 
-def listen(path: str) -> socket.socket:
+def listen(path: str, backlog: int = 64) -> socket.socket:
     """A listening control socket at ``path``, mode 0600 (a stale socket file is replaced;
     one a live startd answers on is a ControlError)."""
     if os.path.lexists(path):
@@ -175,7 +175,8 @@ def listen(path: str) -> socket.socket:
             raise ControlError(f"{path} exists and is not a socket; refusing to replace it")
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            probe.connect(protocol.socket_address(path))
+            with protocol.socket_address(path) as address:
+                probe.connect(address)
         except OSError:
             os.unlink(path)
         else:
@@ -185,10 +186,11 @@ def listen(path: str) -> socket.socket:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
     try:
-        server.bind(protocol.socket_address(path))
+        with protocol.socket_address(path) as address:
+            server.bind(address)
     finally:
         os.umask(old_umask)
-    server.listen(64)
+    server.listen(backlog)
     server.setblocking(False)
     return server
 
@@ -206,7 +208,8 @@ class StartdClient:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(self.timeout)
             try:
-                sock.connect(protocol.socket_address(self.path))
+                with protocol.socket_address(self.path) as address:
+                    sock.connect(address)
                 sock.sendall(protocol.encode(request(command, **arguments)))
                 data = b""
                 while not data.endswith(b"\n"):

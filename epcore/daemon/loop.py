@@ -3,9 +3,12 @@
 Each turn of :meth:`StartdLoop.turn` does, in this order: wait for a socket, a signal or the
 next timer; take the signals (SIGHUP: reconfigure; SIGTERM: peaceful shutdown, a second one:
 fast; SIGQUIT: fast; SIGCHLD only wakes the loop); answer control requests; read the starters'
-messages; notice starters that exited; fire the timers (the policy at POLLING_INTERVAL and at
-the engine's next timer); publish the ads when something changed or UPDATE_INTERVAL passed;
-flush what the sockets did not take. A startd that is shutting down leaves the loop once no
+messages; notice starters that exited (and prepare their claims' next jobs) and reap the job
+supervisors the startd prepared; fire the timers (the policy at POLLING_INTERVAL and at the
+engine's next timer); publish the ads when something changed or UPDATE_INTERVAL passed; flush
+what the sockets did not take; unregister the connections that closed. A turn that fails
+for the machine's sake (a full disk, no descriptor or process left) is logged and the next
+one tries again. A startd that is shutting down leaves the loop once no
 job runs and no starter is left. Signals are recorded by their handlers and handled at the
 next turn, never inside the handler.
 """
@@ -76,6 +79,8 @@ class StartdLoop:
     def close_in_child(self) -> None:
         """In a forked starter: drop every descriptor of the startd's loop."""
         for key in list(self.selector.get_map().values()):
+            if isinstance(key.fileobj, protocol.Channel) and key.fileobj.closed:
+                continue  # its number may be reused by now (a prepared supervisor's pipe)
             with contextlib.suppress(OSError):
                 os.close(key.fd)
         for sock in (self._wake_write,):
@@ -130,13 +135,16 @@ class StartdLoop:
                 self._serve_control(key.fileobj)
         if "starters" in labels:
             for channel in startd.starters.accept():
-                self.selector.register(channel, selectors.EVENT_READ, "starter")
+                self._register(channel, "starter")
         for key, _ in ready:
             if key.data == "starter" and isinstance(key.fileobj, protocol.Channel):
                 self._read_starter(key.fileobj)
         now = startd.clock()
-        for handle in startd.starters.exited():
+        gone = startd.starters.exited()
+        for handle in gone:
             startd.starter_exited(handle, now)
+        if gone:
+            startd.sync_preparations()
         startd.preparations.reap()
         self._timers()
         self._flush()
@@ -174,7 +182,7 @@ class StartdLoop:
                 return
             channel = protocol.Channel(sock, None)
             self.clients.append(channel)
-            self.selector.register(channel, selectors.EVENT_READ, "client")
+            self._register(channel, "client")
 
     def _serve_control(self, channel: protocol.Channel) -> None:
         try:
@@ -190,6 +198,14 @@ class StartdLoop:
             channel.close()
         if channel.closed:
             self._drop(channel)
+
+    def _register(self, channel: protocol.Channel, kind: str) -> None:
+        """Register a new connection; a closed one still registered on its descriptor number
+        (closed by a failed send this turn, not yet swept) makes way."""
+        stale = self.selector.get_map().get(channel.fileno())
+        if stale is not None and isinstance(stale.fileobj, protocol.Channel):
+            self.selector.unregister(stale.fileobj)
+        self.selector.register(channel, selectors.EVENT_READ, kind)
 
     def _unregister(self, channel: protocol.Channel) -> None:
         """Unregister ``channel`` if it (not a newer connection on its old fd) is registered."""
@@ -213,7 +229,12 @@ class StartdLoop:
             if message.evaluate("Command") == protocol.HELLO:
                 handle = startd.starters.introduce(channel, message)
                 if handle is None:
-                    channel.close()
+                    if message.evaluate("StarterStage") == "finished":
+                        # Its result was recorded before the startd went down, or is lost
+                        # with it: either way the starter may go.
+                        channel.send(protocol.message(protocol.ACK))
+                    else:
+                        channel.close()
                 continue
             handle = next(
                 (h for h in startd.starters.handles.values() if h.channel is channel), None
@@ -260,7 +281,12 @@ class StartdLoop:
         self.open()
         try:
             while not self.finished:
-                self.turn()
+                try:
+                    self.turn()
+                except (OSError, EpError):
+                    # A full disk or no more descriptors or processes must not end the
+                    # startd and the jobs it watches; the next turn tries again.
+                    self.startd.log.exception("a turn of the startd's loop failed")
             now = self.startd.clock()
             ads = self.startd.ads(self.startd.state, now).values()
             self.startd.sink.invalidate([str(ad.evaluate("Name")) for ad in ads], now)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from pathlib import Path
 
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.starter.cgroups.mountinfo import read_layout
 from epcore.starter.launch import prepare_supervisor
-from epcore.starter.starter import PreparedJob, tracking_request
+from epcore.starter.starter import PreparedJob, cgroup_key, tracking_request
 from epcore.state.records import EngineState
 from epcore.state.rules import CLAIMED_IDLE
 from epcore.types import IsolationBackend
@@ -64,6 +65,8 @@ class Preparations:
         self.ready: dict[str, PreparedJob] = {}
         self.to_reap: set[int] = set()
         self._made = 0
+        # Keys stay unique across restarts even when the startd gets the same PID again.
+        self._started = int(time.time())
 
     def sync(
         self,
@@ -96,8 +99,7 @@ class Preparations:
             if slot is None:
                 continue
             self._made += 1
-            flat = execute_dir.strip("/").replace("/", "_")
-            key = f"condor_{flat}_{record.name}_c{os.getpid()}_{self._made}"
+            key = cgroup_key(execute_dir, record.name, f"c{self._started}_{self._made}")
             request = tracking_request(
                 config,
                 key,
@@ -109,10 +111,16 @@ class Preparations:
             )
             try:
                 tracking = backend.track(request)
+            except (EpError, OSError) as error:
+                self.log.warning("%s: cannot prepare the next job: %s", record.name, error)
+                continue
+            try:
                 joins = tracking.child_setup().join_files
                 supervisor = prepare_supervisor(joins, home_files(joins))
-            except EpError as error:
+            except (EpError, OSError) as error:
                 self.log.warning("%s: cannot prepare the next job: %s", record.name, error)
+                with contextlib.suppress(EpError):
+                    tracking.release()
                 continue
             self.ready[claim_id] = PreparedJob(backend.name, key, tracking, supervisor)
 

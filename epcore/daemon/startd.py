@@ -11,12 +11,12 @@ and carries out the engine's actions (spawn a starter, soft- or hard-kill, suspe
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
+from collections import deque
 from collections.abc import Callable
-
-import psutil
 
 from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
@@ -35,7 +35,7 @@ from epcore.slots.layout import plan_slots
 from epcore.slots.slot_status import Benchmarks
 from epcore.starter import protocol
 from epcore.starter.sandbox import Sandbox, remove_sandbox, sandbox_path
-from epcore.starter.starter import StarterRequest, cgroup_key
+from epcore.starter.starter import StarterRequest, cgroup_key, cgroup_prefix
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, EngineState, StatusMemo
 from epcore.state.restore import SavedClaim, restore_claim
@@ -99,7 +99,8 @@ class Startd:
         self.close_in_child: Callable[[], None] = lambda: None
         self.publish_wanted = True
         self.saved: dict[str, persist.SavedStarter] = {}
-        self.results: list[ClassAd] = []
+        #: The latest results, for an embedding program or a benchmark to look at.
+        self.results: deque[ClassAd] = deque(maxlen=1000)
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
 
@@ -201,15 +202,20 @@ class Startd:
             self.log.info("%s", note)
         for action in outcome.actions:
             self.act(action, now)
+        self.sync_preparations()
+        return outcome
+
+    def sync_preparations(self) -> None:
+        """Prepare the next job of every idle claim; drop what no claim needs any more."""
+        running = {c for c, h in self.starters.handles.items() if not h.gone}
         self.preparations.sync(
             self.state,
             self.config,
             self.isolation,
             self.paths.execute,
             int(self.inventory.memory_mb),
-            set(self.starters.handles),
+            running,
         )
-        return outcome
 
     def _run(self, outcome: Outcome, now: float) -> Outcome:
         taken = self.take(outcome, now)
@@ -298,7 +304,19 @@ class Startd:
             self.close_in_child()
             self.preparations.close_in_child()
 
-        handle = self.starters.spawn(claim_id, slot, lambda: run_starter(request), close_in_child)
+        try:
+            handle = self.starters.spawn(
+                claim_id, slot, lambda: run_starter(request), close_in_child
+            )
+        except OSError as error:
+            # No process could be forked: the job cannot start now; the slot is freed.
+            self.log.error("%s: cannot start a starter: %s", slot, error)
+            if request.prepared is not None:
+                request.prepared.supervisor.abandon()
+                with contextlib.suppress(EpError):
+                    request.prepared.tracking.release()
+            self.take(self.engine.job_gone(self.state, slot, now), now)
+            return
         if request.prepared is not None:
             self.preparations.handed_over(request.prepared)
         self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
@@ -360,6 +378,9 @@ class Startd:
                 self.starters.adopt(saved.claim_id, "", pid)
                 self.starters.kill(saved.claim_id)
                 self.starters.forget(saved.claim_id)
+                why = f"the restarted startd could not take the claim back: {outcome.refused}"
+                self.record_result(self._lost(saved, why), now)
+                self.reclaim(entry)
                 continue
             self.take(outcome, now)
             slot = next(
@@ -372,9 +393,17 @@ class Startd:
             self.log.info("%s: took back starter %d after a restart", slot, pid)
         self.save_claims()
         keep = {entry.tracking_key for entry in self.saved.values()}
+        executes = {self.paths.execute} | {
+            value
+            for name in self.config.names()
+            if name.upper().startswith("SLOT")
+            and name.upper().endswith("_EXECUTE")
+            and (value := self.config.get(name))
+        }
+        prefixes = {cgroup_prefix(path) for path in executes}
         for backend in self.isolation:
             try:
-                for key in backend.sweep(keep):
+                for key in backend.sweep(keep, prefixes):
                     self.log.info("%s: removed the stale job group %s", backend.name, key)
             except EpError as error:
                 self.log.error("%s: cannot sweep stale job groups: %s", backend.name, error)
@@ -449,9 +478,10 @@ class Startd:
             result["ClaimId"] = handle.claim_id
             self.record_result(result, now)
         handle.stage = "acknowledged"
-        self.starters.send(handle.claim_id, protocol.ACK)
+        # The claims file first: a startd that dies before it must not see the job as lost.
         self.saved.pop(handle.claim_id, None)
         self.save_claims()
+        self.starters.send(handle.claim_id, protocol.ACK)
         self.job_left(handle, message, now)
 
     def job_left(self, handle: StarterHandle, message: ClassAd | None, now: float) -> None:
@@ -563,9 +593,12 @@ class Startd:
 
 
 def _started(pid: int) -> float | None:
-    """When process ``pid`` started (None when there is none): with the PID, it names one
-    process for good, since PIDs are reused."""
+    """When process ``pid`` started, in clock ticks since boot (None when there is none):
+    with the PID, it names one process for good, since PIDs are reused. Ticks since boot,
+    unlike a wall-clock start time, do not move when the clock is set."""
     try:
-        return float(psutil.Process(pid).create_time())
-    except psutil.Error:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return float(fields[19])
+    except (OSError, IndexError, ValueError):
         return None

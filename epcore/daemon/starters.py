@@ -25,6 +25,7 @@ import attrs
 import psutil
 
 from epcore.classad import ClassAd
+from epcore.daemon.control import listen
 from epcore.starter import protocol
 
 #: Signals the startd handles that a forked starter must not inherit handlers for.
@@ -44,6 +45,9 @@ class StarterHandle:
     usage: ClassAd = attrs.field(factory=ClassAd)
     job_start: float | None = None
     gone: bool = False
+    #: Commands sent before the starter connected (just forked, or reconnecting after a
+    #: startd restart), delivered when it says Hello.
+    waiting: list[ClassAd] = attrs.field(factory=list)
 
 
 def _alive(pid: int) -> bool:
@@ -60,25 +64,17 @@ class StarterPool:
         self.socket_path = socket_path
         self.log = log
         self.handles: dict[str, StarterHandle] = {}
+        #: Starters replaced by a newer one on the same claim before they were reaped.
+        self.retiring: list[StarterHandle] = []
         self.unknown: list[protocol.Channel] = []
         self.server: socket.socket | None = None
 
     # -- the socket -------------------------------------------------------------------------
 
     def listen(self) -> socket.socket:
-        """Listen on the starter socket (replacing a stale file), mode 0600."""
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.socket_path)
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old_umask = os.umask(0o177)
-        try:
-            server.bind(protocol.socket_address(self.socket_path))
-        finally:
-            os.umask(old_umask)
-        server.listen(128)
-        server.setblocking(False)
-        self.server = server
-        return server
+        """Listen on the starter socket, mode 0600 (as the control socket)."""
+        self.server = listen(self.socket_path, backlog=128)
+        return self.server
 
     def accept(self) -> list[protocol.Channel]:
         """Accept waiting connections; they are unknown until their Hello."""
@@ -107,6 +103,9 @@ class StarterPool:
             handle.channel.close()
         handle.channel = channel
         self.log.info("%s: starter %d connected", handle.slot, handle.pid)
+        for command in handle.waiting:
+            channel.send(command)
+        handle.waiting.clear()
         stage = hello.evaluate("StarterStage")
         handle.stage = stage if isinstance(stage, str) else handle.stage
         start = hello.evaluate("JobStartDate")
@@ -123,11 +122,16 @@ class StarterPool:
             channel.close()
 
     def send(self, claim_id: str, command: str, payload: ClassAd | None = None) -> bool:
-        """Send to the starter of ``claim_id``; False when it is not connected."""
+        """Send to the starter of ``claim_id``, or keep the command until it connects; False
+        when there is no such starter."""
         handle = self.handles.get(claim_id)
-        if handle is None or handle.channel is None or handle.channel.closed:
+        if handle is None or handle.gone:
             return False
-        handle.channel.send(protocol.message(command, payload))
+        ad = protocol.message(command, payload)
+        if handle.channel is None or handle.channel.closed:
+            handle.waiting.append(ad)
+        else:
+            handle.channel.send(ad)
         return True
 
     # -- processes --------------------------------------------------------------------------
@@ -158,36 +162,50 @@ class StarterPool:
             finally:
                 os._exit(code)
         handle = StarterHandle(claim_id, slot, pid, forked=True)
-        self.handles[claim_id] = handle
+        self._replace(handle)
         return handle
+
+    def _replace(self, handle: StarterHandle) -> None:
+        old = self.handles.get(handle.claim_id)
+        if old is not None and not old.gone:
+            self.retiring.append(old)
+        self.handles[handle.claim_id] = handle
 
     def adopt(self, claim_id: str, slot: str, pid: int) -> StarterHandle:
         """Take back a starter that outlived the previous startd."""
         handle = StarterHandle(claim_id, slot, pid, forked=False, stage="running")
-        self.handles[claim_id] = handle
+        self._replace(handle)
         return handle
 
     def exited(self) -> list[StarterHandle]:
         """Starters whose process is gone since the last call (forked ones are reaped)."""
         gone = []
+        for old in list(self.retiring):
+            if self._done(old):
+                self.retiring.remove(old)
         for handle in self.handles.values():
             if handle.gone:
                 continue
-            if handle.forked:
-                try:
-                    pid, _status = os.waitpid(handle.pid, os.WNOHANG)
-                except ChildProcessError:
-                    pid = handle.pid
-                done = pid == handle.pid
-            else:
-                done = not _alive(handle.pid)
-            if done:
+            if self._done(handle):
                 handle.gone = True
                 gone.append(handle)
         return gone
 
+    @staticmethod
+    def _done(handle: StarterHandle) -> bool:
+        """True once the starter's process is gone (a forked one is reaped here)."""
+        if handle.forked:
+            try:
+                pid, _status = os.waitpid(handle.pid, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            return pid == handle.pid
+        return not _alive(handle.pid)
+
     def kill(self, claim_id: str) -> None:
-        """SIGKILL every process below the starter of ``claim_id``, then the starter."""
+        """SIGKILL every process below the starter of ``claim_id``, then the starter (a job
+        started from a supervisor the startd prepared is not below it: the startd reclaims
+        that job's cgroups when it sees the starter gone)."""
         handle = self.handles.get(claim_id)
         if handle is None or handle.gone:
             return

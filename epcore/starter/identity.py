@@ -89,7 +89,12 @@ def job_user(
     """
     root = os.geteuid() == 0 if as_root is None else as_root
     if not root:
-        own = pwd.getpwuid(os.geteuid() if own_uid is None else own_uid)
+        uid = os.geteuid() if own_uid is None else own_uid
+        try:
+            own = pwd.getpwuid(uid)
+        except KeyError:
+            # No passwd entry (common in containers): the id is all there is.
+            return JobUser(str(uid), uid, os.getegid(), "/", False, "the startd's own user")
         return _user(own, config, "the startd does not run as root")
     owner = job.evaluate("Owner")
     wants_owner = job.evaluate("RunAsOwner")

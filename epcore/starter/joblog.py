@@ -2,9 +2,10 @@
 
 With no shadow in between, the starter writes the events itself: to the job's UserLog (the
 submit file's ``log``, relative to Iwd) and to StarterUserLog (seed 000's fetch-work job ad
-attribute), in XML when StarterUserLogUseXML is true. A log the starter creates is owned by the
-job's user. A log that cannot be written is reported in the StarterLog; it never stops the
-job.
+attribute), in XML when StarterUserLogUseXML is true. The logs are opened with the job
+user's own identity: the paths are the job's to choose, so the kernel must check them as it
+would for the job (a log it creates is the user's). A log that cannot be written is reported
+in the StarterLog; it never stops the job.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import os
 
 from epcore.classad import ClassAd
+from epcore.starter.privileges import as_user
 from epcore.starter.userlog import EventLogWriter, JobEvent, JobIds, UserLogError
 
 
@@ -45,21 +47,12 @@ class JobLogs:
             xml = job.evaluate("StarterUserLogUseXML") is True
             self.writers.append(EventLogWriter(starter_log, xml=xml))
 
-    def _own(self, path: str) -> None:
-        if os.path.exists(path) or os.geteuid() != 0:
-            return
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            os.close(fd)
-            os.chown(path, self.uid, self.gid)
-        except OSError as error:
-            self.log.error("cannot create job event log %s: %s", path, error.strerror)
-
     def write(self, event: JobEvent) -> None:
         """Append ``event`` to every log (errors are logged, not raised)."""
         for writer in self.writers:
-            self._own(writer.path)
             try:
-                writer.write(event)
+                # As the job's user: the paths are the job's to choose (see privileges.py).
+                with as_user(self.uid, self.gid):
+                    writer.write(event)
             except UserLogError as error:
                 self.log.error("%s", error)

@@ -399,6 +399,12 @@ def run_job(starter: Starter) -> int:
         if launched is not None:
             starter.kill_everything()
             launched.close()
+        elif request.prepared is not None:
+            # Never launched: its prepared supervisor still sits in the job's cgroups, which
+            # go with the rest of the tracking.
+            request.prepared.supervisor.abandon()
+            if request.prepared.tracking not in starter.trackings:
+                starter.trackings.append(request.prepared.tracking)
         starter.release_tracking()
     assert ending is not None
     starter.log.info("job ended: %s (%s)", ending.outcome, ending.reason)

@@ -12,6 +12,7 @@ final :data:`FINISHED` message until the startd answers :data:`ACK`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Iterator
@@ -73,14 +74,19 @@ def decode(line: bytes, known: tuple[str, ...] | None) -> ClassAd:
     return ad
 
 
-def socket_address(path: str) -> str:
-    """``path`` in a form AF_UNIX accepts: long paths go through a /proc/self/fd link to the
-    directory (kept open for the life of the process; callers bind or connect at once)."""
+@contextlib.contextmanager
+def socket_address(path: str) -> Iterator[str]:
+    """``path`` in a form AF_UNIX accepts, for a bind or connect inside the block: a long
+    path goes through a /proc/self/fd link to its directory, open for the block only."""
     if len(path.encode()) <= _MAX_SOCKET_PATH:
-        return path
+        yield path
+        return
     directory, name = os.path.split(path)
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    return f"/proc/self/fd/{fd}/{name}"
+    try:
+        yield f"/proc/self/fd/{fd}/{name}"
+    finally:
+        os.close(fd)
 
 
 class Channel:

@@ -7,6 +7,7 @@ _CONDOR_MACHINE_AD) and is removed with everything in it when the job is done.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -43,28 +44,43 @@ def sandbox_path(execute_dir: str, starter_id: int) -> str:
     return os.path.join(execute_dir, f"dir_{starter_id}")
 
 
-def make_sandbox(execute_dir: str, starter_id: int, uid: int, gid: int) -> Sandbox:
-    """Make the empty sandbox, mode 0700 and owned by ``uid``:``gid``.
+def make_sandbox(
+    execute_dir: str,
+    starter_id: int,
+    uid: int,
+    gid: int,
+    ads: tuple[ClassAd, ClassAd] | None = None,
+) -> Sandbox:
+    """Make the sandbox, mode 0700 and owned by ``uid``:``gid``, holding the job and machine
+    ``ads`` when given. The ads are written while the directory is still root's, so that no
+    process of the job's user can plant a link where they go.
 
     Raises JobSetupError (hold code 14) naming the directory when it cannot be made.
     """
     path = sandbox_path(execute_dir, starter_id)
     try:
         os.mkdir(path, 0o700)
+        sandbox = Sandbox(path)
+        if ads is not None:
+            write_ads(sandbox, ads[0], ads[1], uid, gid)
         if os.geteuid() == 0:
             os.chown(path, uid, gid)
     except OSError as error:
         raise JobSetupError(
             f"cannot make the job's sandbox {path}: {error.strerror}", HOLD_IWD, error.errno or 0
         ) from error
-    return Sandbox(path)
+    return sandbox
 
 
 def write_ads(sandbox: Sandbox, job: ClassAd, machine: ClassAd, uid: int, gid: int) -> None:
     """Write (or rewrite) the job and machine ads into the sandbox, readable by the job."""
     for path, ad in ((sandbox.job_ad_path, job), (sandbox.machine_ad_path, machine)):
         temporary = path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        # O_EXCL and O_NOFOLLOW: never through a link someone left in the sandbox.
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with open(fd, "w", encoding="utf-8") as handle:
             handle.write(format_old(ad))
         if os.geteuid() == 0:
             os.chown(temporary, uid, gid)

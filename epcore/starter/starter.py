@@ -38,7 +38,7 @@ from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser
 from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
-from epcore.starter.sandbox import Sandbox, disk_usage_kb, make_sandbox, remove_sandbox, write_ads
+from epcore.starter.sandbox import Sandbox, disk_usage_kb, make_sandbox, remove_sandbox
 from epcore.starter.usage import JobUsage, combine
 from epcore.types import IsolationBackend, JobTracking, TrackingRequest
 
@@ -116,10 +116,14 @@ def job_id(job: ClassAd) -> str:
     return f"{cluster}.{proc}"
 
 
-def cgroup_key(execute_dir: str, slot_name: str, starter_id: int) -> str:
+def cgroup_prefix(execute_dir: str) -> str:
+    """The start of the cgroup names of the jobs run under ``execute_dir``."""
+    return f"condor_{execute_dir.strip('/').replace('/', '_')}_"
+
+
+def cgroup_key(execute_dir: str, slot_name: str, starter_id: int | str) -> str:
     """HTCondor's cgroup name: the sandbox path with ``/`` made ``_``, then the slot name."""
-    flat = execute_dir.strip("/").replace("/", "_")
-    return f"condor_{flat}_{slot_name}_{starter_id}"
+    return f"{cgroup_prefix(execute_dir)}{slot_name}_{starter_id}"
 
 
 def _account_processes(uid: int) -> set[int]:
@@ -199,7 +203,8 @@ class Starter:
             self._forget_channel()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(protocol.socket_address(self.request.startd_socket))
+            with protocol.socket_address(self.request.startd_socket) as address:
+                sock.connect(address)
         except OSError as error:
             sock.close()
             self.log.debug("startd not reachable at %s: %s", self.request.startd_socket, error)
@@ -354,6 +359,11 @@ class Starter:
     def make_sandbox(self) -> Sandbox:
         user = self.user
         assert user is not None
-        self.sandbox = make_sandbox(self.request.execute_dir, self.starter_id, user.uid, user.gid)
-        write_ads(self.sandbox, self.job, self.request.machine, user.uid, user.gid)
+        self.sandbox = make_sandbox(
+            self.request.execute_dir,
+            self.starter_id,
+            user.uid,
+            user.gid,
+            (self.job, self.request.machine),
+        )
         return self.sandbox

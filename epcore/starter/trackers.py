@@ -332,7 +332,7 @@ class ProcessGroupBackend:
         """Nothing to take back: what this backend tracked lived in the starter that died."""
         return False
 
-    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
+    def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
         """Nothing outlives a starter in this backend."""
         return ()
 
@@ -359,7 +359,7 @@ class PidNamespaceBackend:
         """Nothing to take back: what this backend tracked lived in the starter that died."""
         return False
 
-    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
+    def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
         """Nothing outlives a starter in this backend."""
         return ()
 
@@ -426,7 +426,7 @@ class GidBackend:
         """Nothing to take back: what this backend tracked lived in the starter that died."""
         return False
 
-    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
+    def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
         """Nothing outlives a starter in this backend."""
         return ()
 

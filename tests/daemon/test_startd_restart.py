@@ -77,7 +77,7 @@ def test_a_dead_starter_is_cleaned_up_after(startd_factory, slot_users, tmp_path
     iwd.mkdir()
     os.chown(iwd, user.uid, user.gid)
     job = JOB.format(proc=0, owner=user.name, iwd=iwd).replace("sleep 3", "sleep 300")
-    startd.run_job(job)
+    claim_id = startd.run_job(job)
     startd.wait_for(
         lambda: any(p.username() == user.name for p in psutil.process_iter()), 10, "the job"
     )
@@ -97,7 +97,9 @@ def test_a_dead_starter_is_cleaned_up_after(startd_factory, slot_users, tmp_path
         "the job's processes to be killed",
     )
     cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
-    assert _cgroup_dirs(cgroup) == []
+    # The claim stays, with its next job's groups prepared; once it is given back, none is left.
+    startd.client.release(claim_id)
+    startd.wait_for(lambda: _cgroup_dirs(cgroup) == [], 10, "every job group to go")
     assert list((startd.directory / "execute").iterdir()) == []
     startd.wait_for(
         lambda: all(place != "Claimed/Busy" for place in startd.places().values()),

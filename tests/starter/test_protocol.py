@@ -230,12 +230,8 @@ def test_a_line_longer_than_max_line_is_refused(pair: tuple[Channel, socket.sock
 def test_short_socket_paths_are_used_as_they_are(length: int) -> None:
     """A path AF_UNIX accepts is returned unchanged."""
     path = "/" + "s" * (length - 1)
-    assert protocol.socket_address(path) == path
-
-
-def _close_proc_fd(address: str) -> None:
-    if address.startswith("/proc/self/fd/"):
-        os.close(int(address.split("/")[4]))
+    with protocol.socket_address(path) as address:
+        assert address == path
 
 
 def test_long_socket_path_binds_and_connects(tmp_path: Path) -> None:
@@ -247,20 +243,20 @@ def test_long_socket_path_binds_and_connects(tmp_path: Path) -> None:
     assert len(path.encode()) > 108
     with socket.socket(socket.AF_UNIX) as plain, pytest.raises(OSError, match="too long"):
         plain.bind(path)
-    server_address = protocol.socket_address(path)
-    client_address = protocol.socket_address(path)
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
-            server.bind(server_address)
-            server.listen(1)
-            assert stat.S_ISSOCK(os.stat(path).st_mode)
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-                client.settimeout(10)
-                client.connect(client_address)
-                accepted, _ = server.accept()
-                with accepted:
-                    client.sendall(protocol.encode(_hello(1)))
-                    assert accepted.recv(4096) == protocol.encode(_hello(1))
-    finally:
-        _close_proc_fd(server_address)
-        _close_proc_fd(client_address)
+    fds_before = set(os.listdir("/proc/self/fd"))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        with protocol.socket_address(path) as address:
+            assert address.startswith("/proc/self/fd/")
+            server.bind(address)
+        server.listen(1)
+        assert stat.S_ISSOCK(os.stat(path).st_mode)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(10)
+            with protocol.socket_address(path) as address:
+                client.connect(address)
+            accepted, _ = server.accept()
+            with accepted:
+                client.sendall(protocol.encode(_hello(1)))
+                assert accepted.recv(4096) == protocol.encode(_hello(1))
+    # The directory descriptors the long path needed are closed again.
+    assert set(os.listdir("/proc/self/fd")) == fds_before

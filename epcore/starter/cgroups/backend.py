@@ -480,8 +480,9 @@ class CgroupBackend:
         _log.debug("tracking %s in %s", request.job_key, tracking)
         return tracking
 
-    def sweep(self, keep: Collection[str]) -> tuple[str, ...]:
-        """Reclaim every job group below BASE_CGROUP whose job is not in ``keep``."""
+    def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
+        """Reclaim every job group below BASE_CGROUP named for one of ``prefixes`` whose job
+        is not in ``keep``."""
         if self.base is None:
             return ()
         layout = self.layout()
@@ -492,7 +493,13 @@ class CgroupBackend:
         found: set[str] = set()
         for root in roots:
             if root.is_dir():
-                found |= {p.name for p in root.iterdir() if p.is_dir() and p.name not in kept}
+                found |= {
+                    p.name
+                    for p in root.iterdir()
+                    if p.is_dir()
+                    and p.name not in kept
+                    and any(p.name.startswith(cgroup_name(prefix)) for prefix in prefixes)
+                }
         swept = []
         for name in sorted(found):
             try:
