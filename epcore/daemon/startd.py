@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import random
 from collections import deque
 from collections.abc import Callable
 
 from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
-from epcore.daemon import persist
+from epcore.daemon import persist, recovery
 from epcore.daemon.control import ControlError
 from epcore.daemon.prepare import Preparations
 from epcore.daemon.publish import AdSink, MemorySink
@@ -34,11 +33,11 @@ from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
 from epcore.slots.slot_status import Benchmarks
 from epcore.starter import protocol
-from epcore.starter.sandbox import Sandbox, remove_sandbox, sandbox_path
-from epcore.starter.starter import StarterRequest, cgroup_key, cgroup_prefix
+from epcore.starter.sandbox import sandbox_path
+from epcore.starter.starter import StarterRequest, cgroup_key
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, EngineState, StatusMemo
-from epcore.state.restore import SavedClaim, restore_claim
+from epcore.state.restore import SavedClaim
 from epcore.state.work import Outcome
 from epcore.types import (
     HostReadings,
@@ -323,7 +322,7 @@ class Startd:
         self.saved[claim_id] = persist.SavedStarter(
             self._saved_claim(slot, now),
             handle.pid,
-            _started(handle.pid),
+            recovery.started(handle.pid),
             request.prepared.job_key
             if request.prepared is not None
             else cgroup_key(request.execute_dir, slot, handle.pid),
@@ -361,77 +360,13 @@ class Startd:
         )
 
     def restore(self, now: float) -> None:
-        """Take back the claims whose starters outlived the previous startd."""
-        for entry in persist.read_claims(self.paths.claims_file):
-            saved, pid = entry.claim, entry.pid
-            if entry.started is None or _started(pid) != entry.started:
-                # Gone, or its PID now belongs to another process, which must be left alone.
-                self.log.warning(
-                    "the starter %d of claim %s is gone; its job is lost", pid, saved.claim_id[:40]
-                )
-                self.record_result(self._lost(saved, "the starter died while no startd ran"), now)
-                self.reclaim(entry)
-                continue
-            outcome = restore_claim(self.engine, self.state, saved, now)
-            if outcome.refused is not None:
-                self.log.error("cannot take back claim of starter %d: %s", pid, outcome.refused)
-                self.starters.adopt(saved.claim_id, "", pid)
-                self.starters.kill(saved.claim_id)
-                self.starters.forget(saved.claim_id)
-                why = f"the restarted startd could not take the claim back: {outcome.refused}"
-                self.record_result(self._lost(saved, why), now)
-                self.reclaim(entry)
-                continue
-            self.take(outcome, now)
-            slot = next(
-                r.name
-                for r in self.state.slots
-                if r.claim is not None and r.claim.claim_id == saved.claim_id
-            )
-            self.starters.adopt(saved.claim_id, slot, pid)
-            self.saved[saved.claim_id] = entry
-            self.log.info("%s: took back starter %d after a restart", slot, pid)
-        self.save_claims()
-        keep = {entry.tracking_key for entry in self.saved.values()}
-        executes = {self.paths.execute} | {
-            value
-            for name in self.config.names()
-            if name.upper().startswith("SLOT")
-            and name.upper().endswith("_EXECUTE")
-            and (value := self.config.get(name))
-        }
-        prefixes = {cgroup_prefix(path) for path in executes}
-        for backend in self.isolation:
-            try:
-                for key in backend.sweep(keep, prefixes):
-                    self.log.info("%s: removed the stale job group %s", backend.name, key)
-            except EpError as error:
-                self.log.error("%s: cannot sweep stale job groups: %s", backend.name, error)
+        """Take back the claims whose starters outlived the previous startd
+        (:func:`epcore.daemon.recovery.restore`)."""
+        recovery.restore(self, now)
 
     def reclaim(self, entry: persist.SavedStarter) -> None:
-        """Clean up after a starter that died: the processes its job left (in tracking that
-        can still find them, such as its cgroups) and its sandbox."""
-        if entry.tracking_key:
-            for backend in self.isolation:
-                try:
-                    if backend.reclaim(entry.tracking_key):
-                        self.log.info("%s: cleaned up job %s", backend.name, entry.tracking_key)
-                except EpError as error:
-                    self.log.error("cannot clean up job %s: %s", entry.tracking_key, error)
-        if entry.sandbox and os.path.isdir(entry.sandbox):
-            remove_sandbox(Sandbox(entry.sandbox))
-            self.log.info("removed the sandbox %s of a dead starter", entry.sandbox)
-
-    def _lost(self, saved: SavedClaim, why: str) -> ClassAd:
-        ad = ClassAd()
-        ad["ClaimId"] = saved.claim_id
-        ad["JobOutcome"] = "evicted"
-        ad["ExitReason"] = why
-        for name in ("ClusterId", "ProcId", "GlobalJobId", "Owner"):
-            expr = saved.job.lookup(name)
-            if expr is not None:
-                ad[name] = expr
-        return ad
+        """Clean up after a starter that died (:func:`epcore.daemon.recovery.reclaim`)."""
+        recovery.reclaim(self, entry)
 
     def record_result(self, result: ClassAd, now: float) -> None:
         """Write a finished job's result to the history and tell the plugins."""
@@ -502,7 +437,7 @@ class Startd:
             saved = self.saved.pop(handle.claim_id, None)
             self.log.error("%s: starter %d died before reporting", handle.slot, handle.pid)
             if saved is not None:
-                lost = self._lost(saved.claim, "the starter died before reporting the job's end")
+                lost = recovery.lost(saved.claim, "the starter died before reporting the job's end")
                 lost["SlotName"] = handle.slot
                 self.record_result(lost, now)
                 self.save_claims()
@@ -590,15 +525,3 @@ class Startd:
     def idle(self) -> bool:
         """True when no job runs and no starter is left (a shut-down startd may exit)."""
         return not self.starters.handles and all(r.job_start is None for r in self.state.slots)
-
-
-def _started(pid: int) -> float | None:
-    """When process ``pid`` started, in clock ticks since boot (None when there is none):
-    with the PID, it names one process for good, since PIDs are reused. Ticks since boot,
-    unlike a wall-clock start time, do not move when the clock is set."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return float(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
