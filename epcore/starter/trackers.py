@@ -8,6 +8,7 @@ a child subreaper and is itself never one of the job's processes.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import fcntl
 import os
@@ -77,7 +78,7 @@ def _is_zombie(process: psutil.Process) -> bool:
         return True
 
 
-class _PidSetTracking:
+class _PidSetTracking(abc.ABC):
     """Everything but :meth:`pids`, done process by process over :meth:`pids`."""
 
     def __init__(self) -> None:
@@ -90,8 +91,9 @@ class _PidSetTracking:
     def attach(self, pid: int) -> None:
         self.supervisor = pid
 
+    @abc.abstractmethod
     def pids(self) -> frozenset[int]:
-        raise NotImplementedError
+        """Every live process of the job this tracker sees (each tracker says how)."""
 
     def _targets(self, signum: int) -> frozenset[int]:
         """The processes ``signum`` goes to (all of the job's, unless a backend knows better)."""

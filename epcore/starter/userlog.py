@@ -14,6 +14,7 @@ surrounding white space is dropped (:func:`one_line`).
 
 from __future__ import annotations
 
+import abc
 import os
 import time
 from typing import ClassVar
@@ -85,7 +86,7 @@ def _duration(seconds: float) -> str:
 
 
 @attrs.frozen(kw_only=True)
-class JobEvent:
+class JobEvent(abc.ABC):
     """What every event carries: the job it is about and when it happened (epoch seconds)."""
 
     number: ClassVar[int] = 0
@@ -94,9 +95,9 @@ class JobEvent:
     job: JobIds
     when: float
 
+    @abc.abstractmethod
     def headline(self) -> str:
         """The text after the header's time stamp."""
-        raise NotImplementedError
 
     def details(self) -> list[str]:
         """The event's detail lines, without their leading tab."""

@@ -339,10 +339,8 @@ def test_wanted_follows_base_cgroup(fake: FakeV2) -> None:
         _backend(fake, "BASE_CGROUP = ../escape")
 
 
-def test_available_needs_a_writable_hierarchy(fake: FakeV2, tmp_path: Path) -> None:
+def test_available_needs_a_writable_hierarchy(fake: FakeV2, tmp_path: Path, as_root: None) -> None:
     """As root, with the fake v2 root present: available; with no cgroup mount: not."""
-    if os.geteuid() != 0:
-        pytest.skip("available() needs root")
     assert _backend(fake).available() is True
     (fake.root / "proc/self/mountinfo").write_text("22 27 0:21 / /proc rw - proc proc rw\n")
     assert _backend(fake).available() is False
