@@ -5,7 +5,8 @@ A starter that is still the process it was (same PID, same start in ticks since 
 adopted and its slot is Claimed/Busy again (:func:`epcore.state.restore.restore_claim`); one
 that is gone, or whose claim no longer fits, has its job recorded as lost and what it left
 cleaned up (:func:`reclaim`). Job groups under BASE_CGROUP that belong to this startd's
-EXECUTE directories and to no running job are then removed (IsolationBackend.sweep).
+EXECUTE directories and to no running job are then removed (IsolationBackend.sweep), and so
+are the sandboxes (``dir_<N>``) in those directories that no running job holds.
 """
 
 from __future__ import annotations
@@ -71,6 +72,26 @@ def restore(startd: Startd, now: float) -> None:
                 startd.log.info("%s: removed the stale job group %s", backend.name, key)
         except EpError as error:
             startd.log.error("%s: cannot sweep stale job groups: %s", backend.name, error)
+    _sweep_sandboxes(startd, executes)
+
+
+def _sweep_sandboxes(startd: Startd, executes: set[str]) -> None:
+    """Remove the ``dir_<N>`` sandboxes no running job holds (left by a machine that went
+    down, or a starter killed while no startd ran), as HTCondor's startd cleans EXECUTE when
+    it starts."""
+    held = {entry.sandbox for entry in startd.saved.values()}
+    for execute in executes:
+        try:
+            entries = list(os.scandir(execute))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if not (name.startswith("dir_") and name[4:].isdigit()) or entry.path in held:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                remove_sandbox(Sandbox(entry.path))
+                startd.log.info("removed the stale sandbox %s", entry.path)
 
 
 def reclaim(startd: Startd, entry: persist.SavedStarter) -> None:

@@ -180,3 +180,19 @@ def test_killing_timeout_kills_a_hung_starter(startd_factory, slot_users, tmp_pa
         10,
         "the job's processes to be killed",
     )
+
+
+def test_stale_sandboxes_are_removed_at_startup(startd_factory) -> None:
+    """Sandboxes no running job holds (left by a machine that went down) are removed when the
+    startd starts; other files in EXECUTE are left alone."""
+    startd = startd_factory(start=False)
+    execute = startd.directory / "execute"
+    stale = execute / "dir_4242" / "deep"
+    stale.mkdir(parents=True)
+    (stale / "output").write_text("left behind")
+    stale.chmod(0o500)
+    (execute / "keep_me").write_text("not a sandbox")
+    startd.start()
+    assert not (execute / "dir_4242").exists()
+    assert (execute / "keep_me").read_text() == "not a sandbox"
+    assert "removed the stale sandbox" in startd.log()
