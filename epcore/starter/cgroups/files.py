@@ -24,6 +24,29 @@ def write_value(path: Path, value: str | int) -> None:
         os.close(fd)
 
 
+def write_control(path: Path, value: str | int) -> None:
+    """Write a group's control file; IsolationError naming it when refused."""
+    try:
+        write_value(path, value)
+    except OSError as exc:
+        raise IsolationError(f"cannot write {value} to {path}: {exc.strerror or exc}") from exc
+
+
+def move_process(procs_file: Path, pid: int, present: Iterable[int]) -> None:
+    """Move ``pid`` into the group of ``procs_file`` unless it is among ``present`` (the
+    group's processes); nothing when it has exited, IsolationError when refused."""
+    if pid in present:
+        return
+    try:
+        write_value(procs_file, pid)
+    except ProcessLookupError:
+        return
+    except OSError as exc:
+        raise IsolationError(
+            f"cannot move process {pid} into {procs_file}: {exc.strerror or exc}"
+        ) from exc
+
+
 def read_text(path: Path) -> str:
     """The whole control file (OSError when it cannot be read)."""
     with open(path, encoding="ascii", errors="replace") as handle:

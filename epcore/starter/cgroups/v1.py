@@ -14,7 +14,15 @@ import time
 from pathlib import Path
 
 from epcore.errors import IsolationError
-from epcore.starter.cgroups.files import read_int, read_keyed, read_pids, read_text, write_value
+from epcore.starter.cgroups.files import (
+    move_process,
+    read_int,
+    read_keyed,
+    read_pids,
+    read_text,
+    write_control,
+    write_value,
+)
 
 _log = logging.getLogger("epcore.starter.cgroups")
 
@@ -43,24 +51,11 @@ class V1Group:
 
     def add(self, pid: int) -> None:
         """Move ``pid`` into the group unless it is there; nothing when it has exited."""
-        if pid in self.procs():
-            return
-        try:
-            write_value(self.procs_file, pid)
-        except ProcessLookupError:
-            return
-        except OSError as exc:
-            raise IsolationError(
-                f"cannot move process {pid} into {self.procs_file}: {exc.strerror or exc}"
-            ) from exc
+        move_process(self.procs_file, pid, self.procs())
 
     def write(self, name: str, value: str | int) -> None:
         """Write a control file of the group; IsolationError naming it when refused."""
-        path = self.path / name
-        try:
-            write_value(path, value)
-        except OSError as exc:
-            raise IsolationError(f"cannot write {value} to {path}: {exc.strerror or exc}") from exc
+        write_control(self.path / name, value)
 
     # -- limits --------------------------------------------------------------------------
 

@@ -19,12 +19,14 @@ from pathlib import Path, PurePosixPath
 from epcore.errors import IsolationError
 from epcore.starter.cgroups.files import (
     make_dirs,
+    move_process,
     read_int,
     read_keyed,
     read_pids,
     read_text,
     remove_dirs,
     remove_tree,
+    write_control,
     write_value,
 )
 
@@ -92,11 +94,7 @@ class V2Group:
 
     def write(self, name: str, value: str | int) -> None:
         """Write a control file of the job's group; IsolationError naming it when refused."""
-        path = self.path / name
-        try:
-            write_value(path, value)
-        except OSError as exc:
-            raise IsolationError(f"cannot write {value} to {path}: {exc.strerror or exc}") from exc
+        write_control(self.path / name, value)
 
     # -- processes -----------------------------------------------------------------------
 
@@ -106,16 +104,7 @@ class V2Group:
 
     def add(self, pid: int) -> None:
         """Move ``pid`` into the leaf unless it is there; nothing when it has exited."""
-        if pid in self.procs():
-            return
-        try:
-            write_value(self.procs_file, pid)
-        except ProcessLookupError:
-            return
-        except OSError as exc:
-            raise IsolationError(
-                f"cannot move process {pid} into {self.procs_file}: {exc.strerror or exc}"
-            ) from exc
+        move_process(self.procs_file, pid, self.procs())
 
     def populated(self) -> bool:
         """Whether any process is left in the group or below (``populated`` of
