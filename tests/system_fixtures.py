@@ -14,11 +14,13 @@ import os
 import pwd
 import shutil
 import subprocess
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
+import psutil
 import pytest
 
 V1_ROOT = Path("/sys/fs/cgroup")
@@ -144,3 +146,22 @@ def execute_dir(tmp_path: Path) -> Path:
             break
         parent.chmod(parent.stat().st_mode | 0o711)
     return path
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` passes; its last answer."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def user_processes(name: str) -> list[int]:
+    """Live processes of account ``name`` (zombies left out: PID 1 reaps them late here)."""
+    return [
+        p.pid
+        for p in psutil.process_iter(["username", "status"])
+        if p.info["username"] == name and p.info["status"] != psutil.STATUS_ZOMBIE
+    ]

@@ -211,12 +211,7 @@ class StartdClient:
                 with protocol.socket_address(self.path) as address:
                     sock.connect(address)
                 sock.sendall(protocol.encode(request(command, **arguments)))
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = sock.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
+                data = protocol.read_line(sock)
             except OSError as error:
                 raise ControlError(f"cannot reach the startd at {self.path}: {error}") from error
         if not data.strip():

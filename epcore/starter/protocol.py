@@ -89,6 +89,18 @@ def socket_address(path: str) -> Iterator[str]:
         os.close(fd)
 
 
+def read_line(sock: socket.socket) -> bytes:
+    """One message from a blocking socket: the bytes up to a newline, or up to the end when
+    the peer closes first (empty when it sent nothing)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 class Channel:
     """A connected socket carrying messages: :meth:`send` queues, :meth:`flush` writes what the
     socket takes, :meth:`receive` reads what arrived. Closed when the peer goes away."""

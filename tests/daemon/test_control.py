@@ -237,12 +237,7 @@ class Server:
                 continue
             with conn:
                 conn.settimeout(10)
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
+                data = protocol.read_line(conn)
                 if not data:  # a probe that only connected (as listen() does)
                     continue
                 if self.raw_reply is not None:
@@ -471,13 +466,7 @@ def _ask(path: str, line: bytes) -> bytes:
         sock.settimeout(20)
         sock.connect(path)
         sock.sendall(line)
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return data
+        return protocol.read_line(sock)
 
 
 @pytest.mark.system

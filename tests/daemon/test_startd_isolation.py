@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from system_fixtures import user_processes
 
 pytestmark = pytest.mark.system
 
@@ -43,15 +44,6 @@ def _pids_file_processes(path: Path) -> list[int]:
     if not path.exists():
         return []
     return [int(p) for p in path.read_text().split() if p.strip()]
-
-
-def _user_processes(name: str) -> list[int]:
-    """Live (not zombie: PID 1 reaps late here) processes of account ``name``."""
-    return [
-        p.pid
-        for p in psutil.process_iter(["username", "status"])
-        if p.info["username"] == name and p.info["status"] != psutil.STATUS_ZOMBIE
-    ]
 
 
 def _none_alive(pids: list[int]) -> bool:
@@ -101,7 +93,7 @@ def test_escaped_processes_die_with_the_job(
     else:
         assert len(escaped) == 3
         assert _none_alive(escaped)
-    assert _user_processes(user.name) == []
+    assert user_processes(user.name) == []
 
 
 def _job_pids_groups(startd) -> list[Path]:
@@ -134,7 +126,7 @@ def test_fork_bomb_is_capped(startd_factory, slot_users, tmp_path) -> None:
     assert _result(startd).evaluate("ExitSignal") == 9
     assert failed_forks > 0
     assert 30 < peak <= 40
-    assert _user_processes(user.name) == []
+    assert user_processes(user.name) == []
     # The claim stays, with its next job's groups prepared; once it is given back, none is left.
     startd.client.release(claim_id)
     startd.wait_for(lambda: _job_pids_groups(startd) == [], 10, "every job group to go")
@@ -169,7 +161,7 @@ def test_suspended_job_uses_no_cpu(startd_factory, slot_users, tmp_path) -> None
     startd.run_job(_job(user.name, iwd, "while :; do :; done\n"))
     startd.wait_for(lambda: "Claimed/Suspended" in startd.places().values(), 20, "suspension")
     time.sleep(0.5)
-    processes = [psutil.Process(pid) for pid in _user_processes(user.name)]
+    processes = [psutil.Process(pid) for pid in user_processes(user.name)]
     assert processes
     before = sum(p.cpu_times().user + p.cpu_times().system for p in processes)
     time.sleep(1.5)
@@ -223,4 +215,4 @@ def test_a_job_ignoring_its_kill_signal_is_hard_killed(
     assert result.evaluate("JobOutcome") == "evicted"
     assert time.monotonic() - vacated >= 1.5
     assert "told the starter to hard kill" in startd.log()
-    assert _user_processes(user.name) == []
+    assert user_processes(user.name) == []

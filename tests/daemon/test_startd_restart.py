@@ -7,6 +7,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from system_fixtures import user_processes
 
 from epcore.classad import parse_ad
 from epcore.daemon.persist import read_claims
@@ -86,13 +87,7 @@ def test_a_dead_starter_is_cleaned_up_after(startd_factory, slot_users, tmp_path
     startd.wait_for(lambda: len(startd.history()) == 1, 30, "the lost job's record")
     assert startd.history()[0].evaluate("JobOutcome") == "evicted"
     startd.wait_for(
-        lambda: (
-            not [
-                p
-                for p in psutil.process_iter(["username", "status"])
-                if p.info["username"] == user.name and p.info["status"] != psutil.STATUS_ZOMBIE
-            ]
-        ),
+        lambda: user_processes(user.name) == [],
         10,
         "the job's processes to be killed",
     )
@@ -170,13 +165,7 @@ def test_killing_timeout_kills_a_hung_starter(startd_factory, slot_users, tmp_pa
         lambda: all(p != "Preempting/Killing" for p in startd.places().values()), 10, "the slot"
     )
     startd.wait_for(
-        lambda: (
-            not [
-                p
-                for p in psutil.process_iter(["username", "status"])
-                if p.info["username"] == user.name and p.info["status"] != psutil.STATUS_ZOMBIE
-            ]
-        ),
+        lambda: user_processes(user.name) == [],
         10,
         "the job's processes to be killed",
     )

@@ -7,7 +7,6 @@ import os
 import select
 import signal
 import stat
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from system_fixtures import SlotUser
+from system_fixtures import SlotUser, wait_until
 
 from epcore.errors import EpError, JobSetupError
 from epcore.starter.launch import (
@@ -34,16 +33,6 @@ PATH_ENV = (("PATH", "/usr/bin:/bin"),)
 PATIENCE = 10.0
 
 Launcher = Callable[[LaunchSpec], LaunchedJob]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = PATIENCE) -> bool:
-    """Poll ``condition`` until it holds or ``timeout`` passes; its last answer."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def kill_tree(job: LaunchedJob) -> None:

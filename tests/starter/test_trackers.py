@@ -13,7 +13,7 @@ import psutil
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from system_fixtures import SlotUser
+from system_fixtures import SlotUser, wait_until
 
 from epcore.config import Config
 from epcore.errors import ConfigError, IsolationError
@@ -32,16 +32,6 @@ from epcore.types import IsolationBackend, JobTracking, TrackingRequest
 
 PATIENCE = 10.0
 MODES = ["process_group", "pid_namespace", "gid"]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = PATIENCE) -> bool:
-    """Poll ``condition`` until it holds or ``timeout`` passes; its last answer."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def request(slot_id: int = 1) -> TrackingRequest:
