@@ -68,3 +68,30 @@ class JobSetupError(EpError):
 class DaemonError(EpError):
     """The startd cannot start or serve (a log directory it cannot write, a control socket
     already in use by a live daemon)."""
+
+
+class PoolError(EpError):
+    """A problem of the personal pool's central-manager side (collector, negotiator, job
+    queue) or of a request made to it; the message names the job, submitter or ad."""
+
+
+class SubmitError(PoolError):
+    """A submit description that cannot be turned into jobs, located at its file and line.
+
+    ``source`` is the submit file (or ``<string>``), ``line`` its 1-based line; both are None
+    for errors that belong to no single line.
+    """
+
+    def __init__(self, message: str, source: str | None = None, line: int | None = None) -> None:
+        self.reason = message
+        self.source = source
+        self.line = line
+        where = ""
+        if source is not None:
+            where = f"{source}, line {line}: " if line is not None else f"{source}: "
+        super().__init__(f"{where}{message}")
+
+
+class QueueError(PoolError):
+    """A job-queue request that cannot be carried out (no such job, a status change the job's
+    status does not allow, a damaged queue database)."""

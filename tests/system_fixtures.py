@@ -9,10 +9,12 @@ machine do not collide, and everything made here is removed afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -76,10 +78,28 @@ def base_cgroup(cgroup_v1: None, run_tag: str) -> Iterator[str]:
         root = V1_ROOT / controller / name
         if root.exists():
             # Deepest first: rmdir needs empty groups.
-            for sub in sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-                if sub.is_dir():
-                    sub.rmdir()
-            root.rmdir()
+            groups = [p for p in root.rglob("*") if p.is_dir()]
+            for group in [*sorted(groups, key=lambda p: len(p.parts), reverse=True), root]:
+                _remove_group(group)
+
+
+def _remove_group(group: Path) -> None:
+    """Remove a cgroup, killing what is left in it (a process killed with its daemon may
+    take a moment to leave the group) and retrying for up to 5 s."""
+    deadline = time.monotonic() + 5
+    while True:
+        with contextlib.suppress(OSError, ValueError):
+            for pid in (group / "cgroup.procs").read_text().split():
+                os.kill(int(pid), signal.SIGKILL)
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 @attrs.frozen

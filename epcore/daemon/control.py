@@ -2,10 +2,11 @@
 
 A request is a ClassAd with ``Command`` and its arguments; the answer is a ClassAd with
 ``Ok`` (true or false), ``Error`` when it is false, and the result (``ClaimId``, ``Ads``).
-Requests: ``Claim`` (Slot, Job, optional Client), ``Activate`` / ``Release`` / ``Alive``
-(ClaimId), ``Vacate`` (Slot, optional Fast), ``Drain`` (How, optional Check and Start
-expressions), ``CancelDrain``, ``Query`` (optional Constraint expression), ``Reconfig``,
-``Shutdown`` (optional Fast). Over the socket each request and answer is one line, as between
+Requests: ``Claim`` (Slot, Job, optional Client and ByPriority), ``Activate`` (ClaimId,
+optional Job: the next job of a reused claim), ``Release`` / ``Alive`` (ClaimId),
+``Vacate`` (Slot, optional Fast), ``Drain`` (How, optional Check and Start expressions),
+``CancelDrain``, ``Query`` (optional Constraint expression), ``Reconfig``, ``Shutdown``
+(optional Fast). Over the socket each request and answer is one line, as between
 the startd and its starters (:mod:`epcore.starter.protocol`).
 
 The socket (STARTD_CONTROL_SOCKET, default ``$(LOCK)/startd_control``) is made with mode
@@ -46,9 +47,11 @@ class ControlError(EpError):
 class StartdControl(Protocol):
     """What the control interface can ask of a startd (the Startd implements it)."""
 
-    def claim(self, slot: str, job: ClassAd, client: str = "") -> str: ...
+    def claim(
+        self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False
+    ) -> str: ...
 
-    def activate(self, claim_id: str) -> None: ...
+    def activate(self, claim_id: str, job: ClassAd | None = None) -> None: ...
 
     def release(self, claim_id: str) -> None: ...
 
@@ -67,7 +70,9 @@ class StartdControl(Protocol):
     def shutdown(self, fast: bool = False) -> None: ...
 
 
-def _argument(request: ClassAd, name: str, kind: type, required: bool = True) -> object:
+def argument(request: ClassAd, name: str, kind: type, required: bool = True) -> object:
+    """Attribute ``name`` of ``request`` as a ``kind`` (ControlError naming it otherwise);
+    None when it is absent and not ``required``."""
     value = request.evaluate(name)
     if value is UNDEFINED or name not in request:
         if required:
@@ -75,8 +80,10 @@ def _argument(request: ClassAd, name: str, kind: type, required: bool = True) ->
         return None
     if kind is bool:
         ok = isinstance(value, bool)
-    elif kind is str:
-        ok = isinstance(value, str)
+    elif kind is int or kind is float:
+        ok = isinstance(value, int | float if kind is float else int) and not isinstance(
+            value, bool
+        )
     else:
         ok = isinstance(value, kind)
     if not ok:
@@ -84,24 +91,24 @@ def _argument(request: ClassAd, name: str, kind: type, required: bool = True) ->
     return value
 
 
-def _text(request: ClassAd, name: str) -> str:
-    value = _argument(request, name, str)
+def text_argument(request: ClassAd, name: str) -> str:
+    value = argument(request, name, str)
     assert isinstance(value, str)
     return value
 
 
-def _optional_text(request: ClassAd, name: str) -> str | None:
+def optional_text(request: ClassAd, name: str) -> str | None:
     if name not in request:
         return None
-    return _text(request, name)
+    return text_argument(request, name)
 
 
-def _flag(request: ClassAd, name: str) -> bool:
-    return name in request and _argument(request, name, bool) is True
+def flag(request: ClassAd, name: str) -> bool:
+    return name in request and argument(request, name, bool) is True
 
 
-def _expression(request: ClassAd, name: str) -> str | None:
-    text = _optional_text(request, name)
+def expression_argument(request: ClassAd, name: str) -> str | None:
+    text = optional_text(request, name)
     if text is not None:
         try:
             parse_expr(text)
@@ -126,30 +133,37 @@ def dispatch(startd: StartdControl, request: ClassAd) -> ClassAd:
     command = request.evaluate("Command")
     try:
         if command == "Claim":
-            job = _argument(request, "Job", ClassAd)
+            job = argument(request, "Job", ClassAd)
             assert isinstance(job, ClassAd)
-            client = _optional_text(request, "Client") or ""
-            return answer(True, ClaimId=startd.claim(_text(request, "Slot"), job, client))
-        if command in ("Activate", "Release", "Alive"):
+            client = optional_text(request, "Client") or ""
+            by_priority = flag(request, "ByPriority")
+            slot = text_argument(request, "Slot")
+            return answer(True, ClaimId=startd.claim(slot, job, client, by_priority))
+        if command == "Activate":
+            next_job = argument(request, "Job", ClassAd, required=False)
+            assert next_job is None or isinstance(next_job, ClassAd)
+            startd.activate(text_argument(request, "ClaimId"), next_job)
+        elif command in ("Release", "Alive"):
             actions: dict[object, Callable[[str], None]] = {
-                "Activate": startd.activate,
                 "Release": startd.release,
                 "Alive": startd.alive,
             }
-            actions[command](_text(request, "ClaimId"))
+            actions[command](text_argument(request, "ClaimId"))
         elif command == "Vacate":
-            startd.vacate(_text(request, "Slot"), _flag(request, "Fast"))
+            startd.vacate(text_argument(request, "Slot"), flag(request, "Fast"))
         elif command == "Drain":
-            how = _text(request, "How")
-            startd.drain(how, _expression(request, "Check"), _expression(request, "Start"))
+            how = text_argument(request, "How")
+            startd.drain(
+                how, expression_argument(request, "Check"), expression_argument(request, "Start")
+            )
         elif command == "CancelDrain":
             startd.cancel_drain()
         elif command == "Query":
-            return answer(True, Ads=startd.query(_expression(request, "Constraint")))
+            return answer(True, Ads=startd.query(expression_argument(request, "Constraint")))
         elif command == "Reconfig":
             startd.reconfig()
         elif command == "Shutdown":
-            startd.shutdown(_flag(request, "Fast"))
+            startd.shutdown(flag(request, "Fast"))
         else:
             raise ControlError(f"unknown Command {command!r}; known: {', '.join(COMMANDS)}")
     except EpError as error:
@@ -167,9 +181,9 @@ def request(command: str, **arguments: object) -> ClassAd:
     return ad
 
 
-def listen(path: str, backlog: int = 64) -> socket.socket:
-    """A listening control socket at ``path``, mode 0600 (a stale socket file is replaced;
-    one a live startd answers on is a ControlError)."""
+def listen(path: str, backlog: int = 64, mode: int = 0o600) -> socket.socket:
+    """A listening control socket at ``path`` with ``mode`` (a stale socket file is replaced;
+    one a live daemon answers on is a ControlError)."""
     if os.path.lexists(path):
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
             raise ControlError(f"{path} exists and is not a socket; refusing to replace it")
@@ -180,24 +194,29 @@ def listen(path: str, backlog: int = 64) -> socket.socket:
         except OSError:
             os.unlink(path)
         else:
-            raise ControlError(f"another startd is serving {path}")
+            raise ControlError(f"another daemon is serving {path}")
         finally:
             probe.close()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o177)
+    old_umask = os.umask(0o777 & ~mode)
     try:
         with protocol.socket_address(path) as address:
             server.bind(address)
     finally:
         os.umask(old_umask)
+    # bind() honours the umask only; a mode wider than the umask allows is set explicitly.
+    os.chmod(path, mode)
     server.listen(backlog)
     server.setblocking(False)
     return server
 
 
-class StartdClient:
-    """A blocking client of a startd's control socket; each method raises ControlError with the
-    startd's answer when it refuses."""
+class ControlClient:
+    """A blocking client of a daemon's control socket (one request ad per line, one answer
+    ad per line); :meth:`call` raises ControlError with the daemon's answer when it refuses.
+    ``daemon`` names the daemon in messages."""
+
+    daemon = "daemon"
 
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path = path
@@ -213,9 +232,11 @@ class StartdClient:
                 sock.sendall(protocol.encode(request(command, **arguments)))
                 data = protocol.read_line(sock)
             except OSError as error:
-                raise ControlError(f"cannot reach the startd at {self.path}: {error}") from error
+                why = f"cannot reach the {self.daemon} at {self.path}: {error}"
+                raise ControlError(why) from error
         if not data.strip():
-            raise ControlError(f"the startd at {self.path} closed the connection without answering")
+            why = f"the {self.daemon} at {self.path} closed the connection without answering"
+            raise ControlError(why)
         try:
             reply = parse_ad(data.decode())
         except (UnicodeDecodeError, ClassAdSyntaxError) as error:
@@ -224,13 +245,20 @@ class StartdClient:
             raise ControlError(str(reply.evaluate("Error")))
         return reply
 
-    def claim(self, slot: str, job: ClassAd, client: str = "") -> str:
-        claim_id = self.call("Claim", Slot=slot, Job=job, Client=client).evaluate("ClaimId")
+
+class StartdClient(ControlClient):
+    """A client of a startd's control socket, with a method per request."""
+
+    daemon = "startd"
+
+    def claim(self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False) -> str:
+        reply = self.call("Claim", Slot=slot, Job=job, Client=client, ByPriority=by_priority)
+        claim_id = reply.evaluate("ClaimId")
         assert isinstance(claim_id, str)
         return claim_id
 
-    def activate(self, claim_id: str) -> None:
-        self.call("Activate", ClaimId=claim_id)
+    def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
+        self.call("Activate", ClaimId=claim_id, Job=job)
 
     def release(self, claim_id: str) -> None:
         self.call("Release", ClaimId=claim_id)

@@ -21,7 +21,8 @@ import selectors
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from epcore.daemon.control import answer, dispatch, listen
 from epcore.daemon.startd import Startd
@@ -31,11 +32,39 @@ from epcore.starter import protocol
 _SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGCHLD)
 
 
+class LoopCompanion(Protocol):
+    """Work that shares a startd's loop, as the personal pool's central manager does.
+
+    :meth:`open` registers the companion's sockets in the loop's selector with the companion
+    itself as the key's data; :meth:`ready` is called, after the startd's own sockets, for each
+    of them that is ready; :meth:`tick` once per turn after the startd's timers (so it sees the
+    ads published in the same turn); :meth:`timeout` says how many seconds it may wait;
+    :meth:`close` runs when the loop ends.
+    """
+
+    def open(self, selector: selectors.BaseSelector) -> None: ...
+
+    def ready(self, fileobj: object) -> None: ...
+
+    def timeout(self) -> float: ...
+
+    def tick(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class StartdLoop:
     """Runs a :class:`Startd` until it has shut down; ``monotonic`` times the timers."""
 
-    def __init__(self, startd: Startd, *, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        startd: Startd,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        companions: Sequence[LoopCompanion] = (),
+    ) -> None:
         self.startd = startd
+        self.companions = tuple(companions)
         self.monotonic = monotonic
         self.selector = selectors.DefaultSelector()
         self.pending_signals: list[int] = []
@@ -72,6 +101,8 @@ class StartdLoop:
         startd.restore(now)
         startd.take(startd.engine.poll(startd.state, now), now)
         startd.publish(now)
+        for companion in self.companions:
+            companion.open(self.selector)
         self.next_poll = self.monotonic() + self._interval("POLLING_INTERVAL", 5.0)
         self.next_update = self.monotonic() + self._interval("UPDATE_INTERVAL", 300.0)
         startd.log.info("startd ready: control socket %s", startd.paths.control_socket)
@@ -90,6 +121,9 @@ class StartdLoop:
 
     def close(self) -> None:
         """Stop listening and restore the signal handlers."""
+        for companion in self.companions:
+            with contextlib.suppress(OSError, EpError):
+                companion.close()
         signal.set_wakeup_fd(-1)
         for signum, handler in self._old_handlers.items():
             signal.signal(signum, handler)  # type: ignore[arg-type]
@@ -115,6 +149,8 @@ class StartdLoop:
         timer = startd.engine.next_timer(startd.state, startd.clock())
         if timer is not None:
             soonest = min(soonest, now + max(timer - startd.clock(), 0.0))
+        for companion in self.companions:
+            soonest = min(soonest, now + companion.timeout())
         # Starters are checked at least every second (an adopted one is not our child).
         return max(0.0, min(soonest - now, 1.0))
 
@@ -146,7 +182,12 @@ class StartdLoop:
         if gone:
             startd.sync_preparations()
         startd.preparations.reap()
+        for key, _ in ready:
+            if key.data in self.companions:
+                key.data.ready(key.fileobj)
         self._timers()
+        for companion in self.companions:
+            companion.tick()
         self._flush()
         self._sweep()
 

@@ -19,7 +19,13 @@ LOG_DATE_FORMAT = "%m/%d/%y %H:%M:%S"
 
 def startd_logger(path: str) -> logging.Logger:
     """The StartLog: HTCondor's ``MM/DD/YY HH:MM:SS message`` lines, appended to ``path``."""
-    log = logging.getLogger("epcore.startd")
+    return daemon_logger("epcore.startd", path)
+
+
+def daemon_logger(name: str, path: str) -> logging.Logger:
+    """The logger ``name`` writing a daemon's log (StartLog, SchedLog...) in HTCondor's
+    ``MM/DD/YY HH:MM:SS message`` lines, appended to ``path``."""
+    log = logging.getLogger(name)
     log.setLevel(logging.INFO)
     log.propagate = False
     for handler in list(log.handlers):

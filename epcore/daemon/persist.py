@@ -115,24 +115,27 @@ def _saved_claim(ad: ClassAd, where: str) -> SavedStarter:
     return SavedStarter(saved, _integer(ad, "StarterPid", where), started, key, sandbox)
 
 
-def write_claims(path: str, lines: Sequence[ClassAd]) -> None:
-    """Replace the claims file with ``lines`` atomically (a crash leaves the old or the new).
+def write_ad_lines(path: str, ads: Sequence[ClassAd]) -> None:
+    """Replace ``path`` with ``ads``, one per line, atomically (a crash leaves the old or the
+    new file).
 
-    Not fsynced: the file must outlive the startd process (kill -9, a crash), which the page
-    cache ensures; a machine that goes down takes its jobs with it, so flushing to disk on
-    every activation would only slow job starts.
+    Not fsynced: the file must outlive the process (kill -9, a crash), which the page cache
+    ensures; a machine that goes down takes its jobs with it, so flushing to disk on every
+    activation would only slow job starts.
     """
     temporary = f"{path}.tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
-        for ad in lines:
+        for ad in ads:
             handle.write(f"{ad}\n")
     os.replace(temporary, path)
 
 
-def read_claims(path: str) -> list[SavedStarter]:
-    """The saved claims and their starters' PIDs; none when the file does not exist.
+def read_ad_lines(path: str, what: str) -> list[tuple[int, ClassAd]]:
+    """The ads of a file :func:`write_ad_lines` wrote, with their line numbers; none when it
+    does not exist.
 
-    Raises DaemonError naming the file and line of an unreadable entry.
+    Raises DaemonError naming ``what`` (the saved claims, the accountant...), the file and
+    the line of an unreadable entry.
     """
     try:
         with open(path, "rb") as handle:
@@ -140,7 +143,7 @@ def read_claims(path: str) -> list[SavedStarter]:
     except FileNotFoundError:
         return []
     except OSError as error:
-        raise DaemonError(f"cannot read the saved claims {path}: {error.strerror}") from error
+        raise DaemonError(f"cannot read {what} {path}: {error.strerror}") from error
     found = []
     for number, raw in enumerate(data.splitlines(), start=1):
         where = f"{path}, line {number}"
@@ -151,11 +154,26 @@ def read_claims(path: str) -> list[SavedStarter]:
         if not line.strip():
             continue
         try:
-            ad = parse_ad(line)
+            found.append((number, parse_ad(line)))
         except ClassAdSyntaxError as error:
             raise DaemonError(f"{where}: not a ClassAd: {error}") from error
-        found.append(_saved_claim(ad, where))
     return found
+
+
+def write_claims(path: str, lines: Sequence[ClassAd]) -> None:
+    """Replace the claims file with ``lines`` atomically (:func:`write_ad_lines`)."""
+    write_ad_lines(path, lines)
+
+
+def read_claims(path: str) -> list[SavedStarter]:
+    """The saved claims and their starters' PIDs; none when the file does not exist.
+
+    Raises DaemonError naming the file and line of an unreadable entry.
+    """
+    return [
+        _saved_claim(ad, f"{path}, line {number}")
+        for number, ad in read_ad_lines(path, "the saved claims")
+    ]
 
 
 def append_history(path: str, ad: ClassAd) -> None:

@@ -9,11 +9,11 @@ current ads in one file, one per line, replaced atomically, for tools on the sam
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Protocol
 
 from epcore.classad import ClassAd
+from epcore.daemon.persist import write_ad_lines
 
 
 class AdSink(Protocol):
@@ -58,11 +58,7 @@ class FileSink(MemorySink):
         self.path = path
 
     def _write(self) -> None:
-        temporary = f"{self.path}.tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            for name in sorted(self.ads):
-                handle.write(f"{self.ads[name]}\n")
-        os.replace(temporary, self.path)
+        write_ad_lines(self.path, [self.ads[name] for name in sorted(self.ads)])
 
     def advertise(self, ads: Sequence[ClassAd], now: float) -> None:
         super().advertise(ads, now)

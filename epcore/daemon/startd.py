@@ -100,6 +100,8 @@ class Startd:
         self.saved: dict[str, persist.SavedStarter] = {}
         #: The latest results, for an embedding program or a benchmark to look at.
         self.results: deque[ClassAd] = deque(maxlen=1000)
+        #: Called with every recorded result (a schedd in the same process listens here).
+        self.on_result: Callable[[ClassAd, float], None] | None = None
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
 
@@ -403,9 +405,16 @@ class Startd:
         elif command == protocol.FINISHED:
             self.finished(handle, message, now)
 
+    def announce(self, result: ClassAd, now: float) -> None:
+        """Hand a recorded result to ``on_result``, once the engine has taken the job's end
+        (so that a schedd reusing the claim finds it Claimed/Idle)."""
+        if self.on_result is not None:
+            self.on_result(result, now)
+
     def finished(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
         """The starter of ``handle`` reports its job's end: record it, acknowledge, and tell
         the engine the job is gone."""
+        result: ClassAd | None = None
         if handle.stage != "acknowledged":
             result = message.copy()
             del result["Command"]
@@ -418,6 +427,8 @@ class Startd:
         self.save_claims()
         self.starters.send(handle.claim_id, protocol.ACK)
         self.job_left(handle, message, now)
+        if result is not None:
+            self.announce(result, now)
 
     def job_left(self, handle: StarterHandle, message: ClassAd | None, now: float) -> None:
         """Tell the engine that the job of ``handle`` is no longer running."""
@@ -439,18 +450,27 @@ class Startd:
             if saved is not None:
                 lost = recovery.lost(saved.claim, "the starter died before reporting the job's end")
                 lost["SlotName"] = handle.slot
+                lost["ClaimId"] = handle.claim_id
                 self.record_result(lost, now)
                 self.save_claims()
                 self.reclaim(saved)
-            self.job_left(handle, None, now)
+                self.job_left(handle, None, now)
+                self.announce(lost, now)
+            else:
+                self.job_left(handle, None, now)
         self.starters.forget(handle.claim_id)
 
     # -- the control requests (StartdControl) ----------------------------------------------
 
-    def claim(self, slot: str, job: ClassAd, client: str = "") -> str:
+    def claim(self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False) -> str:
         now = self.clock()
         try:
-            outcome = self._run(self.engine.claim(self.state, slot, job, now, client=client), now)
+            outcome = self._run(
+                self.engine.claim(
+                    self.state, slot, job, now, client=client, by_priority=by_priority
+                ),
+                now,
+            )
         except EngineError as error:
             raise ControlError(str(error)) from error
         assert outcome.claim_id is not None
@@ -465,8 +485,38 @@ class Startd:
         except EngineError as error:
             raise ControlError(str(error)) from error
 
-    def activate(self, claim_id: str) -> None:
-        self._claim_event(self.engine.activate, claim_id)
+    def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
+        now = self.clock()
+        try:
+            self._run(self.engine.activate(self.state, claim_id, now, job), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+
+    def claim_ready(self, claim_id: str) -> bool:
+        """Whether ``claim_id`` is its slot's claim and the slot is Claimed/Idle (a preempting
+        claim becomes ready once the preempted job is gone)."""
+        for record in self.state.slots:
+            if record.claim is not None and record.claim.claim_id == claim_id:
+                return str(record.place) == "Claimed/Idle"
+        return False
+
+    def claims(self) -> list[tuple[str, ClassAd]]:
+        """Every current claim with the job it was last given (a schedd adopts these after a
+        restart)."""
+        return [
+            (record.claim.claim_id, record.claim.job)
+            for record in self.state.slots
+            if record.claim is not None
+        ]
+
+    def slot_of(self, claim_id: str) -> str | None:
+        """The short name of the slot ``claim_id`` holds (a preempting claim: the slot it
+        waits for), or None when no slot has it."""
+        for record in self.state.slots:
+            for claim in (record.claim, record.preempting):
+                if claim is not None and claim.claim_id == claim_id:
+                    return record.name
+        return None
 
     def release(self, claim_id: str) -> None:
         self._claim_event(self.engine.release, claim_id)

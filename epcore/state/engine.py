@@ -32,6 +32,7 @@ from epcore.state.policy import (
     load_policy,
     number,
     published_expressions,
+    truth,
 )
 from epcore.state.records import Drain, EngineState, SlotRecord, initial_record
 from epcore.state.rules import (
@@ -335,15 +336,30 @@ class Engine:
         # back when this claim goes away.
         return self._finish(w, claim.claim_id)
 
-    def activate(self, state: EngineState, claim_id: str, now: float) -> Outcome:
-        """The schedd starts a job on its claim: Claimed/Idle -> Busy; spawn the starter."""
+    def activate(
+        self, state: EngineState, claim_id: str, now: float, job: ClassAd | None = None
+    ) -> Outcome:
+        """The schedd starts a job on its claim: Claimed/Idle -> Busy; spawn the starter.
+
+        ``job`` is the next job of a claim the schedd reuses (by default the job the claim was
+        made for); the slot takes it only when its START is TRUE for it and the job's own
+        Requirements accept the slot, as a startd checks a job at activation.
+        """
         w = Work(state, now, self.ads)
         record = self._by_claim(w, claim_id)
         if record.place != CLAIMED_IDLE:
             return self._refuse(state, f"{record.name} is {record.place}: cannot activate")
-        if rules.worklife_expired(record, self._policy_of(w, record.name), now):
+        policy = self._policy_of(w, record.name)
+        if rules.worklife_expired(record, policy, now):
             # Seed 000: after CLAIM_WORKLIFE a claim "will stop accepting additional jobs".
             return self._refuse(state, f"{record.name}: the claim has outlived CLAIM_WORKLIFE")
+        if job is not None and record.claim is not None:
+            refusal = self._refuses_next_job(w, record.name, policy, job)
+            if refusal is not None:
+                return self._refuse(state, refusal)
+            rank = number(evaluate(policy.knob("RANK").expr, w.ad(record.name), job, now))
+            w.update(record.name, claim=attrs.evolve(record.claim, job=job, rank=rank))
+            record = self._record(w, record.name)
         job = record.claim.job if record.claim is not None else None
         job_id = job_id_of(job)
         deadline = w.drain.deadline if w.drain is not None else None
@@ -358,6 +374,16 @@ class Engine:
         w.update(record.name, job_id=job_id, suspended_total=0.0)
         w.act("spawn_starter", record.name, claim_id)
         return self._finish(w)
+
+    def _refuses_next_job(self, w: Work, name: str, policy: SlotPolicy, job: ClassAd) -> str | None:
+        """Why the slot ``name`` will not run ``job`` on its claim, or None when it will."""
+        ad = w.ad(name)
+        if not is_true(policy.knob("START"), ad, job, w.now):
+            return f"{name} refuses the job: START is not TRUE for it"
+        requirements = job.get("Requirements")
+        if requirements is not None and truth(evaluate(requirements, job, ad, w.now)) is not True:
+            return f"{name} refuses the job: its Requirements do not accept the slot"
+        return None
 
     def alive(self, state: EngineState, claim_id: str, now: float) -> Outcome:
         """A keep-alive for ``claim_id``: its lease starts again."""

@@ -41,12 +41,12 @@ class FakeStartd:
         if self.refuse is not None:
             raise ControlError(self.refuse)
 
-    def claim(self, slot: str, job: ClassAd, client: str = "") -> str:
-        self._record("claim", slot, job, client)
+    def claim(self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False) -> str:
+        self._record("claim", slot, job, client, by_priority)
         return "<unix:/x>#1#1#abc"
 
-    def activate(self, claim_id: str) -> None:
-        self._record("activate", claim_id)
+    def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
+        self._record("activate", claim_id, job)
 
     def release(self, claim_id: str) -> None:
         self._record("release", claim_id)
@@ -77,13 +77,19 @@ class FakeStartd:
 @pytest.mark.parametrize(
     ("command", "arguments", "call"),
     [
-        ("Claim", {"Slot": "slot1", "Job": JOB}, ("claim", ("slot1", JOB, ""))),
+        ("Claim", {"Slot": "slot1", "Job": JOB}, ("claim", ("slot1", JOB, "", False))),
         (
             "Claim",
             {"Slot": "slot1", "Job": JOB, "Client": "submit.example"},
-            ("claim", ("slot1", JOB, "submit.example")),
+            ("claim", ("slot1", JOB, "submit.example", False)),
         ),
-        ("Activate", {"ClaimId": "c1"}, ("activate", ("c1",))),
+        (
+            "Claim",
+            {"Slot": "slot1", "Job": JOB, "ByPriority": True},
+            ("claim", ("slot1", JOB, "", True)),
+        ),
+        ("Activate", {"ClaimId": "c1"}, ("activate", ("c1", None))),
+        ("Activate", {"ClaimId": "c1", "Job": JOB}, ("activate", ("c1", JOB))),
         ("Release", {"ClaimId": "c1"}, ("release", ("c1",))),
         ("Alive", {"ClaimId": "c1"}, ("alive", ("c1",))),
         ("Vacate", {"Slot": "slot1_2"}, ("vacate", ("slot1_2", False))),
@@ -280,8 +286,8 @@ def test_client_methods_reach_the_startd(served: tuple[StartdClient, Server]) ->
     client.reconfig()
     client.shutdown()
     assert server.startd.calls == [
-        ("claim", ("slot1", JOB, "schedd")),
-        ("activate", ("c",)),
+        ("claim", ("slot1", JOB, "schedd", False)),
+        ("activate", ("c", None)),
         ("release", ("c",)),
         ("alive", ("c",)),
         ("vacate", ("slot1", True)),
@@ -330,7 +336,7 @@ def test_listen_refuses_a_live_socket(served: tuple[StartdClient, Server]) -> No
     """listen() on a path where a live server answers is a ControlError, and that server keeps
     its socket."""
     client, _ = served
-    with pytest.raises(ControlError, match="another startd is serving"):
+    with pytest.raises(ControlError, match="another daemon is serving"):
         listen(client.path)
     assert len(client.query()) == 2
 

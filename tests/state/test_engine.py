@@ -82,6 +82,36 @@ def test_activate_spawns_the_starter_and_sets_job_start() -> None:
     assert status.claim.remote_owner == "jones"
 
 
+@pytest.mark.parametrize(
+    ("next_job", "refusal"),
+    [
+        ('[Owner = "jones"; ClusterId = 7; ProcId = 2]', None),
+        ('[Owner = "coltrane"; ClusterId = 8; ProcId = 0]', "START is not TRUE"),
+        (
+            '[Owner = "jones"; ClusterId = 7; ProcId = 3; Requirements = TARGET.Cpus > 64]',
+            "Requirements do not accept the slot",
+        ),
+    ],
+)
+def test_a_reused_claim_runs_the_next_job_the_slot_accepts(
+    next_job: str, refusal: str | None
+) -> None:
+    """A claim reused for another job runs it when START and the job's Requirements agree,
+    and refuses it with the reason otherwise."""
+    engine, state, claim_id = _running('START = Owner == "jones"\n')
+    state = engine.job_exit(state, claim_id, 0, 30).state
+    job = parse_ad(next_job)
+    outcome = engine.activate(state, claim_id, 40, job)
+    if refusal is None:
+        assert outcome.refused is None
+        status = outcome.state.statuses()["slot1"]
+        assert status.job is not None and status.job.job_id == "7.2"
+        assert [a.kind for a in outcome.actions] == ["spawn_starter"]
+    else:
+        assert outcome.refused is not None and refusal in outcome.refused
+        assert _place(outcome.state) == "Claimed/Idle"
+
+
 def test_suspend_and_continue_are_actions() -> None:
     """SUSPEND asks the daemon to suspend the job; CONTINUE to continue it."""
     config = "WANT_SUSPEND = True\nSUSPEND = Stop =?= True\nCONTINUE = Stop =!= True\n"
