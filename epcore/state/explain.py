@@ -181,6 +181,25 @@ def _flatten(node: ast.Node, op: str) -> list[ast.Node]:
     return [node]
 
 
+def conjuncts(node: ast.Node) -> tuple[ast.Node, ...]:
+    """The top-level operands of an ``&&`` chain as written (``node`` alone when it is not
+    one); parentheses around the chain or a part of it do not hide it."""
+    inner = node
+    while isinstance(inner, ast.Paren):
+        inner = inner.inner
+    if isinstance(inner, ast.Binary) and inner.op == "&&":
+        return conjuncts(inner.left) + conjuncts(inner.right)
+    return (node,)
+
+
+def expression_text(node: ast.Node) -> str:
+    """``node`` as a policy author reads it: ``=?=``/``=!=`` spelled so, reals as Python
+    writes them, the outer parentheses dropped."""
+    while isinstance(node, ast.Paren):
+        node = node.inner
+    return _text(node)
+
+
 def _connective(node: ast.Binary, value: Value, scope: _Scope) -> tuple[Explanation, ...]:
     operands = _flatten(node.left, node.op) + _flatten(node.right, node.op)
     values = [scope.value(operand) for operand in operands]

@@ -8,13 +8,12 @@ import pytest
 from slot_ad_fixtures import NOW, build, config_of, partitionable_with_dynamic, static_slots
 
 from epcore.classad import ClassAd, ClassAdSyntaxError, parse_ads
+from epcore.pool.tables import activity_time, render_slots
 from epcore.slots.slot_status import SlotStatus
 from epcore.slots.status import (
-    activity_time,
     format_autoformat,
     format_json,
     format_long,
-    format_table,
     select,
 )
 from epcore.types import HostReadings
@@ -55,18 +54,18 @@ slot4@ep.example.org LINUX      X86_64 Backfill  Idle      0.000 1967  0+00:00:1
 def test_default_table_has_condor_status_columns_and_totals() -> None:
     """The default view: condor_status's columns and widths, then the totals per platform."""
     expected = TABLE.replace("Name              ", "Name" + " " * 17)
-    assert format_table(four_slots(), NOW) == expected
+    assert render_slots(four_slots(), now=NOW) == expected
 
 
 def test_table_of_no_slots_is_empty() -> None:
     """No ads (a constraint nothing satisfies) print nothing."""
-    assert format_table([], NOW) == ""
+    assert render_slots([], now=NOW) == ""
 
 
 def test_memory_column_widens_for_big_machines() -> None:
     """Mem is at least 4 wide and grows with the largest value, right-aligned."""
     ads = build(config_of(), static_slots(1, memory_mb=2063937))
-    header, _, row = format_table(ads, NOW).splitlines()[:3]
+    header, _, row = render_slots(ads, now=NOW).splitlines()[:3]
     assert header.endswith("LoadAv Mem      ActvtyTime")
     assert row.endswith("0.000 2063937  0+00:00:00")
 
