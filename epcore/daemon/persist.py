@@ -160,28 +160,96 @@ def read_ad_lines(path: str, what: str) -> list[tuple[int, ClassAd]]:
     return found
 
 
-def write_claims(path: str, lines: Sequence[ClassAd]) -> None:
-    """Replace the claims file with ``lines`` atomically (:func:`write_ad_lines`)."""
-    write_ad_lines(path, lines)
+def saved_starter_ad(entry: SavedStarter) -> ClassAd:
+    """The claims-file line of ``entry``."""
+    return saved_claim_ad(
+        entry.claim,
+        entry.pid,
+        entry.started,
+        tracking_key=entry.tracking_key,
+        sandbox=entry.sandbox,
+    )
+
+
+#: The attribute of a claims-file line that says a claim has gone.
+DROPPED = "DroppedClaimId"
+
+
+class ClaimsFile:
+    """The saved claims, kept as a journal: a line for each starter started, a line
+    ``[ DroppedClaimId = "..." ]`` for each claim whose job has ended, and from time to time
+    the whole file rewritten with only the live claims (atomically).
+
+    Appending costs a job two short writes; rewriting the file at every start and end of a
+    job made ext4 flush it each time (a rename over an existing file does), a few
+    milliseconds per job.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.live: dict[str, str] = {}
+        self.lines = 0
+
+    def rewrite(self, entries: Sequence[SavedStarter]) -> None:
+        """Replace the file with ``entries``."""
+        ads = [saved_starter_ad(entry) for entry in entries]
+        write_ad_lines(self.path, ads)
+        self.live = {entry.claim.claim_id: str(ad) for entry, ad in zip(entries, ads, strict=True)}
+        self.lines = len(ads)
+
+    def add(self, entry: SavedStarter) -> None:
+        """Record a starter started for ``entry``'s claim."""
+        line = str(saved_starter_ad(entry))
+        self.live[entry.claim.claim_id] = line
+        self._append(line)
+
+    def drop(self, claim_id: str) -> None:
+        """Record that ``claim_id`` no longer has a job to take back."""
+        if self.live.pop(claim_id, None) is None:
+            return
+        if self.lines > 2 * len(self.live) + 64:
+            temporary = f"{self.path}.tmp"
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.writelines(f"{line}\n" for line in self.live.values())
+            os.replace(temporary, self.path)
+            self.lines = len(self.live)
+            return
+        marker = ClassAd()
+        marker[DROPPED] = claim_id
+        self._append(str(marker))
+
+    def _append(self, line: str) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(f"{line}\n")
+        self.lines += 1
 
 
 def read_claims(path: str) -> list[SavedStarter]:
-    """The saved claims and their starters' PIDs; none when the file does not exist.
+    """The saved claims and their starters' PIDs (the journal :class:`ClaimsFile` keeps,
+    replayed); none when the file does not exist.
 
     Raises DaemonError naming the file and line of an unreadable entry.
     """
-    return [
-        _saved_claim(ad, f"{path}, line {number}")
-        for number, ad in read_ad_lines(path, "the saved claims")
-    ]
+    found: dict[str, SavedStarter] = {}
+    for number, ad in read_ad_lines(path, "the saved claims"):
+        where = f"{path}, line {number}"
+        if DROPPED in ad:
+            found.pop(_text(ad, DROPPED, where), None)
+            continue
+        entry = _saved_claim(ad, where)
+        found[entry.claim.claim_id] = entry
+    return list(found.values())
 
 
 def append_history(path: str, ad: ClassAd) -> None:
-    """Append one finished job's record to the history file and flush it to disk."""
+    """Append one finished job's record to the history file.
+
+    Not fsynced, for the reason :func:`write_ad_lines` gives: the record must outlive the
+    process, which the page cache ensures, and a flush per job would cost every job a few
+    milliseconds.
+    """
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(f"{ad}\n")
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def read_history(path: str) -> Iterator[ClassAd]:

@@ -89,6 +89,7 @@ class Startd:
         self.address = f"<unix:{self.paths.control_socket}>"
         self.extra_attributes: list[MachineAttribute] = []
         self._last_readings: tuple[int, HostReadings] | None = None
+        self._ads_memo: tuple[EngineState, float, bool, dict[str, ClassAd]] | None = None
         self.engine, self.builder = self._policy(config)
         self.statuses = StatusMemo()
         self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
@@ -98,6 +99,7 @@ class Startd:
         self.close_in_child: Callable[[], None] = lambda: None
         self.publish_wanted = True
         self.saved: dict[str, persist.SavedStarter] = {}
+        self.claims_file = persist.ClaimsFile(self.paths.claims_file)
         #: The latest results, for an embedding program or a benchmark to look at.
         self.results: deque[ClassAd] = deque(maxlen=1000)
         #: Called with every recorded result (a schedd in the same process listens here).
@@ -147,7 +149,15 @@ class Startd:
     # -- ads ------------------------------------------------------------------------------
 
     def ads(self, state: EngineState, now: float, *, published: bool = True) -> dict[str, ClassAd]:
-        """Every slot's ad by short name (``published``: as advertised, Requirements folded)."""
+        """Every slot's ad by short name (``published``: as advertised, Requirements folded).
+
+        The engine asks many times during one event for the same state; the last answer is
+        kept for that (state, now, published). Only the last: the builder updates its ads in
+        place, so an answer for the other ``published`` is no longer what it was.
+        """
+        memo = self._ads_memo
+        if memo is not None and memo[0] is state and memo[1] == now and memo[2] == published:
+            return memo[3]
         readings = self._readings(now)
         built = self.builder.build(
             state.layout,
@@ -159,7 +169,9 @@ class Startd:
             draining=state.draining_totals(now),
             fold_requirements=published,
         )
-        return {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
+        ads = {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
+        self._ads_memo = (state, now, published, ads)
+        return ads
 
     def _readings(self, now: float) -> HostReadings:
         """The host readings at ``now``, taken at most once per second: the engine asks for
@@ -321,7 +333,7 @@ class Startd:
         if request.prepared is not None:
             self.preparations.handed_over(request.prepared)
         self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
-        self.saved[claim_id] = persist.SavedStarter(
+        entry = persist.SavedStarter(
             self._saved_claim(slot, now),
             handle.pid,
             recovery.started(handle.pid),
@@ -330,7 +342,8 @@ class Startd:
             else cgroup_key(request.execute_dir, slot, handle.pid),
             sandbox_path(request.execute_dir, handle.pid),
         )
-        self.save_claims()
+        self.saved[claim_id] = entry
+        self.claims_file.add(entry)
 
     def _saved_claim(self, slot: str, now: float) -> SavedClaim:
         record = self.state.slot(slot)
@@ -351,15 +364,8 @@ class Startd:
         )
 
     def save_claims(self) -> None:
-        persist.write_claims(
-            self.paths.claims_file,
-            [
-                persist.saved_claim_ad(
-                    s.claim, s.pid, s.started, tracking_key=s.tracking_key, sandbox=s.sandbox
-                )
-                for s in self.saved.values()
-            ],
-        )
+        """Rewrite the claims file with every saved claim (after a restart)."""
+        self.claims_file.rewrite(list(self.saved.values()))
 
     def restore(self, now: float) -> None:
         """Take back the claims whose starters outlived the previous startd
@@ -424,7 +430,7 @@ class Startd:
         handle.stage = "acknowledged"
         # The claims file first: a startd that dies before it must not see the job as lost.
         self.saved.pop(handle.claim_id, None)
-        self.save_claims()
+        self.claims_file.drop(handle.claim_id)
         self.starters.send(handle.claim_id, protocol.ACK)
         self.job_left(handle, message, now)
         if result is not None:
@@ -452,7 +458,7 @@ class Startd:
                 lost["SlotName"] = handle.slot
                 lost["ClaimId"] = handle.claim_id
                 self.record_result(lost, now)
-                self.save_claims()
+                self.claims_file.drop(handle.claim_id)
                 self.reclaim(saved)
                 self.job_left(handle, None, now)
                 self.announce(lost, now)
@@ -561,6 +567,7 @@ class Startd:
             self.log.warning("reconfig: %s changed; it takes effect at the next restart", name)
         self.config = new
         self.engine, self.builder = self._policy(new)
+        self._ads_memo = None
         self.publish_wanted = True
         self.log.info("reconfigured")
 

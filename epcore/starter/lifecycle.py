@@ -405,8 +405,20 @@ def run_job(starter: Starter) -> int:
             request.prepared.supervisor.abandon()
             if request.prepared.tracking not in starter.trackings:
                 starter.trackings.append(request.prepared.tracking)
-        starter.release_tracking()
     assert ending is not None
+    try:
+        _report(starter, logs, keyword, ending)
+    finally:
+        # After the report: removing cgroups and the sandbox takes milliseconds the next
+        # job on the claim need not wait for (the job's processes are already gone).
+        starter.remove_sandbox()
+        starter.release_tracking()
+    return 0
+
+
+def _report(starter: Starter, logs: JobLogs | None, keyword: str | None, ending: Ending) -> None:
+    """Log the job's end, run the JOB_EXIT hook and report to the startd until it
+    acknowledges."""
     starter.log.info("job ended: %s (%s)", ending.outcome, ending.reason)
     if logs is None and starter.user is not None:
         # The job never got as far as its command: its logs are still relative to its Iwd.
@@ -420,7 +432,4 @@ def run_job(starter: Starter) -> int:
         _job_exit_hook(starter, keyword, ending)
     except EpError as error:
         starter.log.error("JOB_EXIT hook: %s", error)
-    finished = _finished_message(starter, ending)
-    starter.remove_sandbox()
-    starter.wait_for_ack(finished)
-    return 0
+    starter.wait_for_ack(_finished_message(starter, ending))

@@ -289,8 +289,10 @@ class Starter:
     def kill_everything(self) -> None:
         """SIGKILL every process of the job until no tracker sees one (bounded)."""
         deadline = time.monotonic() + CLEANUP_SECONDS
-        for tracking in self.trackings:
-            tracking.thaw()
+        if self.suspended:
+            # A frozen cgroup's processes cannot die; a stopped process dies of SIGKILL.
+            for tracking in self.trackings:
+                tracking.thaw()
         while True:
             left = self.job_pids()
             if not left:

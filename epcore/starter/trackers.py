@@ -78,6 +78,33 @@ def _is_zombie(process: psutil.Process) -> bool:
         return True
 
 
+def descendants(pid: int) -> set[int] | None:
+    """Every descendant of ``pid``, from the kernel's ``/proc/<pid>/task/<tid>/children``
+    lists (reading a job's few processes, where finding them through every process's parent
+    reads all of /proc); None when the kernel keeps no such lists."""
+    if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+        return None
+    found: set[int] = set()
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            threads = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue  # it exited meanwhile; its children went to the subreaper
+        for thread in threads:
+            try:
+                with open(f"/proc/{parent}/task/{thread}/children", encoding="ascii") as file:
+                    children = [int(child) for child in file.read().split()]
+            except (OSError, ValueError):
+                continue
+            for child in children:
+                if child not in found:
+                    found.add(child)
+                    stack.append(child)
+    return found
+
+
 class _PidSetTracking(abc.ABC):
     """Everything but :meth:`pids`, done process by process over :meth:`pids`."""
 
@@ -170,11 +197,15 @@ class ProcessGroupTracking(_PidSetTracking):
     def pids(self) -> frozenset[int]:
         if self.supervisor is None:
             return frozenset()
-        try:
-            descendants = psutil.Process(self.supervisor).children(recursive=True)
-        except psutil.Error:
-            descendants = []
-        found = {p.pid for p in descendants if not _is_zombie(p)}
+        listed = descendants(self.supervisor)
+        if listed is not None:
+            found = {pid for pid in listed if (_read_status(pid) or ("Z",))[0] != "Z"}
+        else:
+            try:
+                children = psutil.Process(self.supervisor).children(recursive=True)
+            except psutil.Error:
+                children = []
+            found = {p.pid for p in children if not _is_zombie(p)}
         # A session a job process leads holds only job processes; the starter's never counts.
         foreign = {os.getsid(0)}
         with contextlib.suppress(OSError):

@@ -68,11 +68,17 @@ def _claim(**changes: object) -> SavedClaim:
     return SavedClaim(**fields)  # type: ignore[arg-type]
 
 
-@given(claims=st.lists(st.tuples(saved_claims, st.integers(1, 2**22)), max_size=4))
+@given(
+    claims=st.lists(
+        st.tuples(saved_claims, st.integers(1, 2**22)),
+        max_size=4,
+        unique_by=lambda pair: pair[0].claim_id,
+    )
+)
 def test_claims_round_trip(tmp_path_factory: pytest.TempPathFactory, claims) -> None:
-    """Claims written with write_claims are read back the same, with their starters' PIDs."""
+    """Claims written with write_ad_lines are read back the same, with their starters' PIDs."""
     path = str(tmp_path_factory.mktemp("claims") / "startd_claims")
-    persist.write_claims(path, [persist.saved_claim_ad(saved, pid) for saved, pid in claims])
+    persist.write_ad_lines(path, [persist.saved_claim_ad(saved, pid) for saved, pid in claims])
     back = persist.read_claims(path)
     assert len(back) == len(claims)
     for (saved, pid), read in zip(claims, back, strict=True):
@@ -81,14 +87,15 @@ def test_claims_round_trip(tmp_path_factory: pytest.TempPathFactory, claims) -> 
     assert not os.path.exists(path + ".tmp")
 
 
-def test_write_claims_replaces_the_file(tmp_path: Path) -> None:
+def test_write_ad_lines_replaces_the_file(tmp_path: Path) -> None:
     """Each write replaces the whole file; an empty list leaves an empty file."""
     path = str(tmp_path / "startd_claims")
-    persist.write_claims(path, [persist.saved_claim_ad(_claim(), 5)] * 3)
+    three = [persist.saved_claim_ad(_claim(claim_id=name), 5) for name in "xyz"]
+    persist.write_ad_lines(path, three)
     assert len(persist.read_claims(path)) == 3
-    persist.write_claims(path, [persist.saved_claim_ad(_claim(claim_id="b"), 6)])
+    persist.write_ad_lines(path, [persist.saved_claim_ad(_claim(claim_id="b"), 6)])
     assert [(s.claim.claim_id, s.pid) for s in persist.read_claims(path)] == [("b", 6)]
-    persist.write_claims(path, [])
+    persist.write_ad_lines(path, [])
     assert persist.read_claims(path) == []
     assert Path(path).read_text() == ""
 
@@ -219,3 +226,39 @@ def test_history_line_with_bad_bytes_is_skipped(tmp_path: Path) -> None:
         handle.write(b'[ A = "\xff\xfe\n')
     persist.append_history(str(path), _record(1))
     assert list(persist.read_history(str(path))) == [_record(0), _record(1)]
+
+
+def test_the_claims_journal_replays_adds_and_drops(tmp_path: Path) -> None:
+    """Claims added and dropped through ClaimsFile read back as the live ones, in order; a
+    later line for the same claim replaces the earlier one."""
+    path = str(tmp_path / "startd_claims")
+    journal = persist.ClaimsFile(path)
+    entries = [persist.SavedStarter(_claim(claim_id=name), pid) for pid, name in enumerate("abc")]
+    for entry in entries:
+        journal.add(entry)
+    journal.drop("b")
+    journal.drop("unknown")
+    assert [e.claim.claim_id for e in persist.read_claims(path)] == ["a", "c"]
+    assert len(Path(path).read_text().splitlines()) == 4
+
+
+def test_the_claims_journal_is_compacted(tmp_path: Path) -> None:
+    """Once dropped claims far outnumber live ones, the journal is rewritten with the live
+    ones only, and still reads back the same."""
+    path = str(tmp_path / "startd_claims")
+    journal = persist.ClaimsFile(path)
+    journal.rewrite([persist.SavedStarter(_claim(claim_id="keep"), 1)])
+    for n in range(100):
+        journal.add(persist.SavedStarter(_claim(claim_id=f"c{n}"), n + 2))
+        journal.drop(f"c{n}")
+    lines = Path(path).read_text().splitlines()
+    assert len(lines) < 80
+    assert [e.claim.claim_id for e in persist.read_claims(path)] == ["keep"]
+
+
+def test_a_bad_dropped_line_names_the_line(tmp_path: Path) -> None:
+    """A journal line whose DroppedClaimId is not text is a DaemonError naming the line."""
+    path = tmp_path / "startd_claims"
+    path.write_text("[ DroppedClaimId = 7 ]\n")
+    with pytest.raises(DaemonError, match="line 1"):
+        persist.read_claims(str(path))

@@ -169,7 +169,7 @@ def test_restart_does_not_kill_an_unrelated_process(startd_factory) -> None:
         spool = startd.directory / "spool"
         spool.mkdir()
         line = persist.saved_claim_ad(_saved(7, partitionable=False), bystander.pid)
-        persist.write_claims(str(spool / "startd_claims"), [line])
+        persist.write_ad_lines(str(spool / "startd_claims"), [line])
         startd.start()
         startd.wait_for(lambda: "is gone; its job is lost" in startd.log(), 20, "the refusal")
         assert bystander.poll() is None
