@@ -10,7 +10,20 @@ from epcore import __version__
 from epcore.cli.config_cmd import config_command
 from epcore.cli.eval_cmd import eval_command
 from epcore.cli.explain_cmd import explain_command
+from epcore.cli.jobs_cmd import (
+    hold_command,
+    queue_command,
+    release_command,
+    remove_command,
+    submit_command,
+)
 from epcore.cli.plugins_cmd import plugins_command
+from epcore.cli.pool_admin_cmd import (
+    drain_command,
+    run_command,
+    userprio_command,
+    vacate_command,
+)
 from epcore.cli.simulate_cmd import simulate_command
 from epcore.cli.startd_cmd import startd_command
 from epcore.cli.status_cmd import status_command
@@ -32,6 +45,18 @@ ep.add_command(plugins_command)
 ep.add_command(simulate_command)
 ep.add_command(explain_command)
 ep.add_command(startd_command)
+for _command in (
+    run_command,
+    submit_command,
+    queue_command,
+    remove_command,
+    hold_command,
+    release_command,
+    userprio_command,
+    vacate_command,
+    drain_command,
+):
+    ep.add_command(_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

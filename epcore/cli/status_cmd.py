@@ -1,9 +1,10 @@
-"""``ep status``: the local machine's slots, as condor_status shows a pool's.
+"""``ep status``: the pool's slots (and other ads), as condor_status shows them.
 
-Before the daemon exists the ads are computed on the spot, the way the startd would compute
-them at startup: read the configuration, load the plugins, detect the resources, build the
-inventory, plan the slots, take the machine readings, and build one ad per slot. Every slot is
-in the state a startd starts in (Owner/Idle) until the policy engine supplies real states.
+When a pool runs (``ep run``) the ads come from its collector: the slots as the startd
+advertised them, and with ``-schedd``, ``-submitters``, ``-negotiator`` or ``-any`` the other
+daemons' ads; ``-absent`` shows the absent ads of machines that stopped reporting. When no
+pool answers, the machine's slot ads are computed on the spot, the way the startd would
+compute them at startup (every slot in the state a startd starts in, Owner/Idle).
 
 Options follow condor_status (one dash, as it spells them; two dashes work too): ``-l``
 (``-long``) prints every attribute, ``-af ATTR...`` (``-autoformat``) the values of the
@@ -24,12 +25,12 @@ import click
 from epcore.classad import ClassAd, ClassAdSyntaxError
 from epcore.config import Config
 from epcore.errors import EpError
+from epcore.pool.tables import AD_COLUMNS, render_ads, render_slots
 from epcore.slots.ads import build_slot_ads, slot_ad_problems
 from epcore.slots.status import (
     format_autoformat,
     format_json,
     format_long,
-    format_table,
     select,
 )
 
@@ -42,6 +43,14 @@ _JSON = frozenset({"-json"})
 _AUTOFORMAT = frozenset({"-af", "-autoformat"})
 _CONSTRAINT = frozenset({"-constraint", "-const"})
 _CONFIG = frozenset({"-config"})
+_AD_TYPES = {
+    "-schedd": "Scheduler",
+    "-submitters": "Submitter",
+    "-negotiator": "Negotiator",
+    "-collector": "Collector",
+    "-any": None,
+}
+_ABSENT = frozenset({"-absent"})
 
 
 class StatusFailure(click.ClickException):
@@ -64,6 +73,8 @@ class StatusRequest:
     constraint: str | None = None
     config_file: str | None = None
     names: tuple[str, ...] = ()
+    my_type: str | None = "Machine"
+    absent: bool = False
 
 
 def _spelling(arg: str) -> str:
@@ -77,6 +88,8 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
     config_file: str | None = None
     names: list[str] = []
     autoformat: list[str] = []
+    my_type: str | None = "Machine"
+    absent = False
     position = 0
     while position < len(args):
         arg = args[position]
@@ -86,6 +99,10 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
             long = True
         elif option in _JSON:
             as_json = True
+        elif option in _AD_TYPES:
+            my_type = _AD_TYPES[option]
+        elif option in _ABSENT:
+            absent = True
         elif option in _AUTOFORMAT:
             # Like condor_status, -af takes every following argument that is not an option.
             start = position
@@ -113,6 +130,8 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
         constraint=constraint,
         config_file=config_file,
         names=tuple(names),
+        my_type=my_type,
+        absent=absent,
     )
 
 
@@ -198,7 +217,9 @@ def render(request: StatusRequest, ads: Sequence[ClassAd], now: float) -> str:
             return format_autoformat(chosen, request.autoformat, now)
         except ClassAdSyntaxError as error:
             raise StatusFailure(f"-af expression does not parse: {error}") from error
-    return format_table(chosen, now)
+    if request.my_type != "Machine":
+        return render_ads(chosen, AD_COLUMNS.get(request.my_type, AD_COLUMNS[None]))
+    return render_slots(chosen, now=now)
 
 
 @click.command(
@@ -206,15 +227,17 @@ def render(request: StatusRequest, ads: Sequence[ClassAd], now: float) -> str:
     context_settings={
         "ignore_unknown_options": True,
         "allow_extra_args": True,
-        "help_option_names": ["-h", "--help"],
+        # Not -h: click would read -schedd as -s -c -h... and show the help.
+        "help_option_names": ["-help", "--help"],
     },
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def status_command(args: tuple[str, ...]) -> None:
-    """Show this machine's slots, like condor_status.
+    """Show the pool's slots (or this machine's, when no pool runs), like condor_status.
 
     \b
     ep status                      the default table
+    ep status -schedd | -submitters | -negotiator | -any | -absent
     ep status -l                   every attribute of every slot
     ep status -af Name Cpus State  values of attributes or expressions
     ep status -constraint 'Cpus > 1'
@@ -223,6 +246,12 @@ def status_command(args: tuple[str, ...]) -> None:
     """
     request = parse_arguments(args)
     now = time.time()
+    pooled = pool_ads(request)
+    if pooled is not None:
+        click.echo(render(request, pooled, now), nl=False)
+        return
+    if request.my_type != "Machine" or request.absent:
+        raise StatusFailure("no pool is running here to ask for those ads (start one: ep run)")
     try:
         found = machine_ads(request.config_file, now)
     except (EpError, OSError) as error:
@@ -230,3 +259,22 @@ def status_command(args: tuple[str, ...]) -> None:
     for problem in found.problems:
         click.echo(f"ep status: warning: {problem}", err=True)
     click.echo(render(request, found.ads, now), nl=False)
+
+
+def pool_ads(request: StatusRequest) -> list[ClassAd] | None:
+    """The ads of the running pool's collector, or None when no pool answers."""
+    import os
+
+    from epcore.pool.personal import config_file_for
+    from epcore.pool.requests import PoolClient
+    from epcore.pool.setup import PoolPaths
+
+    path, _ = config_file_for(
+        request.config_file, os.environ, uid=os.getuid(), home=os.environ.get("HOME")
+    )
+    try:
+        config = Config.load(path, subsystem="TOOL")
+        client = PoolClient(PoolPaths.from_config(config).control_socket, timeout=10)
+        return client.query_ads(request.my_type, absent=request.absent)
+    except (EpError, OSError):  # ControlError too: no pool answers there
+        return None

@@ -32,6 +32,17 @@ from epcore.starter import protocol
 _SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGCHLD)
 
 
+def register_channel(
+    selector: selectors.BaseSelector, channel: protocol.Channel, data: object
+) -> None:
+    """Register a new connection for reading; a closed one still registered on its
+    descriptor number (closed by a failed send this turn, not yet swept) makes way."""
+    stale = selector.get_map().get(channel.fileno())
+    if stale is not None and isinstance(stale.fileobj, protocol.Channel):
+        selector.unregister(stale.fileobj)
+    selector.register(channel, selectors.EVENT_READ, data)
+
+
 class LoopCompanion(Protocol):
     """Work that shares a startd's loop, as the personal pool's central manager does.
 
@@ -241,12 +252,7 @@ class StartdLoop:
             self._drop(channel)
 
     def _register(self, channel: protocol.Channel, kind: str) -> None:
-        """Register a new connection; a closed one still registered on its descriptor number
-        (closed by a failed send this turn, not yet swept) makes way."""
-        stale = self.selector.get_map().get(channel.fileno())
-        if stale is not None and isinstance(stale.fileobj, protocol.Channel):
-            self.selector.unregister(stale.fileobj)
-        self.selector.register(channel, selectors.EVENT_READ, kind)
+        register_channel(self.selector, channel, kind)
 
     def _unregister(self, channel: protocol.Channel) -> None:
         """Unregister ``channel`` if it (not a newer connection on its old fd) is registered."""

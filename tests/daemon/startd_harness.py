@@ -8,17 +8,13 @@ job started here is killed when the test ends, whatever happened.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psutil
 import pytest
+from daemon_process import DaemonProcess
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.daemon.control import ControlError, StartdClient
@@ -45,52 +41,28 @@ STARTER_UPDATE_INTERVAL = 2
 """
 
 
-class StartdProcess:
+class StartdProcess(DaemonProcess):
     """One ``ep startd`` process and its files."""
 
+    command = "startd"
+
     def __init__(self, directory: Path, config_text: str) -> None:
-        self.directory = directory
-        self.config_path = directory / "condor_config"
-        self.config_path.write_text(config_text)
+        super().__init__(directory, config_text)
         self.control = str(directory / "log" / "startd_control")
         self.client = StartdClient(self.control, timeout=20)
-        self.process: subprocess.Popen[bytes] | None = None
-        self.output = directory / "startd.out"
 
     def start(self, wait: float = 30.0) -> None:
         """Start the startd and wait until its control socket answers."""
-        with open(self.output, "ab") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "epcore.cli.main",
-                    "startd",
-                    "--config",
-                    str(self.config_path),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.launch()
         self.wait_for(self._answers, wait, "the startd to answer on its control socket")
 
     def _answers(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise AssertionError(f"the startd exited: {self.output.read_text()[-3000:]}")
+        self.check_alive()
         try:
             self.client.query()
         except ControlError:
             return False
         return True
-
-    def wait_for(self, check: Callable[[], bool], timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            time.sleep(0.05)
 
     def places(self) -> dict[str, str]:
         """State/Activity of every slot, by short name."""
@@ -111,30 +83,13 @@ class StartdProcess:
 
     def starter_pids(self) -> list[int]:
         """The startd's starters (its children) and any starter still running from the log."""
-        pids = []
-        for process in psutil.process_iter(["pid", "cmdline"]):
-            with contextlib.suppress(psutil.Error):
-                if str(self.config_path) in " ".join(process.info["cmdline"] or []):
-                    pids.append(process.info["pid"])
-        return pids
+        return self.processes()
 
     def kill9(self) -> None:
         """``kill -9`` the startd process alone (not its starters)."""
         assert self.process is not None
         os.kill(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
-
-    def stop(self) -> None:
-        """Kill the startd, every starter of it and everything below them."""
-        for pid in self.starter_pids():
-            with contextlib.suppress(psutil.Error):
-                for child in psutil.Process(pid).children(recursive=True):
-                    child.kill()
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
 
     def log(self) -> str:
         path = self.directory / "log" / "StartLog"

@@ -1,0 +1,244 @@
+"""Jobs per second through a real personal pool (``ep run``), and the startd's memory.
+
+Run from the project root, as root (cgroups need it), after
+``python3 -m pip install -e '.[test]'``::
+
+    python3 benchmarks/pool_bench.py              # 1,000 jobs of /bin/true; 1,000 d-slots
+    python3 benchmarks/pool_bench.py --quick      # 100 jobs; 100 d-slots: a smoke test
+
+Throughput: an ``ep run`` subprocess with the personal pool's configuration on this machine
+(one partitionable slot with every core, cgroup tracking under a BASE_CGROUP made for the
+run). One cluster of N jobs of ``/bin/true`` (one core, 64 MB each) is submitted through the
+pool's socket as ``ep submit`` does, and the clock runs from the submission to the moment the
+last job has left the queue: negotiation, claiming, claim reuse, a starter per job, the
+queue's writes. The target is at least 50 jobs per second on this 2-core machine. The
+baseline in the same run is N sequential ``subprocess.run(["/bin/true"])``, the cost of the
+bare fork and exec.
+
+Memory: an ``ep startd`` subprocess with a partitionable slot of N cores (process-group
+tracking only, so that no prepared supervisor or cgroup is made per claim) has N dynamic slots
+claimed through its control socket; its resident memory (psutil) is printed with the target
+(at most 80 MB for 1,000 d-slots), against the same startd with no claim.
+
+It is a measurement, not a test: it exits 0 whether or not the targets are met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from epcore.classad import parse_ad
+from epcore.config import Config
+from epcore.daemon.control import ControlError, StartdClient
+from epcore.pool.personal import personal_config_text
+from epcore.pool.requests import PoolClient
+from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+
+THROUGHPUT_TARGET = 50.0
+MEMORY_TARGET_MB = 80.0
+
+POOL_EXTRA = """\
+BASE_CGROUP = {cgroup}
+RUNBENCHMARKS = False
+NEGOTIATOR_INTERVAL = 2
+NEGOTIATOR_MIN_INTERVAL = 0
+"""
+
+STARTD_CONFIG = """\
+LOCAL_DIR = {local}
+START = True
+SUSPEND = False
+PREEMPT = False
+KILL = False
+WANT_SUSPEND = False
+IS_OWNER = False
+RUNBENCHMARKS = False
+NUM_CPUS = {cpus}
+MEMORY = {memory}
+NUM_SLOTS = 1
+NUM_SLOTS_TYPE_1 = 1
+SLOT_TYPE_1 = 100%
+SLOT_TYPE_1_PARTITIONABLE = True
+BASE_CGROUP =
+UPDATE_INTERVAL = 300
+"""
+
+SUBMIT = """\
+executable = /bin/true
+request_cpus = 1
+request_memory = 64
+request_disk = 1024
+queue {count}
+"""
+
+
+def _wait(check: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _kill_tree(process: subprocess.Popen[bytes], marker: str) -> None:
+    for found in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if marker in " ".join(found.info["cmdline"] or []):
+                found.kill()
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+
+
+def _start(args: list[str], out: Path) -> subprocess.Popen[bytes]:
+    with open(out, "wb") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", "epcore.cli.main", *args],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def throughput(count: int, root: Path, cgroup: str) -> float:
+    """Jobs per second of ``count`` /bin/true jobs through ``ep run``."""
+    local = root / "pool"
+    local.mkdir()
+    config_path = local / "condor_config"
+    config_path.write_text(personal_config_text(str(local)) + POOL_EXTRA.format(cgroup=cgroup))
+    process = _start(["run", "--config", str(config_path)], root / "pool.out")
+    client = PoolClient(str(local / "spool" / "pool_control"), timeout=60)
+    try:
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                raise SystemExit((root / "pool.out").read_text()[-2000:])
+            try:
+                return bool(client.query_ads("Machine"))
+            except ControlError:
+                return False
+
+        _wait(answers, 60, "the pool")
+        config = Config.load(str(config_path), subsystem="TOOL")
+        started = time.perf_counter()
+        cluster_id = client.new_cluster()
+        context = SubmitContext(
+            owner="root", submit_dir=str(root), now=int(time.time()), config=config
+        )
+        cluster = build_jobs(
+            parse_submit(SUBMIT.format(count=count)),
+            context,
+            LocalSubmitHost(),
+            cluster_id=cluster_id,
+        )
+        for start in range(0, count, 500):
+            client.submit(cluster_id, cluster.cluster_ad, cluster.procs[start : start + 500])
+        _wait(lambda: not client.query_jobs(projection=["ClusterId"]), 600, "the jobs")
+        elapsed = time.perf_counter() - started
+        done = client.query_jobs(history=True, projection=["JobStatus"])
+        if len(done) != count:
+            print(f"  (only {len(done)} of {count} jobs are in the history)")
+        return count / elapsed
+    finally:
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(30)
+        _kill_tree(process, str(config_path))
+
+
+def baseline(count: int) -> float:
+    started = time.perf_counter()
+    for _ in range(count):
+        subprocess.run(["/bin/true"], check=True)
+    return count / (time.perf_counter() - started)
+
+
+def startd_memory(count: int, root: Path) -> tuple[float, float]:
+    """The startd's resident MB with no claim and with ``count`` dynamic slots."""
+    local = root / "startd"
+    local.mkdir()
+    config_path = local / "condor_config"
+    config_path.write_text(STARTD_CONFIG.format(local=local, cpus=count, memory=count * 128))
+    process = _start(["startd", "--config", str(config_path)], root / "startd.out")
+    client = StartdClient(str(local / "log" / "startd_control"), timeout=120)
+    try:
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                raise SystemExit((root / "startd.out").read_text()[-2000:])
+            try:
+                return bool(client.query())
+            except ControlError:
+                return False
+
+        _wait(answers, 60, "the startd")
+        rss = psutil.Process(process.pid).memory_info().rss / 2**20
+        for n in range(count):
+            job = parse_ad(
+                f'[ ClusterId = 1; ProcId = {n}; Owner = "nobody"; Cmd = "/bin/true"; '
+                "RequestCpus = 1; RequestMemory = 100; RequestDisk = 1024 ]"
+            )
+            client.claim("slot1", job)
+        slots = len(client.query())
+        full = psutil.Process(process.pid).memory_info().rss / 2**20
+        if slots != count + 1:
+            print(f"  (the startd shows {slots} slots, not {count + 1})")
+        return rss, full
+    finally:
+        process.send_signal(signal.SIGQUIT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(30)
+        _kill_tree(process, str(config_path))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="100 jobs and 100 d-slots")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("pool_bench needs root (cgroups)", file=sys.stderr)
+        return 1
+    count = 100 if args.quick else 1000
+    root = Path(tempfile.mkdtemp(prefix="ep_bench_pool_"))
+    root.chmod(0o755)
+    cgroup = f"ep_bench_{uuid.uuid4().hex[:6]}"
+    try:
+        plain = baseline(count)
+        rate = throughput(count, root, cgroup)
+        print(f"{count} jobs of /bin/true through ep run on {os.cpu_count()} cores")
+        print(f"  ep run:            {rate:8.1f} jobs/s   (target >= {THROUGHPUT_TARGET:.0f})")
+        print(f"  subprocess.run:    {plain:8.1f} jobs/s   (ratio {plain / rate:.1f}x)")
+        print(f"  target met: {'yes' if rate >= THROUGHPUT_TARGET else 'no'}")
+        empty, full = startd_memory(count, root)
+        print(f"startd resident memory with {count} dynamic slots")
+        print(f"  no claim:          {empty:8.1f} MB")
+        print(f"  {count} d-slots:     {full:8.1f} MB   (target <= {MEMORY_TARGET_MB:.0f} MB)")
+        print(f"  per d-slot:        {(full - empty) * 1024 / count:8.1f} KB")
+        print(f"  target met: {'yes' if full <= MEMORY_TARGET_MB else 'no'}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        for controller in ("memory", "cpu", "cpuacct", "freezer", "pids"):
+            with contextlib.suppress(OSError):
+                for path in sorted(
+                    Path(f"/sys/fs/cgroup/{controller}/{cgroup}").glob("**/"), reverse=True
+                ):
+                    path.rmdir()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

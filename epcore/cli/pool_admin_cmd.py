@@ -1,0 +1,176 @@
+"""``ep run``, ``ep userprio``, ``ep vacate``, ``ep drain``: running and administering the pool.
+
+``ep run`` starts the whole personal pool in the foreground. The others talk to it over its
+socket; changing priorities, vacating and draining are for QUEUE_SUPER_USERS (root and the
+user running the pool).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import click
+
+from epcore.cli.pool_access import PoolCommandError, connect, pool_options
+from epcore.errors import EpError
+from epcore.pool.personal import config_file_for, write_personal_config
+from epcore.pool.tables import render_userprio
+from epcore.slots.status import format_json, format_long
+
+_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+@click.command(name="run", context_settings=_SETTINGS)
+@click.option(
+    "--config",
+    "config_file",
+    default=None,
+    metavar="FILE",
+    help="Read FILE instead of the configuration HTCondor would read.",
+)
+def run_command(config_file: str | None) -> None:
+    """Run the personal pool in the foreground: collector, negotiator, job queue and startd.
+
+    Without a configuration (no --config, CONDOR_CONFIG or /etc/condor/condor_config) it
+    writes the personal pool's own, one partitionable slot with the whole machine, to
+    /var/lib/epcore/condor_config (root) or ~/.epcore/condor_config. Logs go to LOG
+    (SchedLog, NegotiatorLog, StartLog...). SIGTERM or Ctrl-C shuts down peacefully (running
+    jobs finish), a second one or SIGQUIT fast (jobs are killed and go back to idle); SIGHUP
+    re-reads the configuration.
+    """
+    from epcore.pool.main import run_pool
+
+    path, personal = config_file_for(
+        config_file, os.environ, uid=os.getuid(), home=os.environ.get("HOME")
+    )
+    if personal and not os.path.exists(path):
+        try:
+            write_personal_config(path)
+        except OSError as error:
+            raise PoolCommandError("run", f"cannot write {path}: {error.strerror}") from error
+        click.echo(f"ep run: wrote the personal pool's configuration to {path}", err=True)
+    click.echo(f"ep run: starting the pool with {path}; submit jobs with: ep submit FILE", err=True)
+    try:
+        run_pool(path)
+    except EpError as error:
+        raise PoolCommandError("run", str(error)) from error
+    click.echo("ep run: the pool has shut down", err=True)
+
+
+@click.command(name="userprio", context_settings=_SETTINGS)
+@click.option("-setfactor", "--setfactor", nargs=2, default=None, metavar="USER FACTOR")
+@click.option("-setceil", "--setceil", nargs=2, default=None, metavar="USER CEILING")
+@click.option("-set-floor", "--set-floor", "set_floor", nargs=2, default=None, metavar="USER FLOOR")
+@click.option("-resetusage", "--resetusage", default=None, metavar="USER")
+@click.option("-delete", "--delete", default=None, metavar="USER")
+@click.option("-most", "-allusers", "--most", "most", is_flag=True, help="Show every submitter.")
+@click.option("-l", "-long", "--long", "long_", is_flag=True, help="Every attribute.")
+@click.option("-json", "--json", "as_json", is_flag=True, help="The ads as JSON.")
+@pool_options
+def userprio_command(
+    setfactor: tuple[str, str] | None,
+    setceil: tuple[str, str] | None,
+    set_floor: tuple[str, str] | None,
+    resetusage: str | None,
+    delete: str | None,
+    most: bool,
+    long_: bool,
+    as_json: bool,
+    config_file: str | None,
+    pool_socket: str | None,
+) -> None:
+    """Show the submitters' priorities, or change them, like condor_userprio."""
+    changes: list[tuple[str, str, float | None]] = []
+    for command, pair in (
+        ("SetFactor", setfactor),
+        ("SetCeiling", setceil),
+        ("SetFloor", set_floor),
+    ):
+        if pair is not None:
+            user, text = pair
+            try:
+                value = float(text)
+            except ValueError as error:
+                raise PoolCommandError("userprio", f"{text!r} is not a number") from error
+            if command == "SetFactor" and value < 1.0:
+                raise PoolCommandError("userprio", "the priority factor must be at least 1.0")
+            changes.append((command, user, value))
+    if resetusage:
+        changes.append(("ResetUsage", resetusage, None))
+    if delete:
+        changes.append(("DeleteSubmitter", delete, None))
+    client = connect("userprio", config_file, pool_socket)
+    try:
+        for command, user, number in changes:
+            client.set_submitter(command, user, number)
+            click.echo(f"{command} of {user} done.")
+        if changes:
+            return
+        ads = client.user_prio(all_users=most)
+    except EpError as error:
+        raise PoolCommandError("userprio", str(error)) from error
+    if as_json:
+        click.echo(format_json(ads), nl=False)
+    elif long_:
+        click.echo(format_long(ads), nl=False)
+    else:
+        click.echo(render_userprio(ads, now=time.time(), most=most), nl=False)
+
+
+@click.command(name="vacate", context_settings=_SETTINGS)
+@click.argument("slots", nargs=-1, metavar="[SLOT]...")
+@click.option("-fast", "--fast", is_flag=True, help="Kill the jobs at once (no vacate time).")
+@pool_options
+def vacate_command(
+    slots: tuple[str, ...], fast: bool, config_file: str | None, pool_socket: str | None
+) -> None:
+    """Vacate the jobs of the named slots (default: every slot), like condor_vacate; the jobs
+    go back to idle in the queue."""
+    client = connect("vacate", config_file, pool_socket)
+    try:
+        done = []
+        for slot in slots or (None,):
+            done.extend(client.vacate(slot, fast))
+    except EpError as error:
+        raise PoolCommandError("vacate", str(error)) from error
+    for name in done:
+        click.echo(f"Vacated {name}.")
+    if not done:
+        click.echo("No claimed slot to vacate.")
+
+
+@click.command(name="drain", context_settings=_SETTINGS)
+@click.option(
+    "-how",
+    "--how",
+    type=click.Choice(["graceful", "quick", "fast"]),
+    default="graceful",
+    show_default=True,
+)
+@click.option("-graceful", "how", flag_value="graceful", help="Same as -how graceful.")
+@click.option("-quick", "how", flag_value="quick", help="Same as -how quick.")
+@click.option("-fast", "how", flag_value="fast", help="Same as -how fast.")
+@click.option("-check", "--check", default=None, metavar="EXPR", help="Drain only if EXPR holds.")
+@click.option("-start", "--start", default=None, metavar="EXPR", help="START while draining.")
+@click.option("-cancel", "--cancel", is_flag=True, help="Cancel the drain.")
+@pool_options
+def drain_command(
+    how: str,
+    check: str | None,
+    start: str | None,
+    cancel: bool,
+    config_file: str | None,
+    pool_socket: str | None,
+) -> None:
+    """Drain the machine's slots, or cancel a drain, like condor_drain."""
+    client = connect("drain", config_file, pool_socket)
+    try:
+        if cancel:
+            client.cancel_drain()
+            click.echo("Drain cancelled.")
+        else:
+            client.drain(how, check, start)
+            click.echo(f"Draining ({how}).")
+    except EpError as error:
+        raise PoolCommandError("drain", str(error)) from error

@@ -1,0 +1,302 @@
+"""The answers to the pool's requests (:mod:`epcore.pool.requests` lists them).
+
+Every handler checks who asks before it acts: a user submits jobs as themselves and acts on
+their own jobs; QUEUE_SUPER_USERS act on every job and administer the pool. Bad arguments
+are refused with a message naming the attribute; nothing is half done (a submission is one
+queue transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from epcore.classad import ClassAd
+from epcore.daemon.control import (
+    ControlError,
+    answer,
+    argument,
+    expression_argument,
+    flag,
+    optional_text,
+    text_argument,
+)
+from epcore.errors import EpError
+from epcore.pool.analysis import analyze_job, render_analysis
+from epcore.pool.jobqueue import JobId, JobStatus
+from epcore.pool.requests import ADMIN_COMMANDS, COMMANDS, SUBMIT_CHUNK
+from epcore.pool.schedd_jobs import job_id_of
+from epcore.pool.server import Requester
+from epcore.pool.submit import SubmittedCluster
+
+if TYPE_CHECKING:
+    from epcore.pool.central import CentralManager
+
+#: Attributes of a job ad that only the pool sees (the claim is a capability).
+PRIVATE_ATTRIBUTES = ("ClaimId",)
+
+
+def handle_request(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    """Carry out ``request`` for ``requester``; refusals come back as ``Ok = false``."""
+    command = request.evaluate("Command")
+    if not isinstance(command, str) or command not in COMMANDS:
+        raise ControlError(f"unknown Command {command!r}; known: {', '.join(COMMANDS)}")
+    if command in ADMIN_COMMANDS and not requester.super_user:
+        raise ControlError(f"{command}: {requester.name} is not one of QUEUE_SUPER_USERS")
+    handler = _HANDLERS[command]
+    return handler(manager, requester, request)
+
+
+def _new_cluster(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    return answer(True, ClusterId=manager.schedd.new_cluster(requester.uid))
+
+
+def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    cluster_id = argument(request, "ClusterId", int)
+    cluster_ad = argument(request, "ClusterAd", ClassAd)
+    procs = argument(request, "Procs", list)
+    assert isinstance(cluster_id, int) and isinstance(cluster_ad, ClassAd)
+    assert isinstance(procs, list)
+    if not procs or len(procs) > SUBMIT_CHUNK:
+        raise ControlError(f"Procs must hold 1 to {SUBMIT_CHUNK} job ads, not {len(procs)}")
+    now = manager.clock()
+    uid_domain = manager.schedd.uid_domain
+    jobs = []
+    for index, proc in enumerate(procs):
+        if not isinstance(proc, ClassAd):
+            raise ControlError(f"Procs[{index}] is not a ClassAd")
+        jobs.append(_checked_job(proc, cluster_id, requester, uid_domain, now, index))
+    cluster = SubmittedCluster(cluster_id, cluster_ad, tuple(jobs))
+    ids = manager.schedd.submit(cluster, requester.uid, now)
+    return answer(True, JobIds=[str(job_id) for job_id in ids])
+
+
+def _checked_job(
+    proc: ClassAd, cluster_id: int, requester: Requester, uid_domain: str, now: float, index: int
+) -> ClassAd:
+    """A submitted job ad, with the attributes the schedd owns set by the schedd."""
+    job = proc.copy()
+    if job.evaluate("ClusterId") != cluster_id:
+        raise ControlError(f"Procs[{index}]: ClusterId must be {cluster_id}")
+    if not isinstance(job.evaluate("ProcId"), int):
+        raise ControlError(f"Procs[{index}]: ProcId must be an integer")
+    if not isinstance(job.evaluate("Cmd"), str):
+        raise ControlError(f"Procs[{index}]: the job has no Cmd (executable)")
+    owner = job.evaluate("Owner")
+    if not (requester.super_user and isinstance(owner, str) and owner):
+        owner = requester.name
+    job["Owner"] = owner
+    job["User"] = f"{owner}@{uid_domain}"
+    job["QDate"] = int(now)
+    status = job.evaluate("JobStatus")
+    if status not in (int(JobStatus.IDLE), int(JobStatus.HELD)):
+        job["JobStatus"] = int(JobStatus.IDLE)
+    job["EnteredCurrentStatus"] = int(now)
+    job["GlobalJobId"] = f"{uid_domain}#{cluster_id}.{job.evaluate('ProcId')}#{int(now)}"
+    for name in PRIVATE_ATTRIBUTES:
+        job.pop(name, None)
+    return job
+
+
+def _projection(request: ClassAd) -> list[str] | None:
+    values = argument(request, "Projection", list, required=False)
+    if values is None:
+        return None
+    assert isinstance(values, list)
+    if not all(isinstance(v, str) for v in values):
+        raise ControlError("Projection must be a list of attribute names")
+    return [str(v) for v in values]
+
+
+def _query_jobs(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    constraint = expression_argument(request, "Constraint")
+    projection = _projection(request)
+    queue = manager.schedd.queue
+    if flag(request, "History"):
+        limit = argument(request, "Limit", int, required=False)
+        ads = queue.history(constraint, projection, limit if isinstance(limit, int) else None)
+    else:
+        ads = queue.jobs(constraint, projection)
+    for ad in ads:
+        for name in PRIVATE_ATTRIBUTES:
+            ad.pop(name, None)
+    return answer(True, Ads=ads)
+
+
+def _targets(manager: CentralManager, request: ClassAd) -> list[ClassAd]:
+    ids = argument(request, "JobIds", list, required=False)
+    constraint = expression_argument(request, "Constraint")
+    if ids is None and constraint is None:
+        raise ControlError("give JobIds or a Constraint")
+    queue = manager.schedd.queue
+    found: list[ClassAd] = []
+    if ids is not None:
+        assert isinstance(ids, list)
+        wanted: set[tuple[int, int]] = set()
+        clusters: set[int] = set()
+        for text in ids:
+            if not isinstance(text, str):
+                raise ControlError("JobIds must be strings like 12 or 12.3")
+            if "." in text:
+                job_id = JobId.parse(text)
+                wanted.add((job_id.cluster, job_id.proc))
+            elif text.isdigit():
+                clusters.add(int(text))
+            else:
+                raise ControlError(f"{text!r} is not a job id (12 or 12.3)")
+        for job in queue.jobs():
+            key = (job.evaluate("ClusterId"), job.evaluate("ProcId"))
+            if key in wanted or key[0] in clusters:
+                found.append(job)
+    if constraint is not None:
+        matching = queue.jobs(constraint)
+        if ids is None:
+            return matching
+        keys = {(j.evaluate("ClusterId"), j.evaluate("ProcId")) for j in matching}
+        found = [j for j in found if (j.evaluate("ClusterId"), j.evaluate("ProcId")) in keys]
+    return found
+
+
+def _act(
+    command: str,
+) -> Callable[[CentralManager, Requester, ClassAd], ClassAd]:
+    def handler(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+        reason = (
+            optional_text(request, "Reason")
+            or f"via ep {command.lower()} (by user {requester.name})"
+        )
+        now = manager.clock()
+        done: list[str] = []
+        refused: list[str] = []
+        schedd = manager.schedd
+        for job in _targets(manager, request):
+            job_id = job_id_of(job)
+            if not requester.super_user and job.evaluate("Owner") != requester.name:
+                refused.append(f"{job_id}: not owned by {requester.name}")
+                continue
+            try:
+                with schedd.queue.batch():
+                    if command == "Remove":
+                        schedd.remove(job_id, reason, now)
+                    elif command == "Hold":
+                        schedd.hold(job_id, reason, now)
+                    else:
+                        schedd.release(job_id, reason, now)
+            except EpError as error:
+                refused.append(f"{job_id}: {error}")
+                continue
+            done.append(str(job_id))
+        return answer(True, Done=done, Refused=refused)
+
+    return handler
+
+
+def _analyze(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    job_id = JobId.parse(text_argument(request, "JobId"))
+    job = manager.schedd.queue.get(job_id)
+    now = manager.clock()
+    slots = manager.collector.query("Machine", now=now)
+    submitter = manager.schedd.submitter(job)
+    analysis = analyze_job(job, slots, now=now, submitter_prio=manager.accountant.eup(submitter))
+    return answer(True, Text=render_analysis(analysis))
+
+
+def _query_ads(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    my_type = optional_text(request, "MyType")
+    constraint = expression_argument(request, "Constraint")
+    ads = manager.collector.query(
+        my_type,
+        constraint,
+        _projection(request),
+        now=manager.clock(),
+        absent=flag(request, "Absent"),
+    )
+    return answer(True, Ads=ads)
+
+
+def _user_prio(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    return answer(True, Ads=manager.accountant.to_ads())
+
+
+def _set_submitter(
+    command: str,
+) -> Callable[[CentralManager, Requester, ClassAd], ClassAd]:
+    def handler(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+        name = text_argument(request, "Submitter")
+        now = manager.clock()
+        accountant = manager.accountant
+        if command in ("SetFactor", "SetCeiling", "SetFloor"):
+            value = argument(request, "Value", float)
+            assert isinstance(value, int | float)
+            setter = {
+                "SetFactor": accountant.set_factor,
+                "SetCeiling": accountant.set_ceiling,
+                "SetFloor": accountant.set_floor,
+            }[command]
+            manager.accountant = setter(name, float(value), now)
+        elif command == "ResetUsage":
+            manager.accountant = accountant.reset_usage(name, now)
+        else:
+            manager.accountant = accountant.delete(name)
+        manager.save_accountant()
+        manager.log.info("%s %s by %s", command, name, requester.name)
+        return answer(True)
+
+    return handler
+
+
+def _vacate(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    slot = optional_text(request, "Slot")
+    fast = flag(request, "Fast")
+    startd = manager.startd
+    names = [slot.split("@", 1)[0]] if slot else [r.name for r in startd.state.slots]
+    done = []
+    for name in names:
+        record = startd.state.slot(name)
+        if record is None:
+            raise ControlError(f"no slot {name} on {startd.host_name}")
+        if record.claim is None:
+            continue
+        startd.vacate(name, fast)
+        done.append(name)
+    return answer(True, Done=done)
+
+
+def _drain(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    how = text_argument(request, "How")
+    manager.startd.drain(
+        how, expression_argument(request, "Check"), expression_argument(request, "Start")
+    )
+    return answer(True)
+
+
+def _cancel_drain(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    manager.startd.cancel_drain()
+    return answer(True)
+
+
+def _reschedule(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+    manager.schedd.wants_negotiation = True
+    return answer(True)
+
+
+_HANDLERS: dict[str, Callable[[CentralManager, Requester, ClassAd], ClassAd]] = {
+    "NewCluster": _new_cluster,
+    "Submit": _submit,
+    "QueryJobs": _query_jobs,
+    "Remove": _act("Remove"),
+    "Hold": _act("Hold"),
+    "Release": _act("Release"),
+    "Analyze": _analyze,
+    "QueryAds": _query_ads,
+    "UserPrio": _user_prio,
+    "SetFactor": _set_submitter("SetFactor"),
+    "SetCeiling": _set_submitter("SetCeiling"),
+    "SetFloor": _set_submitter("SetFloor"),
+    "ResetUsage": _set_submitter("ResetUsage"),
+    "DeleteSubmitter": _set_submitter("DeleteSubmitter"),
+    "Vacate": _vacate,
+    "Drain": _drain,
+    "CancelDrain": _cancel_drain,
+    "Reschedule": _reschedule,
+}

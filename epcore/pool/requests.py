@@ -1,0 +1,168 @@
+"""The pool's requests: what ``ep submit``, ``ep q``, ``ep rm``... ask of a running pool.
+
+A request is a ClassAd with ``Command`` and its arguments, one per line over the pool's
+socket (POOL_CONTROL_SOCKET, default ``$(SPOOL)/pool_control``, open to every local user);
+the answer is a ClassAd with ``Ok``, ``Error`` when it is false, and the results. Who asks is
+known from the socket itself (the kernel's SO_PEERCRED), never from the request: a user may
+submit jobs as themselves and act on their own jobs; QUEUE_SUPER_USERS (root and the pool's
+own user always) may act on every job and change priorities, vacate and drain.
+
+Requests and their arguments:
+
+- ``NewCluster`` -> ``ClusterId``; ``Submit`` (ClusterId, ClusterAd, Procs) -> ``JobIds``
+- ``QueryJobs`` (optional Constraint, Projection, History, Limit) -> ``Ads``
+- ``Remove`` / ``Hold`` / ``Release`` (JobIds or Constraint, optional Reason) -> ``Done``
+  (the job ids acted on) and ``Refused`` (why others were not)
+- ``Analyze`` (JobId) -> ``Text``
+- ``QueryAds`` (optional MyType, Constraint, Projection, Absent) -> ``Ads`` (the collector)
+- ``UserPrio`` (optional All) -> ``Ads`` (the accountant's ads)
+- ``SetFactor`` / ``SetCeiling`` / ``SetFloor`` (Submitter, Value), ``ResetUsage`` /
+  ``DeleteSubmitter`` (Submitter)
+- ``Vacate`` (optional Slot, Fast), ``Drain`` (How, optional Check, Start), ``CancelDrain``
+- ``Reschedule`` (a negotiation cycle soon)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from epcore.classad import ClassAd
+from epcore.daemon.control import ControlClient
+
+COMMANDS = (
+    "NewCluster",
+    "Submit",
+    "QueryJobs",
+    "Remove",
+    "Hold",
+    "Release",
+    "Analyze",
+    "QueryAds",
+    "UserPrio",
+    "SetFactor",
+    "SetCeiling",
+    "SetFloor",
+    "ResetUsage",
+    "DeleteSubmitter",
+    "Vacate",
+    "Drain",
+    "CancelDrain",
+    "Reschedule",
+)
+
+#: Procs per Submit request a client sends at most (a request is one line).
+SUBMIT_CHUNK = 500
+
+#: The requests only QUEUE_SUPER_USERS may make.
+ADMIN_COMMANDS = frozenset(
+    {
+        "SetFactor",
+        "SetCeiling",
+        "SetFloor",
+        "ResetUsage",
+        "DeleteSubmitter",
+        "Vacate",
+        "Drain",
+        "CancelDrain",
+    }
+)
+
+
+def _ads(reply: ClassAd, name: str = "Ads") -> list[ClassAd]:
+    ads = reply.evaluate(name)
+    return [ad for ad in ads if isinstance(ad, ClassAd)] if isinstance(ads, list) else []
+
+
+def _texts(reply: ClassAd, name: str) -> list[str]:
+    values = reply.evaluate(name)
+    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+
+
+class PoolClient(ControlClient):
+    """A blocking client of a running pool (``path``: its POOL_CONTROL_SOCKET); each method
+    raises ControlError with the pool's answer when it refuses."""
+
+    daemon = "pool"
+
+    def new_cluster(self) -> int:
+        value = self.call("NewCluster").evaluate("ClusterId")
+        assert isinstance(value, int)
+        return value
+
+    def submit(self, cluster_id: int, cluster_ad: ClassAd, procs: Sequence[ClassAd]) -> list[str]:
+        reply = self.call("Submit", ClusterId=cluster_id, ClusterAd=cluster_ad, Procs=list(procs))
+        return _texts(reply, "JobIds")
+
+    def query_jobs(
+        self,
+        constraint: str | None = None,
+        projection: Sequence[str] | None = None,
+        *,
+        history: bool = False,
+        limit: int | None = None,
+    ) -> list[ClassAd]:
+        reply = self.call(
+            "QueryJobs",
+            Constraint=constraint,
+            Projection=list(projection) if projection else None,
+            History=history,
+            Limit=limit,
+        )
+        return _ads(reply)
+
+    def act(
+        self,
+        command: str,
+        *,
+        job_ids: Sequence[str] = (),
+        constraint: str | None = None,
+        reason: str | None = None,
+    ) -> tuple[list[str], list[str]]:
+        """``Remove``, ``Hold`` or ``Release``: the job ids acted on, and the refusals."""
+        reply = self.call(
+            command,
+            JobIds=list(job_ids) if job_ids else None,
+            Constraint=constraint,
+            Reason=reason,
+        )
+        return _texts(reply, "Done"), _texts(reply, "Refused")
+
+    def analyze(self, job_id: str) -> str:
+        text = self.call("Analyze", JobId=job_id).evaluate("Text")
+        return text if isinstance(text, str) else ""
+
+    def query_ads(
+        self,
+        my_type: str | None = "Machine",
+        constraint: str | None = None,
+        projection: Sequence[str] | None = None,
+        *,
+        absent: bool = False,
+    ) -> list[ClassAd]:
+        reply = self.call(
+            "QueryAds",
+            MyType=my_type,
+            Constraint=constraint,
+            Projection=list(projection) if projection else None,
+            Absent=absent,
+        )
+        return _ads(reply)
+
+    def user_prio(self, *, all_users: bool = False) -> list[ClassAd]:
+        return _ads(self.call("UserPrio", All=all_users))
+
+    def set_submitter(self, command: str, submitter: str, value: float | None = None) -> None:
+        """``SetFactor``, ``SetCeiling``, ``SetFloor``, ``ResetUsage`` or ``DeleteSubmitter``."""
+        self.call(command, Submitter=submitter, Value=value)
+
+    def vacate(self, slot: str | None = None, fast: bool = False) -> list[str]:
+        return _texts(self.call("Vacate", Slot=slot, Fast=fast), "Done")
+
+    def drain(self, how: str, check: str | None = None, start: str | None = None) -> None:
+        self.call("Drain", How=how, Check=check, Start=start)
+
+    def cancel_drain(self) -> None:
+        self.call("CancelDrain")
+
+    def reschedule(self) -> None:
+        self.call("Reschedule")

@@ -1,0 +1,56 @@
+"""Where the personal pool keeps its files, from the configuration.
+
+HTCondor's knobs where HTCondor has one (SCHEDD_LOG, NEGOTIATOR_LOG, COLLECTOR_LOG,
+COLLECTOR_PERSISTENT_AD_LOG); epcore's own for what HTCondor keeps differently:
+POOL_CONTROL_SOCKET (``$(SPOOL)/pool_control``: the socket every local user's ``ep submit``
+reaches), JOB_QUEUE_DATABASE (``$(SPOOL)/job_queue.db``, the SQLite queue where HTCondor
+keeps job_queue.log) and ACCOUNTANT_STATE_FILE (``$(SPOOL)/accountant.ads``: the
+accountant's ads, one per line, where HTCondor keeps Accountantnew.log).
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+from epcore.config import Config
+from epcore.errors import PoolError
+
+
+@attrs.frozen
+class PoolPaths:
+    """The central manager's files (see the module docstring)."""
+
+    control_socket: str
+    queue_database: str
+    accountant_file: str
+    collector_log: str
+    schedd_log: str
+    negotiator_log: str
+    collector_daemon_log: str
+
+    @classmethod
+    def from_config(cls, config: Config) -> PoolPaths:
+        """The paths ``config`` names (PoolError naming the knob when LOG or SPOOL is unset)."""
+
+        def required(name: str) -> str:
+            value = config.get(name)
+            if not value or not value.strip():
+                raise PoolError(f"the pool needs {name} to be set")
+            return value.strip()
+
+        log_dir = required("LOG")
+        spool = required("SPOOL")
+        return cls(
+            control_socket=config.get("POOL_CONTROL_SOCKET") or os.path.join(spool, "pool_control"),
+            queue_database=config.get("JOB_QUEUE_DATABASE") or os.path.join(spool, "job_queue.db"),
+            accountant_file=config.get("ACCOUNTANT_STATE_FILE")
+            or os.path.join(spool, "accountant.ads"),
+            collector_log=config.get("COLLECTOR_PERSISTENT_AD_LOG")
+            or os.path.join(spool, "collector_persistent.ads"),
+            schedd_log=config.get("SCHEDD_LOG") or os.path.join(log_dir, "SchedLog"),
+            negotiator_log=config.get("NEGOTIATOR_LOG") or os.path.join(log_dir, "NegotiatorLog"),
+            collector_daemon_log=config.get("COLLECTOR_LOG")
+            or os.path.join(log_dir, "CollectorLog"),
+        )

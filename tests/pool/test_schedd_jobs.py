@@ -1,0 +1,104 @@
+"""What the schedd reads from job ads: submitters, claim-reuse keys, queue order, results."""
+
+from __future__ import annotations
+
+import pytest
+
+from epcore.classad import parse_ad
+from epcore.errors import PoolError
+from epcore.pool.jobqueue import JobId
+from epcore.pool.schedd_jobs import (
+    IdleIndex,
+    job_id_of,
+    queue_order,
+    result_values,
+    reuse_key,
+    short_name,
+    submitter_of,
+)
+
+
+@pytest.mark.parametrize(
+    ("job", "submitter"),
+    [
+        ('[ Owner = "alice"; User = "alice@site" ]', "alice@site"),
+        ('[ Owner = "alice" ]', "alice@dom"),
+        ('[ Owner = "alice"; NiceUser = true; User = "alice@site" ]', "nice-user.alice@dom"),
+        ('[ Owner = "alice"; AccountingGroup = "physics.alice" ]', "physics.alice@dom"),
+        ('[ Owner = "alice"; AccountingGroup = "" ; User = "alice@x" ]', "alice@x"),
+        ("[ ]", "unknown@dom"),
+    ],
+)
+def test_the_submitter_is_the_accounting_principal(job: str, submitter: str) -> None:
+    """Nice users, accounting groups and plain users each negotiate under their principal."""
+    assert submitter_of(parse_ad(job), "dom") == submitter
+
+
+def test_jobs_of_one_autocluster_share_a_reuse_key() -> None:
+    """Two procs with the same requests and expressions may share a claim; a different
+    request or owner may not."""
+    base = '[ Owner = "a"; RequestCpus = 1; RequestMemory = 64; Requirements = TARGET.Cpus > 0; '
+    one = parse_ad(base + "ProcId = 0 ]")
+    two = parse_ad(base + 'ProcId = 1; Cmd = "/bin/other" ]')
+    bigger = parse_ad(base.replace("RequestMemory = 64", "RequestMemory = 65") + "ProcId = 2 ]")
+    other = parse_ad(base.replace('"a"', '"b"') + "ProcId = 3 ]")
+    assert reuse_key(one) == reuse_key(two)
+    assert reuse_key(one) != reuse_key(bigger)
+    assert reuse_key(one) != reuse_key(other)
+
+
+def test_the_queue_order_is_priority_then_age_then_ids() -> None:
+    """Higher JobPrio first, then older QDate, then cluster and proc."""
+    jobs = [
+        parse_ad("[ ClusterId = 2; ProcId = 0; JobPrio = 0; QDate = 5 ]"),
+        parse_ad("[ ClusterId = 1; ProcId = 1; JobPrio = 0; QDate = 5 ]"),
+        parse_ad("[ ClusterId = 3; ProcId = 0; JobPrio = 5; QDate = 9 ]"),
+        parse_ad("[ ClusterId = 1; ProcId = 0; JobPrio = 0; QDate = 1 ]"),
+    ]
+    ordered = [str(job_id_of(j)) for j in sorted(jobs, key=queue_order)]
+    assert ordered == ["3.0", "1.0", "1.1", "2.0"]
+
+
+def test_the_idle_index_hands_out_jobs_of_one_key_in_order() -> None:
+    """The index gives a key's jobs best first and nothing for another key."""
+    index = IdleIndex()
+    jobs = [
+        parse_ad(f'[ ClusterId = 1; ProcId = {n}; QDate = {10 - n}; Owner = "a" ]')
+        for n in range(3)
+    ]
+    for job in jobs:
+        index.add(job, "a@d")
+    key = reuse_key(jobs[0])
+    assert index.pop("b@d", key) is None
+    assert [index.pop("a@d", key) for _ in range(4)] == [
+        JobId(1, 2),
+        JobId(1, 1),
+        JobId(1, 0),
+        None,
+    ]
+
+
+@pytest.mark.parametrize("ad", ["[ ClusterId = 1 ]", '[ ClusterId = "1"; ProcId = 0 ]', "[ ]"])
+def test_a_job_ad_without_ids_is_refused(ad: str) -> None:
+    """An ad without integer ClusterId and ProcId is a PoolError."""
+    with pytest.raises(PoolError, match="ClusterId"):
+        job_id_of(parse_ad(ad))
+
+
+def test_a_result_adds_wall_clock_time_and_copies_the_exit() -> None:
+    """An exit records ExitCode, CompletionDate and the run's wall-clock time on top of the
+    earlier runs'."""
+    job = parse_ad("[ JobCurrentStartDate = 100; RemoteWallClockTime = 30.0 ]")
+    result = parse_ad('[ JobOutcome = "exited"; ExitCode = 3; ExitBySignal = false ]')
+    values = result_values(job, result, 160)
+    assert values["RemoteWallClockTime"] == 90.0
+    assert values["CompletionDate"] == 160
+    assert str(values["ExitCode"]) == "3"
+    evicted = result_values(job, parse_ad('[ JobOutcome = "evicted" ]'), 160)
+    assert "CompletionDate" not in evicted and "ExitCode" not in evicted
+
+
+@pytest.mark.parametrize(("name", "short"), [("slot1_2@host", "slot1_2"), ("slot1", "slot1")])
+def test_slot_names_lose_their_host(name: str, short: str) -> None:
+    """The startd knows its slots without the host part."""
+    assert short_name(name) == short
