@@ -7,6 +7,7 @@ real users where it matters, or with raw lines on its socket for malformed reque
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -322,3 +323,48 @@ def test_status_shows_the_schedd_and_the_submitters(
     assert schedd.stdout.strip() == "2"
     machines = pool.ep("status", "-af", "Name", "State")
     assert machines.stdout.startswith("slot1@") and "Unclaimed" in machines.stdout
+
+
+def test_a_peaceful_shutdown_lets_the_job_finish(
+    pool_factory, slot_users, shared_dir: Path
+) -> None:
+    """SIGTERM once: the running job finishes and is recorded before ep run exits."""
+    pool = pool_factory()
+    user = slot_users[0]
+    home = _home(shared_dir, user)
+    _write(home / "job.sub", "executable = /bin/sleep\narguments = 3\nqueue\n", user)
+    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run")
+    assert pool.process is not None
+    pool.process.send_signal(signal.SIGTERM)
+    assert pool.process.wait(60) == 0
+    pool.start()
+    assert pool.jobs() == []
+    (done,) = pool.jobs(history=True)
+    assert done.evaluate("JobStatus") == 4 and done.evaluate("ExitCode") == 0
+
+
+def test_a_fast_shutdown_puts_the_job_back_to_idle(
+    pool_factory, slot_users, shared_dir: Path
+) -> None:
+    """SIGTERM twice: the running job is killed, goes back to idle, and runs again when the
+    pool comes back."""
+    pool = pool_factory()
+    user = slot_users[0]
+    home = _home(shared_dir, user)
+    _write(home / "job.sub", "executable = /bin/sleep\narguments = 300\nqueue\n", user)
+    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run")
+    assert pool.process is not None
+    pool.process.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    pool.process.send_signal(signal.SIGTERM)
+    assert pool.process.wait(60) == 0
+    assert pool.processes() == []
+    pool.start()
+    pool.wait_for(
+        lambda: _status(pool, "1.0") == 2 and pool.jobs()[0].evaluate("NumJobStarts") == 2,
+        60,
+        "the job to run again",
+    )
+    assert pool.ep("rm", "1").status == 0
