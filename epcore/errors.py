@@ -35,10 +35,14 @@ class ConfigError(EpError):
         self.reason = message
         self.source = source
         self.line = line
-        where = ""
-        if source is not None:
-            where = f"{source}, line {line}: " if line is not None else f"{source}: "
-        super().__init__(f"{where}{message}")
+        super().__init__(located(message, source, line))
+
+
+def located(message: str, source: str | None, line: int | None) -> str:
+    """``message`` prefixed with ``source, line N: `` (or ``source: ``) when they are known."""
+    if source is None:
+        return message
+    return f"{source}, line {line}: {message}" if line is not None else f"{source}: {message}"
 
 
 class SlotConfigError(ConfigError):
@@ -86,10 +90,7 @@ class SubmitError(PoolError):
         self.reason = message
         self.source = source
         self.line = line
-        where = ""
-        if source is not None:
-            where = f"{source}, line {line}: " if line is not None else f"{source}: "
-        super().__init__(f"{where}{message}")
+        super().__init__(located(message, source, line))
 
 
 class QueueError(PoolError):

@@ -16,6 +16,7 @@ the whole of the access control, as for any local Unix socket service.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import stat
@@ -169,6 +170,25 @@ def dispatch(startd: StartdControl, request: ClassAd) -> ClassAd:
     except EpError as error:
         return answer(False, str(error))
     return answer(True)
+
+
+def serve(
+    channel: protocol.Channel, handle: Callable[[ClassAd], ClassAd], log: logging.Logger
+) -> None:
+    """Answer every request that has arrived on ``channel`` with ``handle``; a request that
+    fails unexpectedly is logged and answered ``Ok = false``, an unreadable one closes the
+    connection after saying why."""
+    try:
+        for incoming in channel.receive():
+            try:
+                reply = handle(incoming)
+            except Exception as error:  # one bad request must not take the daemon down
+                log.exception("request failed: %s", incoming)
+                reply = answer(False, f"internal error: {error!r}")
+            channel.send(reply)
+    except protocol.ProtocolError as error:
+        channel.send(answer(False, str(error)))
+        channel.close()
 
 
 def request(command: str, **arguments: object) -> ClassAd:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from epcore.daemon.control import answer, dispatch, listen
+from epcore.daemon.control import dispatch, listen, serve
 from epcore.daemon.startd import Startd
 from epcore.errors import EpError
 from epcore.starter import protocol
@@ -237,17 +237,7 @@ class StartdLoop:
             self._register(channel, "client")
 
     def _serve_control(self, channel: protocol.Channel) -> None:
-        try:
-            for request in channel.receive():
-                try:
-                    reply = dispatch(self.startd, request)
-                except Exception as error:  # one bad request must not take the startd down
-                    self.startd.log.exception("control request failed: %s", request)
-                    reply = answer(False, f"internal error: {error!r}")
-                channel.send(reply)
-        except protocol.ProtocolError as error:
-            channel.send(answer(False, str(error)))
-            channel.close()
+        serve(channel, lambda request: dispatch(self.startd, request), self.startd.log)
         if channel.closed:
             self._drop(channel)
 

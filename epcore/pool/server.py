@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection
 import attrs
 
 from epcore.classad import ClassAd
-from epcore.daemon.control import answer, listen
+from epcore.daemon.control import listen, serve
 from epcore.daemon.loop import register_channel
 from epcore.starter import protocol
 
@@ -100,17 +100,7 @@ class PoolServer:
 
     def _serve(self, channel: protocol.Channel) -> None:
         requester = self.channels[channel]
-        try:
-            for request in channel.receive():
-                try:
-                    reply = self.handler(requester, request)
-                except Exception as error:  # one bad request must not take the pool down
-                    self.log.exception("request from %s failed: %s", requester.name, request)
-                    reply = answer(False, f"internal error: {error!r}")
-                channel.send(reply)
-        except protocol.ProtocolError as error:
-            channel.send(answer(False, str(error)))
-            channel.close()
+        serve(channel, lambda request: self.handler(requester, request), self.log)
         if channel.closed:
             self._drop(channel)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import attrs
 import pytest
 from daemon_process import DaemonProcess
+from system_fixtures import SlotUser
 
 # Imported here, not in the child: once it is another user, the interpreter's own
 # site-packages (under /root on this machine) are out of its reach.
@@ -140,6 +141,27 @@ class PoolProcess(DaemonProcess):
             return self.process.wait(timeout / 2)
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout / 2)
+
+
+def submit_as(pool: PoolProcess, user: SlotUser, root: Path, text: str) -> Path:
+    """Write ``text`` as job.sub in ``user``'s directory under ``root`` (made on first use)
+    and submit it as ``user`` from there; the directory."""
+    home = user_home(root, user)
+    path = home / "job.sub"
+    path.write_text(text)
+    os.chown(path, user.uid, user.gid)
+    result = pool.ep("submit", "job.sub", user=user, cwd=str(home))
+    assert result.status == 0, result.stderr
+    return home
+
+
+def user_home(root: Path, user: SlotUser) -> Path:
+    """``user``'s own directory under ``root`` (made on first use), reachable by the user."""
+    home = root / f"home_{user.name}"
+    home.mkdir(exist_ok=True)
+    os.chown(home, user.uid, user.gid)
+    open_up(home)
+    return home
 
 
 def open_up(path: Path) -> None:

@@ -13,21 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, open_up
+from pool_harness import PoolProcess, submit_as, user_home
 from system_fixtures import SlotUser
 
 from epcore.classad import parse_ad
 from epcore.starter import protocol
 
 pytestmark = pytest.mark.system
-
-
-def _home(root: Path, user: SlotUser, name: str = "home") -> Path:
-    home = root / f"{name}_{user.name}"
-    home.mkdir()
-    os.chown(home, user.uid, user.gid)
-    open_up(home)
-    return home
 
 
 def _write(path: Path, text: str, user: SlotUser) -> Path:
@@ -49,7 +41,7 @@ def test_a_missing_executable_is_held_with_code_6_naming_the_file(
     reason naming the file (must-show 4)."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
+    home = user_home(shared_dir, user)
     program = _write(home / "prog.sh", "#!/bin/sh\necho hi\n", user)
     program.chmod(0o755)
     _write(home / "job.sub", "executable = prog.sh\noutput = out\nhold = true\nqueue\n", user)
@@ -71,7 +63,7 @@ def test_submit_errors_name_the_file_and_line_and_queue_nothing(
     """A submit file with a mistake is refused with its file and line; no job is queued."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
+    home = user_home(shared_dir, user)
     _write(
         home / "bad.sub",
         "executable = /bin/true\nrequest_memory = 12 parsecs\nqueue\n",
@@ -93,7 +85,7 @@ def test_users_act_on_their_own_jobs_and_root_on_all(
     pool = pool_factory()
     alice, bob = slot_users[0], slot_users[1]
     for user in (alice, bob):
-        home = _home(shared_dir, user)
+        home = user_home(shared_dir, user)
         _write(home / "job.sub", "executable = /bin/true\nhold = true\nqueue 2\n", user)
         assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
     owners = {str(j.evaluate("ClusterId")): str(j.evaluate("Owner")) for j in pool.jobs()}
@@ -115,9 +107,7 @@ def test_hold_release_and_remove_a_running_job(pool_factory, slot_users, shared_
     """Holding a running job stops it; releasing runs it again; removing it ends it for good."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
-    _write(home / "job.sub", "executable = /bin/sleep\narguments = 300\nqueue\n", user)
-    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    submit_as(pool, user, shared_dir, "executable = /bin/sleep\narguments = 300\nqueue\n")
     pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run")
     assert pool.ep("hold", "1.0", "-reason", "testing", user=user).status == 0
     job = pool.jobs()[0]
@@ -144,9 +134,7 @@ def test_vacate_sends_the_job_back_to_idle_and_it_runs_again(
     """ep vacate evicts the running job; the queue takes it back as idle and it runs again."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
-    _write(home / "job.sub", "executable = /bin/sleep\narguments = 300\nqueue\n", user)
-    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    submit_as(pool, user, shared_dir, "executable = /bin/sleep\narguments = 300\nqueue\n")
     pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run")
     refused = pool.ep("vacate", user=user)
     assert refused.status == 1 and "QUEUE_SUPER_USERS" in refused.stderr
@@ -168,9 +156,7 @@ def test_the_queue_and_the_priorities_survive_a_restart(
     and the priority factors are as they were."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
-    _write(home / "job.sub", "executable = /bin/true\nhold = true\nqueue 3\n", user)
-    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    home = submit_as(pool, user, shared_dir, "executable = /bin/true\nhold = true\nqueue 3\n")
     submitter = str(pool.jobs()[0].evaluate("User"))
     assert pool.ep("userprio", "-setfactor", submitter, "2500").status == 0
     assert pool.terminate() == 0
@@ -251,13 +237,8 @@ def test_analyze_says_which_clause_rules_out_the_slots(
     """ep q -better-analyze of a job no slot can hold names the clause that rules them out."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
-    _write(
-        home / "job.sub",
-        "executable = /bin/true\nrequirements = TARGET.Memory > 1000000\nqueue\n",
-        user,
-    )
-    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    text = "executable = /bin/true\nrequirements = TARGET.Memory > 1000000\nqueue\n"
+    submit_as(pool, user, shared_dir, text)
     time.sleep(1)
     result = pool.ep("q", "-better-analyze", user=user)
     assert result.status == 0, result.stderr
@@ -288,14 +269,11 @@ def test_match_references_are_filled_from_the_matched_slot(
     the next ones that reuse it."""
     pool = pool_factory(cpus=1, memory=1024)
     user = slot_users[0]
-    home = _home(shared_dir, user)
-    _write(
-        home / "job.sub",
+    text = (
         "executable = /bin/echo\narguments = arch $$(Arch) on $$(OpSys:nowhere)\n"
-        "output = out.$(Process)\nqueue 3\n",
-        user,
+        "output = out.$(Process)\nqueue 3\n"
     )
-    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    home = submit_as(pool, user, shared_dir, text)
     pool.wait_for(lambda: not pool.jobs(), 60, "the jobs to finish")
     for process in range(3):
         assert (home / f"out.{process}").read_text() == "arch X86_64 on LINUX\n"
@@ -310,9 +288,7 @@ def test_status_shows_the_schedd_and_the_submitters(
     """ep status -schedd and -submitters show the queue's counts per daemon and submitter."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
-    _write(home / "job.sub", "executable = /bin/true\nhold = true\nqueue 2\n", user)
-    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    submit_as(pool, user, shared_dir, "executable = /bin/true\nhold = true\nqueue 2\n")
 
     def shown() -> bool:
         text = pool.ep("status", "-submitters").stdout
@@ -331,9 +307,7 @@ def test_a_peaceful_shutdown_lets_the_job_finish(
     """SIGTERM once: the running job finishes and is recorded before ep run exits."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
-    _write(home / "job.sub", "executable = /bin/sleep\narguments = 3\nqueue\n", user)
-    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    submit_as(pool, user, shared_dir, "executable = /bin/sleep\narguments = 3\nqueue\n")
     pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run")
     assert pool.process is not None
     pool.process.send_signal(signal.SIGTERM)
@@ -351,9 +325,7 @@ def test_a_fast_shutdown_puts_the_job_back_to_idle(
     pool comes back."""
     pool = pool_factory()
     user = slot_users[0]
-    home = _home(shared_dir, user)
-    _write(home / "job.sub", "executable = /bin/sleep\narguments = 300\nqueue\n", user)
-    assert pool.ep("submit", "job.sub", user=user, cwd=str(home)).status == 0
+    submit_as(pool, user, shared_dir, "executable = /bin/sleep\narguments = 300\nqueue\n")
     pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run")
     assert pool.process is not None
     pool.process.send_signal(signal.SIGTERM)

@@ -8,11 +8,10 @@ the new ones on the same dynamic slots, and the preempted jobs go back to idle.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, open_up
+from pool_harness import PoolProcess, submit_as
 from system_fixtures import SlotUser
 
 pytestmark = pytest.mark.system
@@ -21,13 +20,7 @@ LONG_JOBS = "executable = /bin/sleep\narguments = 600\nrequest_cpus = 1\nrequest
 
 
 def _submit(pool: PoolProcess, user: SlotUser, root: Path, text: str) -> None:
-    home = root / f"home_{user.name}"
-    home.mkdir(exist_ok=True)
-    os.chown(home, user.uid, user.gid)
-    open_up(home)
-    (home / "job.sub").write_text(text)
-    result = pool.ep("submit", "job.sub", user=user, cwd=str(home))
-    assert result.status == 0, result.stderr
+    submit_as(pool, user, root, text)
 
 
 def _running(pool: PoolProcess) -> dict[str, int]:
