@@ -94,7 +94,9 @@ class CentralManager:
     def timeout(self) -> float:
         tick = self.monotonic()
         due = self.next_cycle
-        if self.schedd.wants_negotiation:
+        if self.startd.shutting_down:
+            due = float("inf")  # no more cycles: waiting for one would spin the loop
+        elif self.schedd.wants_negotiation:
             due = min(due, self.last_cycle + self._min_interval())
         wait = min(due, self.next_housekeeping, self.next_ads) - tick
         if self.schedd.pending:
