@@ -1,11 +1,12 @@
-"""Jobs made ready before activation: cgroups and a supervisor inside them, per idle claim.
+"""Jobs made ready before activation: cgroups and a supervisor inside them, per claim.
 
 Moving a process into a cgroup makes the kernel wait for an RCU grace period (7 to 15 ms on
 cgroup v1 here, see benchmarks/README.md). Paying it when the job is activated would put it
 between activation and the job's first instruction, so the startd pays it earlier: for every
-claim whose slot is Claimed/Idle it makes the job's cgroups and forks a supervisor that joins
-them and waits (:func:`epcore.starter.launch.prepare_supervisor`). At activation the starter
-gets both, and the job it starts is born inside its cgroups. A claim that goes away takes its
+claim whose slot is Claimed/Idle, or Claimed/Busy (for the claim's next job), it makes the
+job's cgroups and forks a supervisor that joins them and waits
+(:func:`epcore.starter.launch.prepare_supervisor`). At activation the starter gets both, and
+the job it starts is born inside its cgroups. A claim that goes away takes its
 preparation with it; a supervisor the startd forked is reaped by the startd.
 """
 
@@ -23,7 +24,7 @@ from epcore.starter.cgroups.mountinfo import read_layout
 from epcore.starter.launch import prepare_supervisor
 from epcore.starter.starter import PreparedJob, cgroup_key, tracking_request
 from epcore.state.records import EngineState
-from epcore.state.rules import CLAIMED_IDLE
+from epcore.state.rules import BUSY, CLAIMED_IDLE
 from epcore.types import IsolationBackend
 
 #: The isolation backends whose groups a supervisor can join ahead of its job.
@@ -75,25 +76,27 @@ class Preparations:
         isolation: tuple[IsolationBackend, ...],
         execute_dir: str,
         startd_memory_mb: int,
-        running: set[str],
     ) -> None:
-        """Prepare every idle claim that has nothing yet; drop what no claim needs now.
+        """Prepare the next job of every claim that has nothing prepared yet, Claimed/Idle or
+        Claimed/Busy; drop what no claim needs now.
 
-        ``running`` holds the claims whose starter is still there (nothing is prepared for
-        them until it has gone).
+        A busy claim is prepared for its next job while its job runs: a schedd that reuses the
+        claim at once when the job ends finds that job's cgroups made and joined, instead of
+        paying the joins (a few milliseconds each) between one job and the next. The cost is
+        one waiting supervisor and one set of job groups per claim.
         """
         backend = next((b for b in isolation if b.name in PREPARED_BACKENDS), None)
-        idle = {
+        claimed = {
             r.claim.claim_id: r
             for r in state.slots
-            if r.claim is not None and r.place == CLAIMED_IDLE and not state.shutting_down
+            if r.claim is not None and r.place in (CLAIMED_IDLE, BUSY) and not state.shutting_down
         }
-        for claim_id in [c for c in self.ready if c not in idle]:
+        for claim_id in [c for c in self.ready if c not in claimed]:
             self.discard(claim_id)
         if backend is None:
             return
-        for claim_id, record in idle.items():
-            if claim_id in self.ready or claim_id in running:
+        for claim_id, record in claimed.items():
+            if claim_id in self.ready:
                 continue
             slot = state.layout.find(record.slot_id, record.sub_id)
             if slot is None:

@@ -219,15 +219,13 @@ class Startd:
         return outcome
 
     def sync_preparations(self) -> None:
-        """Prepare the next job of every idle claim; drop what no claim needs any more."""
-        running = {c for c, h in self.starters.handles.items() if not h.gone}
+        """Prepare the next job of every claim; drop what no claim needs any more."""
         self.preparations.sync(
             self.state,
             self.config,
             self.isolation,
             self.paths.execute,
             int(self.inventory.memory_mb),
-            running,
         )
 
     def _run(self, outcome: Outcome, now: float) -> Outcome:

@@ -185,3 +185,43 @@ def test_stale_sandboxes_are_removed_at_startup(startd_factory) -> None:
     assert not (execute / "dir_4242").exists()
     assert (execute / "keep_me").read_text() == "not a sandbox"
     assert "removed the stale sandbox" in startd.log()
+
+
+def test_a_busy_claim_has_its_next_job_prepared(startd_factory, slot_users, tmp_path) -> None:
+    """While a claim's job runs, the startd prepares the claim's next job; a schedd reusing
+    the claim at once gets a job born in the groups prepared during the first one."""
+    startd = startd_factory(cpus=2)
+    user = slot_users[2]
+    cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
+    iwd = tmp_path / "iwd"
+    iwd.mkdir()
+    os.chown(iwd, user.uid, user.gid)
+
+    def job(proc: int, command: str) -> str:
+        return (
+            f'[ ClusterId = 9; ProcId = {proc}; Owner = "{user.name}"; Cmd = "/bin/sh";'
+            f' Arguments = "-c \'{command}\'"; Iwd = "{iwd}";'
+            " RequestCpus = 1; RequestMemory = 64; RequestDisk = 1024 ]"
+        )
+
+    first_job = job(0, "cat /proc/self/cgroup > first; sleep 2")
+    claim_id = startd.client.claim("slot1", parse_ad(first_job))
+    startd.wait_for(lambda: len(_cgroup_dirs(cgroup)) == 5, 10, "the prepared groups")
+    startd.client.activate(claim_id)
+    startd.wait_for(lambda: len(_cgroup_dirs(cgroup)) == 10, 10, "the next job's groups")
+    running = set(_cgroup_dirs(cgroup))
+    startd.wait_for(lambda: len(startd.history()) == 1, 30, "the first job")
+    startd.client.activate(claim_id, parse_ad(job(1, "cat /proc/self/cgroup > groups")))
+    startd.wait_for(lambda: len(startd.history()) == 2, 30, "the second job")
+    first, second = (
+        next(
+            line.split(":", 2)[2].rsplit("/", 1)[-1]
+            for line in (iwd / name).read_text().splitlines()
+            if ":memory:" in line
+        )
+        for name in ("first", "groups")
+    )
+    assert first != second
+    assert any(path.name == second for path in running)  # made while the first job ran
+    startd.client.release(claim_id)
+    startd.wait_for(lambda: _cgroup_dirs(cgroup) == [], 10, "every job group to go")
