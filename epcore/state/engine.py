@@ -155,12 +155,16 @@ class Engine:
 
     def next_timer(self, state: EngineState, now: float) -> float | None:
         """When the next timer of any slot fires (None when no timer runs)."""
-        ads = self.ads(state, now)
         soonest = math.inf
         for record in state.slots:
             slot = state.layout.find(record.slot_id, record.sub_id)
             policy = self.policy(record.slot_id, slot.type_id if slot is not None else 0)
-            soonest = min(soonest, rules.next_deadline(record, policy, ads[record.name], now))
+            name = record.name
+
+            def ad_of(name: str = name) -> ClassAd:
+                return self.ads(state, now)[name]
+
+            soonest = min(soonest, rules.next_deadline(record, policy, ad_of, now))
         if state.drain is not None and state.drain.start is not None and state.drain.deadline > now:
             soonest = min(soonest, state.drain.deadline)
         return None if soonest == math.inf else soonest

@@ -33,6 +33,7 @@ repeats it until nothing moves. The rules follow seed 000 ("State and Activity T
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 
@@ -492,8 +493,12 @@ def step_slot(w: Work, name: str, policy: SlotPolicy) -> bool:
     return _drained(w, name)
 
 
-def next_deadline(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
-    """The next time a timer of this slot fires (inf when none is running)."""
+def next_deadline(
+    record: SlotRecord, policy: SlotPolicy, ad_of: Callable[[], ClassAd], now: float
+) -> float:
+    """The next time a timer of this slot fires (inf when none is running). ``ad_of`` gives
+    the slot's ad, which only the retirement and vacating timers read (building every
+    slot's ad to find out that no timer runs was most of a daemon loop's turn)."""
     times = [math.inf]
     place = record.place
     if place == MATCHED:
@@ -509,9 +514,9 @@ def next_deadline(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: floa
         record.retire_from is not None or record.preempting is not None
     )
     if place == RETIRING or retiring_suspended:
-        times.append(soft_kill_time(record, policy, ad, now))
+        times.append(soft_kill_time(record, policy, ad_of(), now))
     if place == VACATING and record.vacate_started is not None:
-        times.append(record.vacate_started + _allowed(record, policy, ad, now))
+        times.append(record.vacate_started + _allowed(record, policy, ad_of(), now))
     if place == KILLING and record.kill_started is not None:
         times.append(record.kill_started + policy.number("KILLING_TIMEOUT"))
     return min(times)
