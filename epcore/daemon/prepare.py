@@ -31,9 +31,12 @@ from epcore.types import IsolationBackend
 PREPARED_BACKENDS = ("cgroup",)
 
 
-def home_files(join_files: tuple[str, ...]) -> tuple[str, ...]:
-    """For each ``cgroup.procs`` file of a job's group, the same file of this process's own
-    group in that hierarchy (where a prepared supervisor goes back once its job runs)."""
+#: One cgroup hierarchy: where it is mounted, and this process's group in it (None: unknown).
+OwnGroup = tuple[Path, str | None]
+
+
+def own_groups() -> tuple[OwnGroup, ...]:
+    """Every mounted cgroup hierarchy with this process's own group in it."""
     own_v1: dict[frozenset[str], str] = {}
     own_v2 = None
     with open("/proc/self/cgroup", encoding="ascii") as handle:
@@ -44,14 +47,18 @@ def home_files(join_files: tuple[str, ...]) -> tuple[str, ...]:
             else:
                 own_v2 = path
     layout = read_layout()
-    mounts: list[tuple[Path, str | None]] = [
-        (h.path, own_v1.get(h.controllers)) for h in layout.v1.values()
-    ]
+    mounts: list[OwnGroup] = [(h.path, own_v1.get(h.controllers)) for h in layout.v1.values()]
     if layout.v2 is not None:
         mounts.append((layout.v2, own_v2))
+    return tuple(mounts)
+
+
+def home_files(join_files: tuple[str, ...], groups: tuple[OwnGroup, ...]) -> tuple[str, ...]:
+    """For each ``cgroup.procs`` file of a job's group, the same file of this process's own
+    group in that hierarchy (where a prepared supervisor goes back once its job runs)."""
     homes = []
     for join in join_files:
-        for mount, own in mounts:
+        for mount, own in groups:
             if own is not None and Path(join).is_relative_to(mount):
                 homes.append(str(mount / own.lstrip("/") / "cgroup.procs"))
                 break
@@ -66,6 +73,9 @@ class Preparations:
         self.ready: dict[str, PreparedJob] = {}
         self.to_reap: set[int] = set()
         self._made = 0
+        # The startd's own groups, read once: a daemon is not moved between groups while it
+        # runs, and reading the mount table for every job cost more than the job's own joins.
+        self._own_groups: tuple[OwnGroup, ...] | None = None
         # Keys stay unique across restarts even when the startd gets the same PID again.
         self._started = int(time.time())
 
@@ -119,7 +129,9 @@ class Preparations:
                 continue
             try:
                 joins = tracking.child_setup().join_files
-                supervisor = prepare_supervisor(joins, home_files(joins))
+                if self._own_groups is None:
+                    self._own_groups = own_groups()
+                supervisor = prepare_supervisor(joins, home_files(joins, self._own_groups))
             except (EpError, OSError) as error:
                 self.log.warning("%s: cannot prepare the next job: %s", record.name, error)
                 with contextlib.suppress(EpError):

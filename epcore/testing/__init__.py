@@ -9,7 +9,7 @@ Importing this package reads nothing and starts nothing; it only makes the fakes
 
 from __future__ import annotations
 
-from epcore.testing.fixtures import FakeClock
+from epcore.testing.clock import FakeClock
 from epcore.testing.host import FakeMachineHost, FakeSysfs
 
 __all__ = ["FakeClock", "FakeMachineHost", "FakeSysfs"]
