@@ -61,41 +61,62 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
         raise ControlError(f"Procs must hold 1 to {SUBMIT_CHUNK} job ads, not {len(procs)}")
     now = manager.clock()
     uid_domain = manager.schedd.uid_domain
+    shared = _owned(cluster_ad, requester, uid_domain, now)
     jobs = []
     for index, proc in enumerate(procs):
         if not isinstance(proc, ClassAd):
             raise ControlError(f"Procs[{index}] is not a ClassAd")
-        jobs.append(_checked_job(proc, cluster_id, requester, uid_domain, now, index))
-    cluster = SubmittedCluster(cluster_id, cluster_ad, tuple(jobs))
+        jobs.append(_checked_job(proc, shared, cluster_id, requester, uid_domain, now, index))
+    cluster = SubmittedCluster(cluster_id, shared, tuple(jobs))
     ids = manager.schedd.submit(cluster, requester.uid, now)
     return answer(True, JobIds=[str(job_id) for job_id in ids])
 
 
+def _owned(ad: ClassAd, requester: Requester, uid_domain: str, now: float) -> ClassAd:
+    """``ad`` (the cluster's shared attributes, or one job's own) with the attributes the
+    schedd owns set by the schedd: the owner is the requester unless a super user names one."""
+    owned = ad.copy()
+    owner = owned.evaluate("Owner")
+    if not (requester.super_user and isinstance(owner, str) and owner):
+        owner = requester.name
+    owned["Owner"] = owner
+    owned["User"] = f"{owner}@{uid_domain}"
+    owned["QDate"] = int(now)
+    owned["EnteredCurrentStatus"] = int(now)
+    for name in PRIVATE_ATTRIBUTES:
+        owned.pop(name, None)
+    return owned
+
+
 def _checked_job(
-    proc: ClassAd, cluster_id: int, requester: Requester, uid_domain: str, now: float, index: int
+    proc: ClassAd,
+    shared: ClassAd,
+    cluster_id: int,
+    requester: Requester,
+    uid_domain: str,
+    now: float,
+    index: int,
 ) -> ClassAd:
-    """A submitted job ad, with the attributes the schedd owns set by the schedd."""
-    job = proc.copy()
+    """One job's own attributes (what it adds to ``shared``, the cluster's), checked as the
+    whole job they make and with the attributes the schedd owns set by the schedd."""
+    own = proc.copy()
+    for name in PRIVATE_ATTRIBUTES:
+        own.pop(name, None)
+    if "Owner" in own:
+        own = _owned(own, requester, uid_domain, now)
+    job = shared.copy()
+    job.update(own)
     if job.evaluate("ClusterId") != cluster_id:
         raise ControlError(f"Procs[{index}]: ClusterId must be {cluster_id}")
-    if not isinstance(job.evaluate("ProcId"), int):
+    proc_id = job.evaluate("ProcId")
+    if not isinstance(proc_id, int) or "ProcId" not in own:
         raise ControlError(f"Procs[{index}]: ProcId must be an integer")
     if not isinstance(job.evaluate("Cmd"), str):
         raise ControlError(f"Procs[{index}]: the job has no Cmd (executable)")
-    owner = job.evaluate("Owner")
-    if not (requester.super_user and isinstance(owner, str) and owner):
-        owner = requester.name
-    job["Owner"] = owner
-    job["User"] = f"{owner}@{uid_domain}"
-    job["QDate"] = int(now)
-    status = job.evaluate("JobStatus")
-    if status not in (int(JobStatus.IDLE), int(JobStatus.HELD)):
-        job["JobStatus"] = int(JobStatus.IDLE)
-    job["EnteredCurrentStatus"] = int(now)
-    job["GlobalJobId"] = f"{uid_domain}#{cluster_id}.{job.evaluate('ProcId')}#{int(now)}"
-    for name in PRIVATE_ATTRIBUTES:
-        job.pop(name, None)
-    return job
+    if job.evaluate("JobStatus") not in (int(JobStatus.IDLE), int(JobStatus.HELD)):
+        own["JobStatus"] = int(JobStatus.IDLE)
+    own["GlobalJobId"] = f"{uid_domain}#{cluster_id}.{proc_id}#{int(now)}"
+    return own
 
 
 def _projection(request: ClassAd) -> list[str] | None:

@@ -196,6 +196,8 @@ class JobQueue:
         if not procs:
             raise QueueError(f"cluster {cluster_id}: a submission needs at least one job")
         jobs: list[tuple[JobId, ClassAd]] = []
+        texts: list[AdText] = []
+        shared_text = AdText(shared)
         seen: set[int] = set()
         for proc_ad in procs:
             proc = proc_id_of(proc_ad, cluster_id)
@@ -213,7 +215,7 @@ class JobQueue:
                 ad["JobStatus"] = int(JobStatus.IDLE)
             job_status_of(ad, job)
             jobs.append((job, ad))
-        texts = [AdText(ad) for _, ad in jobs]
+            texts.append(AdText.overlaid(shared_text, ad, [*proc_ad, "JobStatus"]))
         rows = [
             (
                 job.cluster,

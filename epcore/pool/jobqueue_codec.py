@@ -56,6 +56,16 @@ class AdText:
     def __init__(self, ad: ClassAd) -> None:
         self._pieces = {name.lower(): _piece(ad, name) for name in ad}
 
+    @classmethod
+    def overlaid(cls, base: AdText, ad: ClassAd, names: Iterable[str]) -> AdText:
+        """The text of ``ad``, which is the ad of ``base`` with ``names`` set or removed: the
+        pieces of the other attributes are shared with ``base`` (the jobs of one cluster keep
+        one copy of what they share)."""
+        text = cls.__new__(cls)
+        text._pieces = dict(base._pieces)
+        text.refresh(ad, names)
+        return text
+
     def refresh(self, ad: ClassAd, names: Iterable[str]) -> None:
         """Take the current value (or absence) of these attributes from ``ad``."""
         pieces = self._pieces

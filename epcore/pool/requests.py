@@ -78,6 +78,21 @@ def _texts(reply: ClassAd, name: str) -> list[str]:
     return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
 
 
+def proc_differences(cluster_ad: ClassAd, proc_ad: ClassAd) -> ClassAd:
+    """What ``proc_ad`` adds to ``cluster_ad``: its ProcId and every attribute the cluster ad
+    does not hold with the same expression.
+
+    A submission goes over the wire as condor_submit sends it, the shared attributes once in
+    the cluster ad and only the differences per job: the pool parses and keeps one copy of
+    what the jobs share instead of one per job.
+    """
+    differences = ClassAd()
+    for name, expr in proc_ad.items():
+        if name.lower() == "procid" or cluster_ad.lookup(name) != expr:
+            differences[name] = expr
+    return differences
+
+
 class PoolClient(ControlClient):
     """A blocking client of a running pool (``path``: its POOL_CONTROL_SOCKET); each method
     raises ControlError with the pool's answer when it refuses."""
@@ -90,7 +105,8 @@ class PoolClient(ControlClient):
         return value
 
     def submit(self, cluster_id: int, cluster_ad: ClassAd, procs: Sequence[ClassAd]) -> list[str]:
-        reply = self.call("Submit", ClusterId=cluster_id, ClusterAd=cluster_ad, Procs=list(procs))
+        differences = [proc_differences(cluster_ad, proc) for proc in procs]
+        reply = self.call("Submit", ClusterId=cluster_id, ClusterAd=cluster_ad, Procs=differences)
         return _texts(reply, "JobIds")
 
     def query_jobs(

@@ -183,6 +183,11 @@ def test_the_queue_and_the_priorities_survive_a_restart(
             "ProcId",
         ),
         (
+            b'[ Command = "Submit"; ClusterId = 1; ClusterAd = [ ClusterId = 1; ProcId = 0; '
+            b'Cmd = "/bin/true" ]; Procs = { [ Args = "x" ] } ]\n',
+            "Procs[0]: ProcId",
+        ),
+        (
             b'[ Command = "Submit"; ClusterId = 999; ClusterAd = [ ]; '
             b'Procs = { [ ClusterId = 999; ProcId = 0; Cmd = "/bin/true" ] } ]\n',
             "was not opened by this user",

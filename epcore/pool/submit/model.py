@@ -139,8 +139,13 @@ class SubmitHost(Protocol):
 
 @attrs.frozen
 class SubmittedCluster:
-    """The jobs of one submission: ``procs`` are complete job ads with ProcId 0..n-1, and
-    ``cluster_ad`` holds the attributes (and values) that all of them share."""
+    """The jobs of one submission: ``cluster_ad`` holds the attributes (and values) that all
+    of them share, and each of ``procs`` is one job's ad with its ProcId.
+
+    As the submit reader builds them, ``procs`` are complete job ads (ProcId 0..n-1); on
+    their way to the queue (:func:`epcore.pool.requests.proc_differences`) they carry only
+    what each job adds to ``cluster_ad``. The queue overlays each on the cluster ad, so both
+    forms queue the same jobs."""
 
     cluster_id: int
     cluster_ad: ClassAd

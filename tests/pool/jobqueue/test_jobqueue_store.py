@@ -146,6 +146,26 @@ def test_submit_overlays_proc_ads_on_the_cluster_ad(queue: JobQueue) -> None:
     assert queue.counts()[S.IDLE] == 3
 
 
+def test_each_job_is_stored_as_the_cluster_ad_plus_its_own_attributes(path: Path) -> None:
+    """After a reopen, every job of a cluster reads back as the cluster ad overlaid with its
+    proc ad, a proc attribute winning over the cluster's, and a status change of one job
+    does not show in its siblings."""
+    queue = JobQueue.open(path)
+    jobs = submit(queue, procs=3, Args="shared", Color="blue")
+    queue.change_status(jobs[1], S.HELD, NOW, reason="for the test")
+    queue.close()
+    again = JobQueue.open(path)
+    try:
+        for n, job in enumerate(jobs):
+            ad = again.get(job)
+            assert (ad.evaluate("ProcId"), ad.evaluate("Args")) == (n, str(n))
+            assert (ad.evaluate("Color"), ad.evaluate("Cmd")) == ("blue", "/bin/sleep")
+            expected = S.HELD if n == 1 else S.IDLE
+            assert ad.evaluate("JobStatus") == int(expected)
+    finally:
+        again.close()
+
+
 @pytest.mark.parametrize(
     ("procs", "message"),
     [
