@@ -11,9 +11,9 @@ Throughput: an ``ep run`` subprocess with the personal pool's configuration on t
 run). One cluster of N jobs of ``/bin/true`` (one core, 64 MB each) is submitted through the
 pool's socket as ``ep submit`` does, and the clock runs from the submission to the moment the
 last job has left the queue (looked at every 0.2 s): negotiation, claiming, claim reuse, a
-starter per job, the queue's writes. The target is at least 50 jobs per second on this 2-core machine. The
-baseline in the same run is N sequential ``subprocess.run(["/bin/true"])``, the cost of the
-bare fork and exec.
+starter per job, the queue's writes. The target is at least 50 jobs per second on this 2-core
+machine. The baseline in the same run is N sequential ``subprocess.run(["/bin/true"])``, the
+cost of the bare fork and exec.
 
 Memory: an ``ep startd`` subprocess with a partitionable slot of N cores (process-group
 tracking only, so that no prepared supervisor or cgroup is made per claim) has N dynamic slots

@@ -441,6 +441,15 @@ class JobQueue:
             self._counts[new] += 1
         return ad.copy()
 
+    def _text_of(self, job_id: JobId, ad: ClassAd) -> str:
+        """The ad's text as stored, with the changes not yet written: the kept pieces are
+        reused rather than the whole ad unparsed again."""
+        text = self._texts.get(job_id)
+        if text is None:
+            return str(ad)
+        text.refresh(ad, self._dirty.get(job_id, ()))
+        return str(text)
+
     def finish(self, job_id: JobId, now: float) -> None:
         """Move a completed or removed job out of the queue into the history; QueueError
         naming the job and its status for any other job."""
@@ -462,7 +471,7 @@ class JobQueue:
                     string_attribute(ad, "Owner"),
                     string_attribute(ad, "User"),
                     now,
-                    str(ad),
+                    self._text_of(job_id, ad),
                 ),
             )
             self._db.execute(

@@ -365,6 +365,22 @@ def test_finished_jobs_move_to_history_newest_first(path: Path, queue: JobQueue)
         again.close()
 
 
+def test_history_keeps_changes_made_in_the_same_batch(queue: JobQueue) -> None:
+    """A job that finishes in the batch that changed it goes to the history with those
+    changes, and with its own and its cluster's attributes."""
+    [job, _] = submit(queue, procs=2, Color="blue")
+    with queue.batch():
+        queue.set_attributes(job, {"ExitCode": 3, "Color": "red"}, NOW)
+        queue.change_status(job, S.RUNNING, NOW)
+        queue.change_status(job, S.COMPLETED, NOW + 5)
+        queue.finish(job, NOW + 5)
+    [ad] = queue.history()
+    assert ad.evaluate("ExitCode") == 3
+    assert ad.evaluate("JobStatus") == int(S.COMPLETED)
+    assert (ad.evaluate("Args"), ad.evaluate("Cmd")) == ("0", "/bin/sleep")
+    assert ad.evaluate("Color") == "red"
+
+
 def test_cluster_ad_goes_with_the_last_job(queue: JobQueue) -> None:
     """When the cluster's last job leaves, so does its cluster ad."""
     [job] = submit(queue)
