@@ -4,7 +4,8 @@ The configuration, the machine inventory, the slot layout, the machine readings,
 engine's per-slot :class:`~epcore.slots.slot_status.SlotStatus` and ``now`` go in, one ClassAd
 per slot comes out, with the attributes (names and types) that :mod:`epcore.slots.attributes`
 lists. An ad is assembled from the layers of :mod:`epcore.slots.ad_layers` (the machine, the
-slot's configuration, the slot's own state), then the cross-slot copies of STARTD_SLOT_ATTRS,
+slot's configuration, the startd cron attributes of :mod:`epcore.slots.cron_merge`, the slot's
+own state), then the cross-slot copies of STARTD_SLOT_ATTRS,
 and last Requirements, which depends on all of the above because START is evaluated against
 the finished ad (seed 000: "When the START expression locally evaluates to True, the machine
 advertises the Requirements expression as True").
@@ -26,6 +27,7 @@ from epcore.classad import ERROR, UNDEFINED, ClassAd, EvalContext
 from epcore.config import Config
 from epcore.slots.ad_layers import Entry, Layer, LayerMaker, SlotAttributes, changed_names
 from epcore.slots.config_attrs import ExprCache, slot_attr_names, slot_prefix, startd_attrs
+from epcore.slots.cron_merge import CronLayers, SlotCronAttributes
 from epcore.slots.model import Slot, SlotLayout
 from epcore.slots.readings import IdleConnections, SlotReadings, split_readings
 from epcore.slots.slot_status import INITIAL_STATUS, Benchmarks, DrainingTotals, SlotStatus
@@ -58,6 +60,7 @@ class _SlotAd:
     configured: _Values
     policy: _Values
     cross: _Values = attrs.field(factory=dict)
+    cron: _Values = attrs.field(factory=dict)
     # The folded Requirements is valid for this key (reset whenever the ad changes); the
     # unfolded one for this availability.
     requirements_key: tuple[object, ...] | None = None
@@ -111,6 +114,8 @@ class SlotAdBuilder:
         # slot's ad starts as a copy (the machine layer changing clears them).
         self._templates: dict[tuple[int, int, str, str], ClassAd] = {}
         self._names: dict[tuple[int, int | None], tuple[str, str]] = {}
+        # Each slot's cron attributes as a layer, with the tuple they were made from.
+        self._cron: dict[str, tuple[SlotCronAttributes, _Values]] = {}
 
     def build(
         self,
@@ -123,6 +128,7 @@ class SlotAdBuilder:
         benchmarks: Benchmarks | None = None,
         draining: DrainingTotals | None = None,
         fold_requirements: bool = True,
+        cron: CronLayers | None = None,
     ) -> list[ClassAd]:
         """One ad per slot of ``layout``, in layout order.
 
@@ -130,7 +136,8 @@ class SlotAdBuilder:
         what the policy engine says about it; a slot it does not name is in its initial
         Owner/Idle state. ``extra_attributes`` are the plugins' machine attributes,
         ``benchmarks`` the benchmark results (default: none yet), ``draining`` the machine's
-        draining totals.
+        draining totals, ``cron`` the startd cron attributes of each slot (they replace the
+        machine's and the configured attributes, not the slot's state).
 
         ``fold_requirements`` False leaves Requirements as START (``START &&
         (WithinResourceLimits)`` on partitionable and dynamic slots, False while the slot is
@@ -166,6 +173,7 @@ class SlotAdBuilder:
         for (slot, status), share in zip(pairs, shares, strict=True):
             entry = self._slots.get((slot.slot_id, slot.sub_id))
             loads = (share.load_avg, share.condor_load_avg)
+            cron_values = self._cron_values(cron, slot)
             if (
                 entry is not None
                 and slot is entry.slot
@@ -175,7 +183,11 @@ class SlotAdBuilder:
                 # The common case at a polling interval: the slot has not moved (the engine
                 # hands over the same status record), only the clock has.
                 self._tick(entry, share, since, now)
-                pending.append(machine_changed)
+                if entry.cron is not cron_values:
+                    pending.append(machine_changed | changed_names(entry.cron, cron_values))
+                    entry.cron = cron_values
+                else:
+                    pending.append(machine_changed)
                 entries.append(entry)
                 continue
             clock, _ = self.layers.clock(status, share, since, now)
@@ -188,13 +200,15 @@ class SlotAdBuilder:
                 configured = self.layers.configured(slot).values
                 policy = self.layers.policy(slot).values
                 entry = _SlotAd(ClassAd(), key, slot, status, loads, own, clock, configured, policy)
+                entry.cron = cron_values
                 self._slots[(slot.slot_id, slot.sub_id)] = entry
                 pending.append(None)
             else:
                 own = self.layers.status(slot, status, share, since).values
                 changes = machine_changed | changed_names(entry.clock, clock)
                 changes |= changed_names(entry.own, own)
-                entry.own, entry.clock = own, clock
+                changes |= changed_names(entry.cron, cron_values)
+                entry.own, entry.clock, entry.cron = own, clock, cron_values
                 entry.status, entry.slot, entry.loads = status, slot, loads
                 pending.append(changes)
             entries.append(entry)
@@ -219,7 +233,15 @@ class SlotAdBuilder:
 
     def _stack(self, entry: _SlotAd, cross: _Values) -> tuple[_Values, ...]:
         """The slot's layers, the winning one first."""
-        return (cross, entry.clock, entry.own, entry.configured, self._machine, entry.policy)
+        return (
+            cross,
+            entry.clock,
+            entry.own,
+            entry.cron,
+            entry.configured,
+            self._machine,
+            entry.policy,
+        )
 
     def _assemble(self, entry: _SlotAd, cross: _Values) -> None:
         """Build the slot's ad anew: a copy of its template, then its own layers."""
@@ -231,7 +253,7 @@ class SlotAdBuilder:
                     template[name] = value
             self._templates[entry.configured_key] = template
         ad = entry.ad = template.copy()
-        for layer in (entry.own, entry.clock, cross):
+        for layer in (entry.cron, entry.own, entry.clock, cross):
             for name, value, _ in layer.values():
                 ad[name] = value
         entry.requirements_key = entry.unfolded_for = None
@@ -291,6 +313,21 @@ class SlotAdBuilder:
                 if value is not ERROR and value is not UNDEFINED:
                     copies[target] = value
         return copies.values
+
+    def _cron_values(self, cron: CronLayers | None, slot: Slot) -> _Values:
+        """The cron attributes of ``slot`` as a layer (the same object while they stay)."""
+        if cron is None or not cron.by_slot:
+            return _EMPTY
+        short = slot_prefix(slot)
+        given = cron.of(short)
+        known = self._cron.get(short)
+        if known is not None and known[0] is given:
+            return known[1]
+        layer = Layer()
+        for name, expr in given:
+            layer[name] = expr
+        self._cron[short] = (given, layer.values)
+        return layer.values
 
     def _status_of(self, statuses: Mapping[str, SlotStatus], slot: Slot) -> SlotStatus:
         """The status ``statuses`` gives ``slot`` under its full or its short name."""

@@ -78,8 +78,12 @@ class Engine:
         *,
         inventory: MachineInventory | None = None,
         address: str = "<127.0.0.1:0>",
+        benchmarks_reported: bool = False,
     ) -> None:
         self.config = config
+        #: True when a daemon runs the benchmarks and reports their end
+        #: (:meth:`benchmarks_finished`); False: they count as done at the next evaluation.
+        self.benchmarks_reported = benchmarks_reported
         self._source = ads
         self.rng = rng
         self.inventory = inventory
@@ -140,7 +144,12 @@ class Engine:
             w.refresh()
             moved = False
             for name in list(w.slots):
-                if name in w.slots and rules.step_slot(w, name, self._policy_of(w, name)):
+                if name in w.slots and rules.step_slot(
+                    w,
+                    name,
+                    self._policy_of(w, name),
+                    benchmarks_reported=self.benchmarks_reported,
+                ):
                     moved = True
             if not moved:
                 return
@@ -168,6 +177,16 @@ class Engine:
         if state.drain is not None and state.drain.start is not None and state.drain.deadline > now:
             soonest = min(soonest, state.drain.deadline)
         return None if soonest == math.inf else soonest
+
+    def benchmarks_finished(self, state: EngineState, now: float) -> Outcome:
+        """The benchmarks have run: LastBenchmark is ``now`` and every slot still in
+        Unclaimed/Benchmarking returns to Idle (transition 4)."""
+        w = Work(state, now, self.ads)
+        w.last_benchmark = max(int(now), 1)
+        for name, record in list(w.slots.items()):
+            if record.place == BENCHMARKING:
+                w.move(name, UNCLAIMED, 4, "the benchmarks finished")
+        return self._finish(w)
 
     def set_attributes(self, state: EngineState, now: float) -> Outcome:
         """Machine attributes changed (the ad source already sees them): re-evaluate."""

@@ -6,8 +6,9 @@ repeats it until nothing moves. The rules follow seed 000 ("State and Activity T
 - Owner -> Unclaimed (1) when IS_OWNER is not TRUE; back (2) when IS_OWNER is TRUE (the
   modern default IS_OWNER is FALSE; POLICY : Desktop sets ``START =?= FALSE``, which gives the
   seed's "START locally TRUE or UNDEFINED" rule and its KeyboardIdle = 34 examples).
-- Unclaimed: benchmarks when RUNBENCHMARKS (3, 4, setting LastBenchmark); Backfill (7) when
-  ENABLE_BACKFILL and START_BACKFILL; Drained/Retiring (36, 37) while a drain is on.
+- Unclaimed: benchmarks when RUNBENCHMARKS (3; 4 when they finished, setting LastBenchmark);
+  Backfill (7) when ENABLE_BACKFILL and START_BACKFILL; Drained/Retiring (36, 37) while a
+  drain is on.
 - Matched -> Owner (8) when START is locally FALSE or MATCH_TIMEOUT runs out.
 - Claimed/Idle -> Preempting (10) when START is FALSE for the claim's job, CLAIM_WORKLIFE has
   run out, or the claim lease expired.
@@ -198,7 +199,7 @@ def _lease_expired(record: SlotRecord, now: float) -> bool:
     return record.claim is not None and now >= record.claim.lease_ends()
 
 
-def _owner_side(w: Work, name: str, policy: SlotPolicy) -> bool:
+def _owner_side(w: Work, name: str, policy: SlotPolicy, benchmarks_reported: bool) -> bool:
     record, ad, now = w.slots[name], w.ad(name), w.now
     place = record.place
     owner = is_true(policy.knob("IS_OWNER"), ad, None, now)
@@ -217,11 +218,15 @@ def _owner_side(w: Work, name: str, policy: SlotPolicy) -> bool:
         w.move(name, OWNER, 2, "IS_OWNER is TRUE")
         return True
     if place == BENCHMARKING:
+        if benchmarks_reported:
+            return False  # until the daemon reports the end (Engine.benchmarks_finished)
         w.last_benchmark = max(int(now), 1)
         w.move(name, UNCLAIMED, 4, "the benchmarks finished")
         return True
     if is_true(policy.knob("RUNBENCHMARKS"), ad, None, now):
         w.move(name, BENCHMARKING, 3, "RUNBENCHMARKS is TRUE")
+        if benchmarks_reported:
+            w.act("run_benchmarks", name)
         return True
     if policy.enable_backfill and is_true(policy.knob("START_BACKFILL"), ad, None, now):
         w.move(name, BACKFILL_IDLE, 7, "ENABLE_BACKFILL and START_BACKFILL are TRUE")
@@ -470,11 +475,16 @@ def _drained(w: Work, name: str) -> bool:
     return False
 
 
-def step_slot(w: Work, name: str, policy: SlotPolicy) -> bool:
-    """Evaluate slot ``name``'s policy once; True when it moved."""
+def step_slot(w: Work, name: str, policy: SlotPolicy, *, benchmarks_reported: bool = False) -> bool:
+    """Evaluate slot ``name``'s policy once; True when it moved.
+
+    ``benchmarks_reported``: a slot entering Benchmarking asks for the benchmarks to be run
+    (the ``run_benchmarks`` action) and stays there until they are reported finished;
+    otherwise the benchmarks count as done at the next evaluation (the policy simulator).
+    """
     state = w.slots[name].place.state
     if state in (S.OWNER, S.UNCLAIMED):
-        return _owner_side(w, name, policy)
+        return _owner_side(w, name, policy, benchmarks_reported)
     if state is S.MATCHED:
         record, ad = w.slots[name], w.ad(name)
         if is_false(policy.knob("START"), ad, None, w.now):
