@@ -116,7 +116,8 @@ def ep_cron_jobs(config: Config) -> Sequence[PythonCronJob] | None:
 
 @hookspec
 def ep_fetch_work_sources(config: Config) -> Sequence[FetchWorkSource] | None:
-    """All results: sources the startd pulls jobs from, beside the fetch-work job hooks."""
+    """All results: sources the startd pulls jobs from, beside the fetch-work job hooks; a
+    source serves the slots whose hook keyword is its name (one per name, the later wins)."""
 
 
 @hookspec

@@ -306,6 +306,16 @@ class Plugins:
             added[key] = knob
         return tuple(added.values())
 
+    def knob_defaults(self) -> tuple[KnobDefault, ...]:
+        """Every default a configuration is read with beyond HTCondor's table: the plugins'
+        knobs (:meth:`config_defaults`), and epcore's own benchmark programs as the defaults
+        of BENCHMARKS_MIPS/KFLOPS_EXECUTABLE and _ARGS, in place of HTCondor's condor_mips and
+        condor_kflops, which an epcore machine does not have. The startd and ``ep config``
+        both read configuration with these, so ``ep config`` shows what the startd runs."""
+        from epcore.builtin.benchmarks import benchmark_defaults
+
+        return (*self.config_defaults(), *benchmark_defaults())
+
     def detect_resources(self, config: Config, host: MachineHost) -> list[DetectedResource]:
         """Every resource the detectors report, one per name (compared without regard to case).
 

@@ -338,20 +338,31 @@ class PowerBackend(Protocol):
 
 
 class FetchWorkSource(Protocol):
-    """A source of jobs the startd pulls, like the fetch-work job hooks but in Python."""
+    """A source of jobs the startd pulls, like the fetch-work job hooks but in Python.
+
+    ``name`` is a hook keyword: the slots whose ``SLOT<N>_JOB_HOOK_KEYWORD`` (else
+    ``STARTD_JOB_HOOK_KEYWORD``) is that name (any case) ask this source instead of running
+    ``<name>_HOOK_FETCH_WORK``, ``_REPLY_FETCH`` and ``_EVICT_CLAIM`` (see
+    :mod:`epcore.daemon.fetch_work`). The methods are called from the startd's loop: ``fetch``
+    should answer at once. What they raise is logged and the startd goes on; each gets its own
+    copies of the ads.
+    """
 
     name: str
 
     def fetch(self, slot_ad: ClassAd) -> ClassAd | None:
-        """A job ad for the slot described by ``slot_ad``, or None when there is no work."""
+        """A job ad for the slot described by ``slot_ad``, or None when there is no work (the
+        slot's idle fetched claim, if it has one, is then evicted)."""
         ...
 
     def reply(self, accepted: bool, job_ad: ClassAd, slot_ad: ClassAd) -> None:
-        """Whether the startd accepted ``job_ad`` (advisory)."""
+        """Whether the startd accepted ``job_ad`` (which now carries ``HookKeyword``); the
+        reason is in the StartLog (advisory)."""
         ...
 
     def evict_claim(self, job_ad: ClassAd, slot_ad: ClassAd) -> None:
-        """The claim running ``job_ad`` is being evicted (advisory)."""
+        """The claim of ``job_ad`` (its last job) is being evicted: no more work, a vacate,
+        a preemption or a lost claim (advisory)."""
         ...
 
 
@@ -371,7 +382,12 @@ class BackendSpec:
 @attrs.frozen
 class PythonCronJob:
     """A startd cron job written in Python: ``run`` returns the ads to merge, like a cron script's
-    output; ``mode`` and ``period`` follow STARTD_CRON_<NAME>_MODE / _PERIOD."""
+    output; ``mode`` and ``period`` follow STARTD_CRON_<NAME>_MODE / _PERIOD.
+
+    Each ad may carry SlotMergeConstraint, SlotName, SlotTypeId or SlotId to choose its slots,
+    as a script's ads do; a run's ads replace all those of the job's previous run and are
+    published at once. STARTD_CRON_<NAME>_PREFIX, _SLOTS and _PERIOD apply when configured.
+    ``run`` is called in a thread of its own, so one that hangs holds up only itself."""
 
     name: str
     run: Callable[[], Sequence[ClassAd]]

@@ -38,7 +38,7 @@ def _load(files: Sequence[str], subsystem: str, local_name: str | None) -> Confi
     from epcore.plugins import load_plugins
 
     try:
-        defaults = load_plugins().config_defaults()
+        defaults = load_plugins().knob_defaults()
         return Config.load(
             list(files) or None, subsystem=subsystem, local_name=local_name, defaults=defaults
         )

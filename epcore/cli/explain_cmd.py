@@ -83,7 +83,7 @@ def load_machine(
     if plugins is None:
         plugins = load_plugins()
     found = machine_ads(config_file, now, host=host, plugins=plugins)
-    config = Config.load(config_file, host=host, defaults=plugins.config_defaults())
+    config = Config.load(config_file, host=host, defaults=plugins.knob_defaults())
     return Machine(config, found.ads, found.problems)
 
 

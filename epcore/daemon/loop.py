@@ -75,7 +75,13 @@ class StartdLoop:
         companions: Sequence[LoopCompanion] = (),
     ) -> None:
         self.startd = startd
-        self.companions = tuple(companions)
+        # The startd's cron jobs and benchmarks, and its fetching of work, share the loop
+        # like any companion.
+        self.companions: tuple[LoopCompanion, ...] = (
+            startd.cron,
+            startd.fetch_work,
+            *companions,
+        )
         self.monotonic = monotonic
         self.selector = selectors.DefaultSelector()
         self.pending_signals: list[int] = []

@@ -56,7 +56,7 @@ def build_startd(
     known_host, known_plugins = host, plugins
 
     def load() -> Config:
-        defaults = known_plugins.config_defaults()
+        defaults = known_plugins.knob_defaults()
         return Config.load(config_file, host=known_host, defaults=defaults)
 
     config = load()

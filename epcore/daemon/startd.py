@@ -21,6 +21,8 @@ from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
 from epcore.daemon import persist, recovery
 from epcore.daemon.control import ControlError
+from epcore.daemon.cron import StartdCron
+from epcore.daemon.fetch_work import FetchWork
 from epcore.daemon.prepare import Preparations
 from epcore.daemon.publish import AdSink, MemorySink
 from epcore.daemon.setup import StartdPaths, restart_changes
@@ -31,7 +33,6 @@ from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
-from epcore.slots.slot_status import Benchmarks
 from epcore.starter import protocol
 from epcore.starter.sandbox import sandbox_path
 from epcore.starter.starter import StarterRequest, cgroup_key
@@ -90,6 +91,10 @@ class Startd:
         self.extra_attributes: list[MachineAttribute] = []
         self._last_readings: tuple[int, HostReadings] | None = None
         self._ads_memo: tuple[EngineState, float, bool, dict[str, ClassAd]] | None = None
+        #: The cron jobs and benchmarks (a companion of the startd's loop).
+        self.cron = StartdCron(self)
+        #: The fetch-work hooks and Python sources (a companion of the startd's loop).
+        self.fetch_work = FetchWork(self)
         self.engine, self.builder = self._policy(config)
         self.statuses = StatusMemo()
         self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
@@ -117,6 +122,7 @@ class Startd:
             random.SystemRandom(),
             inventory=self.inventory,
             address=self.address,
+            benchmarks_reported=True,
         )
         builder = SlotAdBuilder(
             config,
@@ -159,19 +165,41 @@ class Startd:
         if memo is not None and memo[0] is state and memo[1] == now and memo[2] == published:
             return memo[3]
         readings = self._readings(now)
+        ads = self._build_ads(state, now, readings, published)
+        if self.cron.remerge(ads, state, now):
+            ads = self._build_ads(state, now, readings, published)
+        self._ads_memo = (state, now, published, ads)
+        return ads
+
+    def _build_ads(
+        self, state: EngineState, now: float, readings: HostReadings, published: bool
+    ) -> dict[str, ClassAd]:
         built = self.builder.build(
             state.layout,
             readings,
             self.statuses.statuses(state),
             now,
             extra_attributes=self.extra_attributes,
-            benchmarks=Benchmarks(last_run=state.last_benchmark),
+            benchmarks=self.cron.benchmarks.published(state.last_benchmark),
             draining=state.draining_totals(now),
             fold_requirements=published,
+            cron=self.cron.layers,
         )
-        ads = {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
-        self._ads_memo = (state, now, published, ads)
-        return ads
+        return {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
+
+    def attributes_changed(self, now: float, publish: bool) -> None:
+        """Cron attributes changed: build the ads again, let the policy see them, and publish
+        now when ``publish``."""
+        self._ads_memo = None
+        self.take(self.engine.set_attributes(self.state, now), now)
+        if publish:
+            self.publish(now)
+
+    def benchmarks_finished(self, now: float) -> None:
+        """The benchmarks ran (their results are in ``cron.benchmarks``): tell the engine."""
+        self._ads_memo = None
+        self.publish_wanted = True
+        self.take(self.engine.benchmarks_finished(self.state, now), now)
 
     def _readings(self, now: float) -> HostReadings:
         """The host readings at ``now``, taken at most once per second: the engine asks for
@@ -269,6 +297,8 @@ class Startd:
             self.take(self.engine.backfill_exit(self.state, action.slot, now), now)
         elif kind == "start_backfill":
             self.log.info("%s: no backfill system is installed to start", action.slot)
+        elif kind == "run_benchmarks":
+            self.cron.request_benchmarks()
         elif kind == "delete_slot":
             self.sink.invalidate([f"{action.slot}@{self.host_name}"], now)
 
@@ -565,6 +595,7 @@ class Startd:
             self.log.warning("reconfig: %s changed; it takes effect at the next restart", name)
         self.config = new
         self.engine, self.builder = self._policy(new)
+        self.cron.reconfig(new)
         self._ads_memo = None
         self.publish_wanted = True
         self.log.info("reconfigured")

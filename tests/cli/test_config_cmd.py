@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,18 @@ def test_default_table_value(sample: Path) -> None:
     result = run_config("--config", str(sample), "NUM_CPUS", "CORES")
     assert result.exit_code == 0, result.output
     assert len(set(stdout_lines(result))) == 1  # NUM_CPUS defaults to the detected cores
+
+
+def test_the_benchmark_programs_are_epcores_own(sample: Path) -> None:
+    """BENCHMARKS_MIPS/KFLOPS_EXECUTABLE default to epcore's benchmark programs, as the
+    startd runs them, where HTCondor's default names its condor_mips and condor_kflops (which
+    an epcore machine does not have): a deliberate difference from the oracle."""
+    names = ["BENCHMARKS_MIPS_EXECUTABLE", "BENCHMARKS_KFLOPS_ARGS"]
+    result = run_config("--config", str(sample), *names)
+    assert result.exit_code == 0, result.output
+    executable, arguments = stdout_lines(result)
+    assert executable == sys.executable
+    assert arguments == "-m epcore.builtin.benchmarks kflops"
 
 
 # -- -v -------------------------------------------------------------------------------------

@@ -1,0 +1,166 @@
+"""One run of a startd cron or benchmark program: a real process in its own session whose
+stdout and stderr are non-blocking pipes in the startd's selector.
+
+Nothing here waits for the program: :meth:`CronProcess.read` takes what a pipe holds,
+:meth:`CronProcess.exited` looks without reaping, :meth:`CronProcess.reap` collects an ended
+program (killing whatever it left running in its session), and a program being killed gets
+SIGTERM and, :data:`KILL_GRACE` seconds later, SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+from collections.abc import Mapping
+from typing import IO, Final
+
+from epcore.slots.cron_config import CronJobSpec
+
+#: Seconds between SIGTERM and SIGKILL of a program being killed.
+KILL_GRACE: Final = 2.0
+_READ_CHUNK: Final = 65536
+#: The most output kept of one run (a runaway program must not fill the startd's memory).
+MAX_OUTPUT: Final = 4 * 1024 * 1024
+
+
+class CronProcess:
+    """A started program and what it wrote so far (see the module docstring)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], started: float) -> None:
+        self.process = process
+        self.started = started
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        #: Bytes of stdout already used (a WaitForExit job's ads taken while it runs).
+        self.taken = 0
+        self.pipes: list[IO[bytes]] = [p for p in (process.stdout, process.stderr) if p]
+        self.killed_at: float | None = None
+        self.hard_killed = False
+
+    @classmethod
+    def start(
+        cls,
+        spec: CronJobSpec,
+        environment: Mapping[str, str],
+        now: float,
+        selector: selectors.BaseSelector | None,
+        data: object,
+    ) -> CronProcess:
+        """Start ``spec``'s program in a session of its own, its pipes registered in
+        ``selector`` with ``data``; OSError when it cannot be started."""
+        process = subprocess.Popen(
+            [spec.executable, *spec.args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=spec.cwd,
+            env=dict(environment),
+            start_new_session=True,
+        )
+        run = cls(process, now)
+        for pipe in run.pipes:
+            os.set_blocking(pipe.fileno(), False)
+            if selector is not None:
+                selector.register(pipe, selectors.EVENT_READ, data)
+        return run
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the program's process group (its session)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signum)
+
+    def owns(self, fileobj: object) -> IO[bytes] | None:
+        """The pipe of this program that ``fileobj`` is, if it is one."""
+        return next((pipe for pipe in self.pipes if pipe is fileobj), None)
+
+    def read(self, pipe: IO[bytes], selector: selectors.BaseSelector | None) -> None:
+        """Take what ``pipe`` holds now; at its end, unregister and close it."""
+        buffer = self.stdout if pipe is self.process.stdout else self.stderr
+        while True:
+            try:
+                chunk = os.read(pipe.fileno(), _READ_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.close_pipe(pipe, selector)
+                return
+            if len(buffer) < MAX_OUTPUT:
+                buffer.extend(chunk[: MAX_OUTPUT - len(buffer)])
+
+    def close_pipe(self, pipe: IO[bytes], selector: selectors.BaseSelector | None) -> None:
+        if selector is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                selector.unregister(pipe)
+        with contextlib.suppress(OSError):
+            pipe.close()
+        if pipe in self.pipes:
+            self.pipes.remove(pipe)
+
+    def finished_ads_text(self) -> str:
+        """The stdout not taken yet up to its last ``-`` line (the ads a WaitForExit job has
+        finished), marked as taken; empty when no ad was finished."""
+        text = self.stdout[self.taken :].decode("utf-8", "replace")
+        end = position = 0
+        for line in text.splitlines(keepends=True):
+            position += len(line)
+            if line.endswith("\n") and line.lstrip().startswith("-"):
+                end = position
+        if not end:
+            return ""
+        self.taken += len(text[:end].encode("utf-8", "replace"))
+        return text[:end]
+
+    def rest_of_stdout(self) -> str:
+        """The stdout not taken yet."""
+        return self.stdout[self.taken :].decode("utf-8", "replace")
+
+    def terminate(self, now: float) -> None:
+        """Start killing the program: SIGTERM now, SIGKILL after KILL_GRACE (:meth:`escalate`)."""
+        if self.killed_at is None:
+            self.killed_at = now
+            self.signal(signal.SIGTERM)
+
+    def escalate(self, now: float) -> None:
+        """SIGKILL a program that outlived its SIGTERM by KILL_GRACE."""
+        killed_at = self.killed_at
+        if killed_at is not None and not self.hard_killed and now >= killed_at + KILL_GRACE:
+            self.signal(signal.SIGKILL)
+            self.hard_killed = True
+
+    def exited(self) -> bool:
+        """Whether the program has ended, without reaping it."""
+        if self.process.returncode is not None:
+            return True
+        try:
+            found = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return self.process.poll() is not None
+        return found is not None and found.si_pid == self.process.pid
+
+    def reap(self, selector: selectors.BaseSelector | None) -> int:
+        """Collect an ended program (:meth:`exited` said so): kill what it left in its session
+        (not reaped yet, its group's number is still its own), take the rest of its output,
+        close its pipes; its return code (negative: the signal that killed it)."""
+        self.signal(signal.SIGKILL)
+        for pipe in list(self.pipes):
+            self.read(pipe, selector)
+        for pipe in list(self.pipes):
+            self.close_pipe(pipe, selector)
+        return self.process.wait()
+
+    def abandon(self, selector: selectors.BaseSelector | None) -> None:
+        """Kill the program and its session at once and forget its output."""
+        self.signal(signal.SIGKILL)
+        for pipe in list(self.pipes):
+            self.close_pipe(pipe, selector)
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.process.wait(timeout=1.0)
