@@ -22,20 +22,22 @@ from epcore.slots.cron_config import CronJobSpec
 #: Seconds between SIGTERM and SIGKILL of a program being killed.
 KILL_GRACE: Final = 2.0
 _READ_CHUNK: Final = 65536
-#: The most output kept of one run (a runaway program must not fill the startd's memory).
+#: The most output not yet used that is kept of one run (a runaway program must not fill the
+#: startd's memory); a WaitForExit job's ads leave the buffer as they are taken.
 MAX_OUTPUT: Final = 4 * 1024 * 1024
 
 
 class CronProcess:
     """A started program and what it wrote so far (see the module docstring)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], started: float) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], started: float, max_output: int = MAX_OUTPUT
+    ) -> None:
         self.process = process
+        self.max_output = max_output
         self.started = started
         self.stdout = bytearray()
         self.stderr = bytearray()
-        #: Bytes of stdout already used (a WaitForExit job's ads taken while it runs).
-        self.taken = 0
         self.pipes: list[IO[bytes]] = [p for p in (process.stdout, process.stderr) if p]
         self.killed_at: float | None = None
         self.hard_killed = False
@@ -48,6 +50,7 @@ class CronProcess:
         now: float,
         selector: selectors.BaseSelector | None,
         data: object,
+        max_output: int = MAX_OUTPUT,
     ) -> CronProcess:
         """Start ``spec``'s program in a session of its own, its pipes registered in
         ``selector`` with ``data``; OSError when it cannot be started."""
@@ -60,7 +63,7 @@ class CronProcess:
             env=dict(environment),
             start_new_session=True,
         )
-        run = cls(process, now)
+        run = cls(process, now, max_output)
         for pipe in run.pipes:
             os.set_blocking(pipe.fileno(), False)
             if selector is not None:
@@ -80,8 +83,21 @@ class CronProcess:
         """The pipe of this program that ``fileobj`` is, if it is one."""
         return next((pipe for pipe in self.pipes if pipe is fileobj), None)
 
-    def read(self, pipe: IO[bytes], selector: selectors.BaseSelector | None) -> None:
-        """Take what ``pipe`` holds now; at its end, unregister and close it."""
+    def read(
+        self,
+        pipe: IO[bytes],
+        selector: selectors.BaseSelector | None,
+        *,
+        until_blocked: bool = False,
+    ) -> None:
+        """Take one chunk of what ``pipe`` holds (``until_blocked``: all of it); at its end,
+        unregister and close it.
+
+        One chunk at a time while the program runs, so that the ads a WaitForExit job has
+        finished are taken (and leave the buffer) between chunks: a fast printer never fills
+        the buffer with ads that are still to be taken, and only an ad larger than
+        ``max_output`` is cut short.
+        """
         buffer = self.stdout if pipe is self.process.stdout else self.stderr
         while True:
             try:
@@ -93,8 +109,10 @@ class CronProcess:
             if not chunk:
                 self.close_pipe(pipe, selector)
                 return
-            if len(buffer) < MAX_OUTPUT:
-                buffer.extend(chunk[: MAX_OUTPUT - len(buffer)])
+            if len(buffer) < self.max_output:
+                buffer.extend(chunk[: self.max_output - len(buffer)])
+            if not until_blocked:
+                return
 
     def close_pipe(self, pipe: IO[bytes], selector: selectors.BaseSelector | None) -> None:
         if selector is not None:
@@ -106,22 +124,23 @@ class CronProcess:
             self.pipes.remove(pipe)
 
     def finished_ads_text(self) -> str:
-        """The stdout not taken yet up to its last ``-`` line (the ads a WaitForExit job has
-        finished), marked as taken; empty when no ad was finished."""
-        text = self.stdout[self.taken :].decode("utf-8", "replace")
+        """The stdout up to its last ``-`` line (the ads a WaitForExit job has finished),
+        taken out of the buffer (a job that runs for months keeps printing ads); empty when
+        no ad was finished."""
+        data = bytes(self.stdout)
         end = position = 0
-        for line in text.splitlines(keepends=True):
+        for line in data.splitlines(keepends=True):
             position += len(line)
-            if line.endswith("\n") and line.lstrip().startswith("-"):
+            if line.endswith(b"\n") and line.lstrip().startswith(b"-"):
                 end = position
         if not end:
             return ""
-        self.taken += len(text[:end].encode("utf-8", "replace"))
-        return text[:end]
+        del self.stdout[:end]
+        return data[:end].decode("utf-8", "replace")
 
     def rest_of_stdout(self) -> str:
         """The stdout not taken yet."""
-        return self.stdout[self.taken :].decode("utf-8", "replace")
+        return self.stdout.decode("utf-8", "replace")
 
     def terminate(self, now: float) -> None:
         """Start killing the program: SIGTERM now, SIGKILL after KILL_GRACE (:meth:`escalate`)."""
@@ -152,7 +171,7 @@ class CronProcess:
         close its pipes; its return code (negative: the signal that killed it)."""
         self.signal(signal.SIGKILL)
         for pipe in list(self.pipes):
-            self.read(pipe, selector)
+            self.read(pipe, selector, until_blocked=True)
         for pipe in list(self.pipes):
             self.close_pipe(pipe, selector)
         return self.process.wait()
