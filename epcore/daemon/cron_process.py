@@ -17,11 +17,11 @@ import subprocess
 from collections.abc import Mapping
 from typing import IO, Final
 
+from epcore.daemon import loop_pipes
 from epcore.slots.cron_config import CronJobSpec
 
 #: Seconds between SIGTERM and SIGKILL of a program being killed.
 KILL_GRACE: Final = 2.0
-_READ_CHUNK: Final = 65536
 #: The most output not yet used that is kept of one run (a runaway program must not fill the
 #: startd's memory); a WaitForExit job's ads leave the buffer as they are taken.
 MAX_OUTPUT: Final = 4 * 1024 * 1024
@@ -65,9 +65,10 @@ class CronProcess:
         )
         run = cls(process, now, max_output)
         for pipe in run.pipes:
-            os.set_blocking(pipe.fileno(), False)
             if selector is not None:
-                selector.register(pipe, selectors.EVENT_READ, data)
+                loop_pipes.register(selector, pipe, selectors.EVENT_READ, data)
+            else:
+                os.set_blocking(pipe.fileno(), False)
         return run
 
     @property
@@ -76,8 +77,7 @@ class CronProcess:
 
     def signal(self, signum: int) -> None:
         """Send ``signum`` to the program's process group (its session)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signum)
+        loop_pipes.signal_group(self.process.pid, signum)
 
     def owns(self, fileobj: object) -> IO[bytes] | None:
         """The pipe of this program that ``fileobj`` is, if it is one."""
@@ -100,12 +100,9 @@ class CronProcess:
         """
         buffer = self.stdout if pipe is self.process.stdout else self.stderr
         while True:
-            try:
-                chunk = os.read(pipe.fileno(), _READ_CHUNK)
-            except BlockingIOError:
+            chunk = loop_pipes.read_chunk(pipe)
+            if chunk is None:
                 return
-            except OSError:
-                chunk = b""
             if not chunk:
                 self.close_pipe(pipe, selector)
                 return
@@ -115,11 +112,7 @@ class CronProcess:
                 return
 
     def close_pipe(self, pipe: IO[bytes], selector: selectors.BaseSelector | None) -> None:
-        if selector is not None:
-            with contextlib.suppress(KeyError, ValueError):
-                selector.unregister(pipe)
-        with contextlib.suppress(OSError):
-            pipe.close()
+        loop_pipes.close(selector, pipe)
         if pipe in self.pipes:
             self.pipes.remove(pipe)
 
@@ -157,13 +150,7 @@ class CronProcess:
 
     def exited(self) -> bool:
         """Whether the program has ended, without reaping it."""
-        if self.process.returncode is not None:
-            return True
-        try:
-            found = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return self.process.poll() is not None
-        return found is not None and found.si_pid == self.process.pid
+        return self.process.returncode is not None or loop_pipes.leader_ended(self.process.pid)
 
     def reap(self, selector: selectors.BaseSelector | None) -> int:
         """Collect an ended program (:meth:`exited` said so): kill what it left in its session

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO, Final
 
+from epcore.daemon import loop_pipes
 from epcore.starter.hook_runner import HookError, HookResult
 
 #: The most a hook may print on stdout; a hook printing more is killed (a job ad is small).
@@ -35,20 +36,8 @@ MAX_OUTPUT: Final = 1 << 20
 #: How long a hook's pipes may stay open after the hook ended (held by a process that left
 #: its session) before the startd stops reading them.
 PIPE_GRACE: Final = 2.0
-_CHUNK: Final = 65536
 
 Monotonic = Callable[[], float]
-
-
-def _register(
-    selector: selectors.BaseSelector, stream: IO[bytes], events: int, owner: object
-) -> None:
-    """Register ``stream``; a closed connection still registered on its descriptor number (a
-    starter's, closed this turn and swept only at the turn's end) makes way for it."""
-    stale = selector.get_map().get(stream.fileno())
-    if stale is not None and getattr(stale.fileobj, "closed", False) is True:
-        selector.unregister(stale.fileobj)
-    selector.register(stream, events, owner)
 
 
 class LoopHook:
@@ -85,15 +74,14 @@ class LoopHook:
         self._open: list[IO[bytes]] = []
         for stream in (process.stdout, process.stderr):
             if stream is not None:
-                os.set_blocking(stream.fileno(), False)
                 self._open.append(stream)
-                _register(selector, stream, selectors.EVENT_READ, owner)
+                loop_pipes.register(selector, stream, selectors.EVENT_READ, owner)
         if process.stdin is not None:
             os.set_blocking(process.stdin.fileno(), False)
             self._write_stdin(process.stdin)
             if not process.stdin.closed:
                 self._open.append(process.stdin)
-                _register(selector, process.stdin, selectors.EVENT_WRITE, owner)
+                loop_pipes.register(selector, process.stdin, selectors.EVENT_WRITE, owner)
 
     @classmethod
     def spawn(
@@ -154,12 +142,9 @@ class LoopHook:
             self._write_stdin(stream)
             return
         sink = self._stdout if stream is self.process.stdout else self._stderr
-        try:
-            chunk = os.read(stream.fileno(), _CHUNK)
-        except BlockingIOError:
+        chunk = loop_pipes.read_chunk(stream)
+        if chunk is None:
             return
-        except OSError:
-            chunk = b""
         if not chunk:
             self._close(stream)
             return
@@ -231,22 +216,15 @@ class LoopHook:
         return self._result
 
     def _leader_ended(self) -> bool:
-        # WNOWAIT keeps the hook a zombie, so its pid (the group's id) cannot be reused before
-        # the group is killed.
-        try:
-            flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
-            return os.waitid(os.P_PID, self.process.pid, flags) is not None
-        except ChildProcessError:
-            return True
+        return loop_pipes.leader_ended(self.process.pid)
 
     def _kill_group(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        loop_pipes.signal_group(self.process.pid, signal.SIGKILL)
 
     def _write_stdin(self, stream: IO[bytes]) -> None:
         while self._pending:
             try:
-                written = os.write(stream.fileno(), self._pending[:_CHUNK])
+                written = os.write(stream.fileno(), self._pending[: loop_pipes.CHUNK])
             except BlockingIOError:
                 return
             except OSError:
@@ -255,10 +233,7 @@ class LoopHook:
         self._close(stream)
 
     def _close(self, stream: IO[bytes]) -> None:
-        with contextlib.suppress(KeyError, ValueError):
-            self._selector.unregister(stream)
-        with contextlib.suppress(OSError):
-            stream.close()
+        loop_pipes.close(self._selector, stream)
         if stream in self._open:
             self._open.remove(stream)
 
