@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Final
 
 from epcore.daemon import loop_pipes
-from epcore.starter.hook_runner import HookError, HookResult
+from epcore.starter.hook_runner import HookError, HookResult, log_stderr_lines
 
 #: The most a hook may print on stdout; a hook printing more is killed (a job ad is small).
 MAX_OUTPUT: Final = 1 << 20
@@ -238,13 +238,9 @@ class LoopHook:
             self._open.remove(stream)
 
     def _log_stderr(self, *, final: bool) -> None:
-        end = len(self._stderr) if final else self._stderr.rfind(b"\n") + 1
-        if end <= self._logged:
-            return
-        text = self._stderr[self._logged : end].decode("utf-8", "replace")
-        self._logged = end
-        for line in text.splitlines():
-            self._log.info("%s hook stderr: %s", self.name, line)
+        self._logged = log_stderr_lines(
+            self._log, self.name, self._stderr, self._logged, final=final
+        )
 
     @property
     def overflowed(self) -> bool:

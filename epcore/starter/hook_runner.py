@@ -60,6 +60,20 @@ class HookResult:
         return f"exited with status {self.exit_code}"
 
 
+def log_stderr_lines(
+    log: logging.Logger, name: str, stderr: bytearray, logged: int, *, final: bool
+) -> int:
+    """Log the lines of a hook's ``stderr`` after its first ``logged`` bytes, each as one
+    line of ``log``; only whole lines unless ``final`` (the hook has ended). Returns how many
+    bytes are logged now."""
+    end = len(stderr) if final else stderr.rfind(b"\n") + 1
+    if end <= logged:
+        return logged
+    for line in stderr[logged:end].decode("utf-8", "replace").splitlines():
+        log.info("%s hook stderr: %s", name, line)
+    return end
+
+
 class RunningHook:
     """A started hook in its own session: ``poll`` or ``wait`` for it, ``kill`` it.
 
@@ -195,13 +209,9 @@ class RunningHook:
         return pending[written:]
 
     def _log_stderr(self, *, final: bool) -> None:
-        end = len(self._stderr) if final else self._stderr.rfind(b"\n") + 1
-        if end <= self._stderr_logged:
-            return
-        text = self._stderr[self._stderr_logged : end].decode("utf-8", "replace")
-        self._stderr_logged = end
-        for line in text.splitlines():
-            self._log.info("%s hook stderr: %s", self.name, line)
+        self._stderr_logged = log_stderr_lines(
+            self._log, self.name, self._stderr, self._stderr_logged, final=final
+        )
 
 
 class HookRunner:
