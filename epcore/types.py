@@ -16,6 +16,8 @@ import attrs
 from epcore.config.host import ConfigHost
 
 if TYPE_CHECKING:
+    import logging
+
     from epcore.classad import ClassAd
     from epcore.classad.calls import FunctionCall
     from epcore.config import Config
@@ -289,13 +291,95 @@ class IsolationBackend(Protocol):
         ...
 
 
+@attrs.frozen(eq=False)
+class ContainerJob:
+    """What the starter asks a container runtime to run: one job, ready to start.
+
+    ``argv`` is the command inside the container (empty: the image's own entry point and
+    command); ``sandbox`` is the job's scratch directory on the host, mounted at the same path
+    inside and used as the working directory; ``stdin``, ``stdout`` and ``stderr`` are host
+    paths (``/dev/null`` when the job has none). The container runs as ``uid``:``gid`` and
+    ``extra_gids``, limited to the slot's ``cpus`` and ``memory_mb``. ``job_key`` is the job's
+    tracking key (its cgroup name): runtimes label their containers with it so that
+    :meth:`ContainerRuntime.sweep` and :meth:`ContainerRuntime.reclaim` find them after the
+    starter is gone. ``kill_signal`` is the job's KillSig; ``vacate_seconds`` how long a
+    vacated job has after it before it is killed. ``job`` and ``machine`` are copies.
+    """
+
+    job_key: str
+    slot_name: str
+    job: ClassAd
+    machine: ClassAd
+    argv: tuple[str, ...]
+    environment: tuple[tuple[str, str], ...]
+    sandbox: str
+    stdin: str
+    stdout: str
+    stderr: str
+    uid: int
+    gid: int
+    cpus: float
+    memory_mb: int
+    kill_signal: int
+    vacate_seconds: float
+    extra_gids: tuple[int, ...] = ()
+
+
+class RunningContainer(JobTracking, Protocol):
+    """One job's container, from its start until :meth:`release` removed it.
+
+    It is the job's tracking as well (:class:`JobTracking`: its processes, freeze for suspend,
+    usage, the out-of-memory verdict), and :meth:`fileno` lets the starter wait for it with
+    its other descriptors. Methods never raise for a container that vanished meanwhile.
+    """
+
+    def fileno(self) -> int:
+        """A descriptor that becomes readable once the container has stopped."""
+        ...
+
+    def exit_status(self) -> tuple[int | None, int | None] | None:
+        """``(exit_code, signal)`` once the container stopped (one of them None), else None."""
+        ...
+
+    def stop(self, signum: int, grace_seconds: float) -> None:
+        """Send ``signum`` to the job now and SIGKILL after ``grace_seconds`` (returns at once)."""
+        ...
+
+    def collect_output(self) -> None:
+        """Write what the container printed to the job's stdout and stderr files."""
+        ...
+
+
 class ContainerRuntime(Protocol):
-    """Runs jobs in containers (docker, apptainer); advertises what it can run."""
+    """Runs jobs in containers (docker, apptainer); advertises what it can run.
+
+    Built once by the startd from its :class:`BackendSpec` factory, then inherited by every
+    starter it forks (an object holding a connection must open its own in each process).
+    """
 
     name: str
 
     def machine_attributes(self) -> Sequence[MachineAttribute]:
-        """HasDocker, DockerVersion and friends, read once when the startd starts."""
+        """HasDocker, DockerVersion and friends, read when the startd starts or reconfigures;
+        a runtime that does not work says so here (HasDocker = false and why), never raises."""
+        ...
+
+    def runs(self, job: ClassAd) -> bool:
+        """True when ``job`` asks for this runtime (WantDocker for docker)."""
+        ...
+
+    def start(self, request: ContainerJob, log: logging.Logger) -> RunningContainer:
+        """Create and start the job's container; raises JobSetupError (the job is held with
+        its code) when it cannot, after removing whatever it made."""
+        ...
+
+    def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
+        """At startd start: remove every container of a job whose key starts with one of
+        ``prefixes`` and is not in ``keep``; the keys removed."""
+        ...
+
+    def reclaim(self, job_key: str) -> bool:
+        """Remove the container of ``job_key`` after its starter died; False when none."""
         ...
 
 

@@ -72,6 +72,12 @@ def restore(startd: Startd, now: float) -> None:
                 startd.log.info("%s: removed the stale job group %s", backend.name, key)
         except EpError as error:
             startd.log.error("%s: cannot sweep stale job groups: %s", backend.name, error)
+    for runtime in startd.containers:
+        try:
+            for key in runtime.sweep(keep, prefixes):
+                startd.log.info("%s: removed the container of dead job %s", runtime.name, key)
+        except EpError as error:
+            startd.log.error("%s: cannot sweep stale containers: %s", runtime.name, error)
     _sweep_sandboxes(startd, executes)
 
 
@@ -104,6 +110,16 @@ def reclaim(startd: Startd, entry: persist.SavedStarter) -> None:
                     startd.log.info("%s: cleaned up job %s", backend.name, entry.tracking_key)
             except EpError as error:
                 startd.log.error("cannot clean up job %s: %s", entry.tracking_key, error)
+        for runtime in startd.containers:
+            try:
+                if runtime.reclaim(entry.tracking_key):
+                    startd.log.info(
+                        "%s: removed the container of job %s", runtime.name, entry.tracking_key
+                    )
+            except EpError as error:
+                startd.log.error(
+                    "cannot remove the container of job %s: %s", entry.tracking_key, error
+                )
     if entry.sandbox and os.path.isdir(entry.sandbox):
         remove_sandbox(Sandbox(entry.sandbox))
         startd.log.info("removed the sandbox %s of a dead starter", entry.sandbox)

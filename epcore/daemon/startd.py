@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
-from epcore.daemon import persist, recovery
+from epcore.daemon import backends, persist, recovery
 from epcore.daemon.control import ControlError
 from epcore.daemon.cron import StartdCron
 from epcore.daemon.fetch_work import FetchWork
@@ -42,17 +42,12 @@ from epcore.state.restore import SavedClaim
 from epcore.state.work import Outcome
 from epcore.types import (
     HostReadings,
-    IsolationBackend,
     JobFinished,
     JobStarted,
     MachineAttribute,
     MachineHost,
     SlotStateChange,
 )
-
-#: Isolation backends in the order a starter applies them: the process group always, the
-#: finer ones after it (their usage numbers are preferred).
-ISOLATION_ORDER = ("process_group", "gid", "pid_namespace", "cgroup")
 
 Clock = Callable[[], float]
 
@@ -89,6 +84,7 @@ class Startd:
         self.host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
         self.address = f"<unix:{self.paths.control_socket}>"
         self.extra_attributes: list[MachineAttribute] = []
+        self.containers = backends.container_runtimes(plugins, config, log)
         self._last_readings: tuple[int, HostReadings] | None = None
         self._ads_memo: tuple[EngineState, float, bool, dict[str, ClassAd]] | None = None
         #: The cron jobs and benchmarks (a companion of the startd's loop).
@@ -98,7 +94,7 @@ class Startd:
         self.engine, self.builder = self._policy(config)
         self.statuses = StatusMemo()
         self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
-        self.isolation = self._isolation(config)
+        self.isolation = backends.isolation_backends(plugins, config, log)
         self.starters = StarterPool(self.paths.starter_socket, log)
         self.preparations = Preparations(log)
         self.close_in_child: Callable[[], None] = lambda: None
@@ -115,7 +111,9 @@ class Startd:
     # -- building -------------------------------------------------------------------------
 
     def _policy(self, config: Config) -> tuple[Engine, SlotAdBuilder]:
-        self.extra_attributes = list(self.plugins.machine_attributes(config, self.inventory))
+        # The runtimes' attributes first: a site plugin's ep_machine_attributes may replace them.
+        self.extra_attributes = backends.runtime_attributes(self.containers, self.log)
+        self.extra_attributes += self.plugins.machine_attributes(config, self.inventory)
         engine = Engine(
             config,
             self.policy_ads,
@@ -133,24 +131,6 @@ class Startd:
             policy_attributes=engine.published_attributes,
         )
         return engine, builder
-
-    def _isolation(self, config: Config) -> tuple[IsolationBackend, ...]:
-        chosen: list[IsolationBackend] = []
-        for spec in self.plugins.backends("isolation"):
-            backend = spec.factory(config)
-            if not hasattr(backend, "track"):
-                continue
-            typed: IsolationBackend = backend  # type: ignore[assignment]
-            if not typed.wanted():
-                continue
-            if not typed.available():
-                self.log.warning("isolation backend %s is configured but unavailable", spec.name)
-                continue
-            chosen.append(typed)
-        rank = {name: i for i, name in enumerate(ISOLATION_ORDER)}
-        chosen.sort(key=lambda b: rank.get(b.name, len(rank)))
-        self.log.info("process tracking: %s", ", ".join(b.name for b in chosen) or "none")
-        return tuple(chosen)
 
     # -- ads ------------------------------------------------------------------------------
 
@@ -333,6 +313,7 @@ class Startd:
             startd_address=self.address,
             config=self.config,
             isolation=self.isolation,
+            containers=self.containers,
             cpus=float(layout_slot.resources.cpus),
             memory_mb=int(layout_slot.resources.memory_mb),
             startd_memory_mb=int(self.inventory.memory_mb),
@@ -594,6 +575,7 @@ class Startd:
         for name in restart_changes(self.config, new):
             self.log.warning("reconfig: %s changed; it takes effect at the next restart", name)
         self.config = new
+        self.containers = backends.container_runtimes(self.plugins, new, self.log)
         self.engine, self.builder = self._policy(new)
         self.cron.reconfig(new)
         self._ads_memo = None

@@ -16,6 +16,12 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.errors import EpError, JobSetupError
 from epcore.starter import protocol
+from epcore.starter.containers import (
+    ContainerLaunch,
+    finish_container,
+    launch_container,
+    runtime_for,
+)
 from epcore.starter.hooks import (
     HOLD_CODE_HOOK_PREPARE_JOB,
     HookError,
@@ -36,6 +42,7 @@ from epcore.starter.jobspec import JobCommand, job_command, job_environment
 from epcore.starter.launch import FORWARDED_SIGNALS, LaunchedJob, LaunchSpec, launch
 from epcore.starter.outcome import EVICTED, EXITED, HELD, HOOK_ARGUMENT, REQUEUED, Ending
 from epcore.starter.starter import Starter, _global_oom_kills
+from epcore.starter.transfer import FileStamp
 from epcore.starter.userlog import (
     ExecuteEvent,
     ImageSizeEvent,
@@ -59,7 +66,9 @@ _HOOK_PATH = "/usr/local/bin:/usr/bin:/bin"
 class _Supervision:
     """What the starter tracks while the job runs."""
 
-    def __init__(self, starter: Starter, launched: LaunchedJob, command: JobCommand) -> None:
+    def __init__(
+        self, starter: Starter, launched: LaunchedJob | ContainerLaunch, command: JobCommand
+    ) -> None:
         self.starter = starter
         self.launched = launched
         self.command = command
@@ -159,7 +168,7 @@ def _launch(starter: Starter, command: JobCommand) -> LaunchedJob:
     return launched
 
 
-def _runtime(starter: Starter, launched: LaunchedJob) -> JobRuntimeInfo:
+def _runtime(starter: Starter, launched: LaunchedJob | ContainerLaunch) -> JobRuntimeInfo:
     usage = starter.usage or starter.measure()
     return JobRuntimeInfo(
         state="Suspended" if starter.suspended else "Running",
@@ -190,7 +199,9 @@ def _soft_kill(starter: Starter, logs: JobLogs, run: _Supervision, why: str) -> 
     starter.stopped_by = why
     _suspend(starter, logs, False)
     signum = run.command.kill_signal
-    if signum in FORWARDED_SIGNALS:
+    if isinstance(run.launched, ContainerLaunch):
+        run.launched.soft_kill(signum)
+    elif signum in FORWARDED_SIGNALS:
         run.launched.signal(signum)
     else:
         for tracking in starter.trackings:
@@ -351,7 +362,8 @@ def run_job(starter: Starter) -> int:
     oom_before = _global_oom_kills()
     starter.connect()
     keyword: str | None = None
-    launched: LaunchedJob | None = None
+    launched: LaunchedJob | ContainerLaunch | None = None
+    before: dict[str, FileStamp] = {}
     ending: Ending | None = None
     logs: JobLogs | None = None
     try:
@@ -365,7 +377,11 @@ def run_job(starter: Starter) -> int:
             logs = JobLogs(
                 starter.job, command.iwd, starter.user.uid, starter.user.gid, starter.log
             )
-            launched = _launch(starter, command)
+            runtime = runtime_for(request.containers, starter.job)
+            if runtime is None:
+                launched = _launch(starter, command)
+            else:
+                launched, before = launch_container(starter, runtime, command)
             starter.start_time = starter.clock()
             starter.stage = "running"
             started = ClassAd()
@@ -389,6 +405,8 @@ def run_job(starter: Starter) -> int:
             for hook in run.hooks:
                 hook.kill()
             ending = starter.ending(status.code, status.signal, oom_before)
+            if isinstance(launched, ContainerLaunch):
+                ending = finish_container(starter, launched, before, ending)
     except JobSetupError as error:
         starter.log.error("the job cannot run: %s", error)
         ending = starter.setup_failure(error)

@@ -40,7 +40,7 @@ from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
 from epcore.starter.sandbox import Sandbox, disk_usage_kb, make_sandbox, remove_sandbox
 from epcore.starter.usage import JobUsage, combine
-from epcore.types import IsolationBackend, JobTracking, TrackingRequest
+from epcore.types import ContainerRuntime, IsolationBackend, JobTracking, TrackingRequest
 
 #: How long the starter waits for the processes a job left behind to die after SIGKILL.
 CLEANUP_SECONDS = 10.0
@@ -87,7 +87,8 @@ def tracking_request(
 class StarterRequest:
     """Everything the startd hands a starter: the claim, the job, the slot and where things are.
 
-    ``isolation`` holds the backends the startd enabled, process tracking first.
+    ``isolation`` holds the backends the startd enabled, process tracking first;
+    ``containers`` the container runtimes it built (a job one of them ``runs`` goes there).
     """
 
     slot_name: str
@@ -105,6 +106,7 @@ class StarterRequest:
     startd_memory_mb: int
     starter_log: str
     prepared: PreparedJob | None = None
+    containers: tuple[ContainerRuntime, ...] = ()
 
 
 def job_id(job: ClassAd) -> str:
@@ -245,6 +247,14 @@ class Starter:
             self._forget_channel()
 
     # -- setup ------------------------------------------------------------------------------
+
+    def tracking_key(self) -> str:
+        """The job's tracking key, as the startd saved it: the prepared tracking's, else the
+        cgroup name of this starter."""
+        r = self.request
+        if r.prepared is not None:
+            return r.prepared.job_key
+        return cgroup_key(r.execute_dir, r.slot_name, self.starter_id)
 
     def start_tracking(self) -> None:
         """Track the job with every backend; a backend the startd prepared for this claim
