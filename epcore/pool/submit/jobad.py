@@ -438,6 +438,7 @@ def build_job_ad(
         requests=requests,
         should_transfer_files=should_transfer,
         docker=name == "docker",
+        docker_network=_text_of(job.get("docker_network_type")) if name == "docker" else None,
         vm_type=vm_type,
         generate_custom=context.config.get_bool(
             "SUBMIT_GENERATE_CUSTOM_RESOURCE_REQUIREMENTS", True
@@ -450,3 +451,7 @@ def build_job_ad(
         where = Located(expanded, extra.line, extra.source)
         job.ad[extra.name] = job.expression(f"+{extra.name}", where)
     return job.ad
+
+
+def _text_of(found: Located | None) -> str | None:
+    return None if found is None else found.text

@@ -93,6 +93,8 @@ class RequirementsInputs:
     requests: ResourceRequests
     should_transfer_files: str
     docker: bool = False
+    #: docker_network_type: a network other than none or host must be one the machine offers.
+    docker_network: str | None = None
     vm_type: str | None = None
     generate_custom: bool = True
 
@@ -119,6 +121,10 @@ def job_requirements(user: str | None, inputs: RequirementsInputs) -> str:
     add("OpSys", f'(TARGET.OpSys == "{inputs.opsys}")')
     if inputs.docker:
         add("HasDocker", "(TARGET.HasDocker)")
+        network = inputs.docker_network
+        if network is not None and network.strip().lower() not in ("none", "host"):
+            quoted = network.strip().replace("\\", "\\\\").replace('"', '\\"')
+            add("DockerNetworks", f'stringListIMember("{quoted}", TARGET.DockerNetworks)')
     add("Disk", "(TARGET.Disk >= RequestDisk)")
     add("Memory", "(TARGET.Memory >= RequestMemory)")
     if "RequestCpus" in inputs.requests.explicit:

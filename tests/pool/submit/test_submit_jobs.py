@@ -197,6 +197,25 @@ REQUIREMENT_CASES = [
         "universe = docker\ndocker_image = x\nshould_transfer_files = YES",
         f"{ARCH_OS} && (TARGET.HasDocker) && {RESOURCES} && (TARGET.HasFileTransfer)",
     ),
+    (
+        "universe = docker\ndocker_image = x\ndocker_network_type = host\nshould_transfer_files = YES",
+        f"{ARCH_OS} && (TARGET.HasDocker) && {RESOURCES} && (TARGET.HasFileTransfer)",
+    ),
+    (
+        "universe = docker\ndocker_image = x\ndocker_network_type = NONE\nshould_transfer_files = YES",
+        f"{ARCH_OS} && (TARGET.HasDocker) && {RESOURCES} && (TARGET.HasFileTransfer)",
+    ),
+    (
+        "universe = docker\ndocker_image = x\ndocker_network_type = vpn\nshould_transfer_files = YES",
+        f'{ARCH_OS} && (TARGET.HasDocker) && stringListIMember("vpn",TARGET.DockerNetworks)'
+        f" && {RESOURCES} && (TARGET.HasFileTransfer)",
+    ),
+    (
+        'universe = docker\ndocker_image = x\ndocker_network_type = a"b\nshould_transfer_files = YES',
+        f"{ARCH_OS} && (TARGET.HasDocker) && "
+        'stringListIMember("a\\"b",TARGET.DockerNetworks)'
+        f" && {RESOURCES} && (TARGET.HasFileTransfer)",
+    ),
 ]
 
 
