@@ -91,7 +91,13 @@ def ep_isolation_backends() -> Sequence[BackendSpec] | None:
 
 @hookspec
 def ep_container_runtimes() -> Sequence[BackendSpec] | None:
-    """All results: container runtimes (kind "container")."""
+    """All results: container runtimes (kind "container").
+
+    The startd calls each factory with its configuration at startup and on reconfiguration;
+    it builds a :class:`~epcore.types.ContainerRuntime` (built objects must not start
+    anything). The runtimes' machine attributes join every slot ad, and a starter runs a job
+    in the first runtime whose ``runs(job)`` is true.
+    """
 
 
 @hookspec

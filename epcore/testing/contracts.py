@@ -95,7 +95,7 @@ CRON_MODES = ("periodic", "waitforexit", "oneshot", "ondemand")
 #: What each backend kind's objects must offer (see the Protocols in epcore.types).
 BACKEND_METHODS: dict[str, tuple[str, ...]] = {
     "isolation": ("available",),
-    "container": ("machine_attributes",),
+    "container": ("machine_attributes", "runs", "start", "sweep", "reclaim"),
     "vm": ("machine_attributes",),
     "backfill": ("start", "evict"),
     "power": ("supported_states", "enter"),
@@ -364,6 +364,10 @@ class BackendContract(PluginContract):
                 for attribute in backend.machine_attributes():  # type: ignore[attr-defined]
                     assert isinstance(attribute, MachineAttribute), attribute
                     check_attribute(attribute)
+                if self.kind == "container":
+                    # A plain job (no container asked for) is never a runtime's.
+                    claims = backend.runs(ClassAd())  # type: ignore[attr-defined]
+                    assert claims is False, f"{spec.name} claims a job that asks for nothing"
             elif self.kind == "power":
                 states = backend.supported_states()  # type: ignore[attr-defined]
                 assert all(isinstance(state, str) and state for state in states), states

@@ -150,6 +150,15 @@ class Named:
     def supported_states(self) -> list[str]:
         return ["RAM", "DISK"]
 
+    def runs(self, job: object) -> bool:
+        return False
+
+    def sweep(self, keep: object, prefixes: object) -> tuple[str, ...]:
+        return ()
+
+    def reclaim(self, job_key: str) -> bool:
+        return False
+
     def enter(self, state: str) -> None:
         pass
 
