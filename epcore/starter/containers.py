@@ -19,7 +19,7 @@ import attrs
 from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
 from epcore.errors import ClassAdError, JobSetupError
-from epcore.starter.jobspec import JobCommand, job_environment
+from epcore.starter.jobspec import JobCommand
 from epcore.starter.launch_child import ExitStatus
 from epcore.starter.outcome import EXITED, HELD, Ending
 from epcore.starter.starter import Starter
@@ -179,15 +179,7 @@ def launch_container(
         argv = (executable_into(command.executable, sandbox.path, user.uid, user.gid),)
         argv += command.arguments
     before = stamps(sandbox.path)
-    in_sandbox = attrs.evolve(command, iwd=sandbox.path)
-    environment = job_environment(
-        in_sandbox,
-        scratch_dir=sandbox.path,
-        slot_name=request.slot_name,
-        job_ad_path=sandbox.job_ad_path,
-        machine_ad_path=sandbox.machine_ad_path,
-        cpus=request.cpus,
-    )
+    environment = starter.environment(attrs.evolve(command, iwd=sandbox.path))
     if request.prepared is not None:
         # The container daemon makes the job's groups: the prepared ones are not used.
         request.prepared.supervisor.abandon()

@@ -38,7 +38,7 @@ from epcore.starter.hooks import (
 )
 from epcore.starter.identity import job_user
 from epcore.starter.joblog import JobLogs
-from epcore.starter.jobspec import JobCommand, job_command, job_environment
+from epcore.starter.jobspec import JobCommand, job_command
 from epcore.starter.launch import FORWARDED_SIGNALS, LaunchedJob, LaunchSpec, launch
 from epcore.starter.outcome import EVICTED, EXITED, HELD, HOOK_ARGUMENT, REQUEUED, Ending
 from epcore.starter.starter import Starter, _global_oom_kills
@@ -117,20 +117,12 @@ def _prepare(starter: Starter, runner: HookRunner, keyword: str | None) -> Endin
 
 
 def _launch(starter: Starter, command: JobCommand) -> LaunchedJob:
-    request = starter.request
     sandbox = starter.sandbox
     user = starter.user
     assert sandbox is not None and user is not None
     if command.universe != VANILLA:
         raise JobSetupError(f"JobUniverse {command.universe} is not run by this starter", 6)
-    environment = job_environment(
-        command,
-        scratch_dir=sandbox.path,
-        slot_name=request.slot_name,
-        job_ad_path=sandbox.job_ad_path,
-        machine_ad_path=sandbox.machine_ad_path,
-        cpus=request.cpus,
-    )
+    environment = starter.environment(command)
     starter.start_tracking()
     setup = ChildSetup()
     for tracking in starter.trackings:

@@ -36,6 +36,7 @@ from epcore.errors import EpError, JobSetupError
 from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser
+from epcore.starter.jobspec import Environment, JobCommand, job_environment
 from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
 from epcore.starter.sandbox import Sandbox, disk_usage_kb, make_sandbox, remove_sandbox
@@ -247,6 +248,19 @@ class Starter:
             self._forget_channel()
 
     # -- setup ------------------------------------------------------------------------------
+
+    def environment(self, command: JobCommand) -> Environment:
+        """The job's whole environment for ``command`` in its sandbox on this slot."""
+        sandbox = self.sandbox
+        assert sandbox is not None
+        return job_environment(
+            command,
+            scratch_dir=sandbox.path,
+            slot_name=self.request.slot_name,
+            job_ad_path=sandbox.job_ad_path,
+            machine_ad_path=sandbox.machine_ad_path,
+            cpus=self.request.cpus,
+        )
 
     def tracking_key(self) -> str:
         """The job's tracking key, as the startd saved it: the prepared tracking's, else the
