@@ -1,0 +1,129 @@
+"""End to end: docker universe jobs submitted with ``ep submit`` by a real unprivileged user
+to a real personal pool (``ep run``), run in containers and copied back (must-show 1)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from docker_fixtures import BUSYBOX_APPLETS, TEST_RUN_LABEL
+
+# The pool tests' harness runs ``ep run`` and ``ep`` commands as users (its fixtures are
+# registered by the import).
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "pool"))
+from pool_harness import PoolProcess, pool_factory, shared_dir, submit_as
+
+__all__ = ["pool_factory", "shared_dir"]
+
+pytestmark = pytest.mark.system
+
+#: A label of this test's pool only, so one test's leftovers do not fail the next.
+CASE_LABEL = "epcore.test_case"
+
+#: What ``ls /bin`` lists in the test image.
+IMAGE_BIN_ENTRIES = len(BUSYBOX_APPLETS) + 1
+
+IN_IMAGE = """\
+universe = docker
+docker_image = {image}
+executable = /bin/sh
+transfer_executable = false
+arguments = "-c 'id -u; ls /bin | wc -l; echo made in the sandbox > made.txt'"
+output = job.out
+error = job.err
+log = job.log
+request_cpus = 1
+request_memory = 64
+queue
+"""
+
+TRANSFERRED = """\
+universe = docker
+docker_image = {image}
+executable = job.sh
+arguments = first second
+output = job.out
+error = job.err
+log = job.log
+request_cpus = 1
+request_memory = 64
+queue
+"""
+
+SCRIPT = """\
+#!/bin/sh
+echo "script $0 ran in $(pwd) with $1 $2"
+echo written by the script > from_script.txt
+"""
+
+
+def _docker_pool(pool_factory, run_tag: str) -> tuple[PoolProcess, str]:
+    """A started pool whose containers carry the run's label and a label of its own."""
+    case = uuid.uuid4().hex[:8]
+    labels = f"--label {TEST_RUN_LABEL}={run_tag} --label {CASE_LABEL}={case}"
+    return pool_factory(f"DOCKER_EXTRA_ARGUMENTS = {labels}\n", cpus=2, memory=1024), case
+
+
+def _wait_for_history(pool: PoolProcess) -> None:
+    pool.wait_for(lambda: not pool.jobs(), 90, "the job to leave the queue")
+
+
+def _labelled(docker_client, run_tag: str, case: str) -> list[str]:
+    """The ids of the containers of one test's pool (the low-level listing, which does not
+    inspect a container that may be gone by then)."""
+    selector = {"label": [f"{TEST_RUN_LABEL}={run_tag}", f"{CASE_LABEL}={case}"]}
+    return [str(entry["Id"]) for entry in docker_client.api.containers(all=True, filters=selector)]
+
+
+def test_docker_job_from_a_user_runs_and_its_output_comes_back(
+    pool_factory, slot_users, shared_dir, busybox_image, docker_client, run_tag
+) -> None:
+    """A docker job a real user submits runs as that user in the image, the file it writes
+    in its sandbox and its stdout arrive in its Iwd, history shows exit code 0, the slots
+    advertise HasDocker = true, and no container of the pool is left."""
+    pool, case = _docker_pool(pool_factory, run_tag)
+    status = pool.ep("status", "-l")
+    assert status.status == 0, status.stderr
+    assert re.search(r"^HasDocker = true$", status.stdout, re.MULTILINE), status.stdout[:3000]
+    user = slot_users[0]
+    home = submit_as(pool, user, shared_dir, IN_IMAGE.format(image=busybox_image))
+    _wait_for_history(pool)
+    history = pool.ep("q", "-history", "-af", "Owner", "JobStatus", "ExitCode", user=user)
+    assert history.status == 0, history.stderr
+    assert history.stdout.split() == [user.name, "4", "0"], history.stdout
+    # The image's /bin holds busybox and its applets, the host's far more.
+    assert (home / "job.out").read_text().split() == [str(user.uid), str(IMAGE_BIN_ENTRIES)]
+    assert (home / "made.txt").read_text() == "made in the sandbox\n"
+    assert (home / "made.txt").stat().st_uid == user.uid
+    pool.wait_for(lambda: _labelled(docker_client, run_tag, case) == [], 20, "no container")
+
+
+def test_transferred_script_runs_in_the_container(
+    pool_factory, slot_users, shared_dir, busybox_image, docker_client, run_tag
+) -> None:
+    """A shell script submitted as the executable (transfer_executable left true) is copied
+    into the sandbox and runs there in the container with its arguments."""
+    pool, case = _docker_pool(pool_factory, run_tag)
+    user = slot_users[1]
+    home = shared_dir / f"home_{user.name}"
+    home.mkdir()
+    script = home / "job.sh"
+    script.write_text(SCRIPT)
+    script.chmod(0o755)
+    os.chown(script, user.uid, user.gid)
+    submit_as(pool, user, shared_dir, TRANSFERRED.format(image=busybox_image))
+    _wait_for_history(pool)
+    (job,) = pool.jobs(history=True)
+    assert (job.evaluate("JobStatus"), job.evaluate("ExitCode")) == (4, 0), job
+    output = (home / "job.out").read_text()
+    found = re.fullmatch(r"script (\S+) ran in (\S+) with first second\n", output)
+    assert found is not None, output
+    ran, sandbox = found.groups()
+    assert Path(ran).parent == Path(sandbox) and Path(sandbox).name.startswith("dir_"), output
+    assert Path(sandbox) != home
+    assert (home / "from_script.txt").read_text() == "written by the script\n"
+    pool.wait_for(lambda: _labelled(docker_client, run_tag, case) == [], 20, "no container")
