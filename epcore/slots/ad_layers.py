@@ -245,6 +245,10 @@ class LayerMaker:
             ("FileSystemDomain", "FILESYSTEM_DOMAIN"),
         ):
             ad[attribute] = config.get(macro) or self.host_name
+        # Jobs that ask for file transfer (docker jobs, should_transfer_files = YES) match:
+        # a container job's files travel between its Iwd and its sandbox, and any other job
+        # runs where its Iwd is.
+        ad["HasFileTransfer"] = True
         ad["StartdIpAddr"] = address
         ad["MyAddress"] = address
         ad["TotalCpus"] = inventory.cpus

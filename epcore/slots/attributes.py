@@ -283,6 +283,7 @@ SLOT_ATTRIBUTES: tuple[SlotAttribute, ...] = (
     _a("OpSysLegacy", "string", 'OPSYSLEGACY ("LINUX").', "configured"),
     _a("UidDomain", "string", "UID_DOMAIN: machines sharing it share user accounts."),
     _a("FileSystemDomain", "string", "FILESYSTEM_DOMAIN: machines sharing it share files."),
+    _a("HasFileTransfer", "bool", "True: jobs that ask for file transfer can run here."),
     _a("StartdIpAddr", "string", 'The startd\'s address ("<192.0.2.5:9618>").'),
     _a("MyAddress", "string", "The startd's address, as every daemon ad carries it."),
     # -- claim and job (the policy engine fills these in) --------------------------------------
