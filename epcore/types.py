@@ -345,8 +345,9 @@ class RunningContainer(JobTracking, Protocol):
         """Send ``signum`` to the job now and SIGKILL after ``grace_seconds`` (returns at once)."""
         ...
 
-    def collect_output(self) -> None:
-        """Write what the container printed to the job's stdout and stderr files."""
+    def collect_output(self) -> str | None:
+        """Write what the container printed to the job's stdout and stderr files; None when
+        done, else why it could not be (the job is then held with code 12)."""
         ...
 
 

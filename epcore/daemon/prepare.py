@@ -25,7 +25,7 @@ from epcore.starter.launch import prepare_supervisor
 from epcore.starter.starter import PreparedJob, cgroup_key, tracking_request
 from epcore.state.records import EngineState
 from epcore.state.rules import BUSY, CLAIMED_IDLE
-from epcore.types import IsolationBackend
+from epcore.types import ContainerRuntime, IsolationBackend
 
 #: The isolation backends whose groups a supervisor can join ahead of its job.
 PREPARED_BACKENDS = ("cgroup",)
@@ -86,9 +86,11 @@ class Preparations:
         isolation: tuple[IsolationBackend, ...],
         execute_dir: str,
         startd_memory_mb: int,
+        containers: tuple[ContainerRuntime, ...] = (),
     ) -> None:
         """Prepare the next job of every claim that has nothing prepared yet, Claimed/Idle or
-        Claimed/Busy; drop what no claim needs now.
+        Claimed/Busy; drop what no claim needs now. A claim whose job runs in a container
+        (one of ``containers`` runs it) gets nothing: its container daemon makes its groups.
 
         A busy claim is prepared for its next job while its job runs: a schedd that reuses the
         claim at once when the job ends finds that job's cgroups made and joined, instead of
@@ -107,6 +109,9 @@ class Preparations:
             return
         for claim_id, record in claimed.items():
             if claim_id in self.ready:
+                continue
+            job = record.claim.job if record.claim is not None else None
+            if job is not None and any(runtime.runs(job) for runtime in containers):
                 continue
             slot = state.layout.find(record.slot_id, record.sub_id)
             if slot is None:

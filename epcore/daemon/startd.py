@@ -234,6 +234,7 @@ class Startd:
             self.isolation,
             self.paths.execute,
             int(self.inventory.memory_mb),
+            self.containers,
         )
 
     def _run(self, outcome: Outcome, now: float) -> Outcome:

@@ -213,12 +213,13 @@ def finish_container(
 ) -> Ending:
     """After a container job: its output into its files and back to its Iwd; a job that
     exited but whose output could not go back is held (code 12)."""
-    launched.container.collect_output()
+    problem = launched.container.collect_output()
     sandbox, user = starter.sandbox, starter.user
     iwd = starter.job.evaluate("Iwd")
     if sandbox is None or user is None or not isinstance(iwd, str) or ending.outcome != EXITED:
         return ending
-    problem = transfer_out(starter.job, sandbox.path, iwd, before, user.uid, user.gid)
+    if problem is None:
+        problem = transfer_out(starter.job, sandbox.path, iwd, before, user.uid, user.gid)
     if problem is None:
         return ending
     starter.log.error("%s", problem)

@@ -216,20 +216,25 @@ class DockerContainer:
 
     # -- the end --------------------------------------------------------------------------
 
-    def collect_output(self) -> None:
-        """Write the container's stdout and stderr into the job's files, as the job's user."""
+    def collect_output(self) -> str | None:
+        """Write the container's stdout and stderr into the job's files, as the job's user;
+        None when both were written, else why one was not."""
+        problem = None
         for path, stdout in ((self._stdout, True), (self._stderr, False)):
             if path == "/dev/null":
                 continue
             try:
                 chunks = self._api.logs(self.id, stdout=stdout, stderr=not stdout, stream=True)
                 with as_user(self._uid, self._gid):
-                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-                    with os.fdopen(fd, "wb") as handle:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                    with os.fdopen(os.open(path, flags, 0o644), "wb") as handle:
                         for chunk in chunks:
                             handle.write(chunk)
             except DOCKER_ERRORS as error:
-                self.log.error("cannot write the job's %s to %s: %s", _stream(stdout), path, error)
+                reason = getattr(error, "strerror", None) or str(error)
+                problem = problem or f"cannot write the job's {_stream(stdout)} to {path}: {reason}"
+                self.log.error("%s", problem)
+        return problem
 
     def release(self) -> None:
         """Remove the container (forced: a container that still runs is killed first)."""

@@ -80,6 +80,7 @@ class DockerRuntime:
         self.spool = config.get("SPOOL") or "/tmp"
         self._client: docker.DockerClient | None = None
         self._client_pid = 0
+        self._api_version: str | None = None
         self._settings: DockerSettings | None = None
         self._settings_error: ConfigError | None = None
         try:
@@ -93,32 +94,48 @@ class DockerRuntime:
     def client(self) -> docker.DockerClient:
         """This process's client (a forked starter makes its own)."""
         if self._client is None or self._client_pid != os.getpid():
+            version = self._api_version or "auto"
             if self.url is None:
-                self._client = docker.from_env(timeout=API_TIMEOUT)
+                # DOCKER_HOST, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH, as the docker command.
+                self._client = docker.from_env(version=version, timeout=API_TIMEOUT)
             else:
-                self._client = docker.DockerClient(base_url=self.url, timeout=API_TIMEOUT)
+                self._client = docker.DockerClient(
+                    base_url=self.url, version=version, timeout=API_TIMEOUT
+                )
             self._client_pid = os.getpid()
         return self._client
 
     def new_api(self) -> docker.APIClient:
         """A client of its own, for one thread."""
+        version = self._api_version or "auto"
         if self.url is None:
-            return docker.from_env(timeout=API_TIMEOUT).api
-        return docker.APIClient(base_url=self.url, timeout=API_TIMEOUT)
+            return docker.from_env(version=version, timeout=API_TIMEOUT).api
+        return docker.APIClient(base_url=self.url, version=version, timeout=API_TIMEOUT)
+
+    @staticmethod
+    def _environment_url() -> str:
+        """Where ``docker.from_env`` connects, for messages."""
+        return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
     # -- what the startd advertises -------------------------------------------------------
 
-    def offline_reason(self) -> str | None:
-        """Why this machine cannot run docker jobs now; None when it can."""
+    def configuration_problem(self) -> str | None:
+        """Why the configuration keeps docker jobs from running here; None when it does not."""
         if self.disabled:
             return "DOCKER is empty: docker jobs are turned off in the configuration"
         if self._settings_error is not None:
             return str(self._settings_error)
+        return None
+
+    def offline_reason(self) -> str | None:
+        """Why this machine cannot run docker jobs now; None when it can."""
+        problem = self.configuration_problem()
+        if problem is not None:
+            return problem
         try:
             self.client().ping()
         except DOCKER_ERRORS as error:
-            where = self.url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-            return f"dockerd does not answer at {where}: {error}"
+            return f"dockerd does not answer at {self.url or self._environment_url()}: {error}"
         return None
 
     def machine_attributes(self) -> Sequence[MachineAttribute]:
@@ -131,6 +148,9 @@ class DockerRuntime:
             except DOCKER_ERRORS as error:
                 reason = f"dockerd answers but not with its version: {error}"
             else:
+                # The starters' clients use it instead of asking dockerd each time (10 ms).
+                api_version = version.get("ApiVersion")
+                self._api_version = api_version if isinstance(api_version, str) else None
                 assert self._settings is not None
                 found = [
                     MachineAttribute("HasDocker", True),
@@ -151,7 +171,9 @@ class DockerRuntime:
 
     def start(self, request: ContainerJob, log: logging.Logger) -> RunningContainer:
         """Pull the image when needed, then create and start the job's container."""
-        reason = self.offline_reason()
+        # Not offline_reason(): the startd asked dockerd already, and a dockerd gone since
+        # then fails the create below with its own reason.
+        reason = self.configuration_problem()
         if reason is not None:
             raise JobSetupError(f"this execution point cannot run docker jobs: {reason}", 6)
         settings = self._settings
@@ -176,6 +198,9 @@ class DockerRuntime:
         try:
             self._feed_stdin(container_id, request)
             container.start()
+        except JobSetupError:
+            self._remove_quietly(container_id, log)  # the job's input cannot be read
+            raise
         except DOCKER_ERRORS as error:
             self._remove_quietly(container_id, log)
             reason = getattr(error, "explanation", None) or str(error)
