@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 
 import attrs
@@ -29,6 +30,8 @@ from epcore_docker.cgroups import ContainerCgroup, find_cgroup
 
 #: How long the waiting thread pauses before asking dockerd again after a broken wait.
 WAIT_RETRY_SECONDS = 1.0
+#: How long after a SIGKILL exit dockerd's "oom" event may still come (whole seconds).
+OOM_EVENT_GRACE_SECONDS = 1
 #: Errors from dockerd or from the connection to it.
 DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 
@@ -73,6 +76,7 @@ class DockerContainer:
         self._last_usage = TrackedUsage()
         self._cgroup: ContainerCgroup | None = None
         self._oom_seen = False
+        self._started_at = int(time.time()) - 1  # the job's container started just before
         self._find_cgroup()
         # The threads' clients connect here: while the starter's main thread acts as the
         # job's user (as_user: writing its logs) a connect from any thread is refused.
@@ -99,7 +103,7 @@ class DockerContainer:
                 try:
                     answer = api.wait(self.id, timeout=None)
                     code = int(answer.get("StatusCode", -1))
-                    oom = self._oom_killed(api)
+                    oom = self._oom_killed(api, code)
                     self._ended = Ended(code, oom)
                     break
                 except docker.errors.NotFound:
@@ -113,9 +117,21 @@ class DockerContainer:
             with contextlib.suppress(OSError):
                 os.write(self._write_fd, b"x")
 
-    def _oom_killed(self, api: docker.APIClient) -> bool:
+    def _oom_killed(self, api: docker.APIClient, code: int) -> bool:
         try:
-            return bool(api.inspect_container(self.id)["State"].get("OOMKilled"))
+            if api.inspect_container(self.id)["State"].get("OOMKilled"):
+                return True
+            if self._signalled or self._released or code != 128 + signal.SIGKILL:
+                return False
+            # Under load dockerd may handle the kernel's OOM report after the exit, too late
+            # for OOMKilled; its event log still gets an "oom" (waited for up to a second).
+            events = api.events(
+                since=self._started_at,
+                until=int(time.time() + OOM_EVENT_GRACE_SECONDS) + 1,
+                filters={"container": self.id, "event": "oom"},
+                decode=True,
+            )
+            return any(True for _ in events)
         except DOCKER_ERRORS:
             return False
 

@@ -6,6 +6,7 @@ from types import ModuleType
 
 import epcore_docker.plugin
 import pytest
+
 from epcore.testing.contracts import BackendContract
 
 

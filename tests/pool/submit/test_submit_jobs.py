@@ -163,6 +163,9 @@ ARCH_OS = '(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX")'
 RESOURCES = "(TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory)"
 IF_NEEDED = "((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer))"
 
+#: A docker job, for the docker_network_type cases.
+DOCKER_X = "universe = docker\ndocker_image = x\n"
+
 REQUIREMENT_CASES = [
     ("", f"{ARCH_OS} && {RESOURCES} && {IF_NEEDED}"),
     ("should_transfer_files = YES", f"{ARCH_OS} && {RESOURCES} && (TARGET.HasFileTransfer)"),
@@ -198,20 +201,20 @@ REQUIREMENT_CASES = [
         f"{ARCH_OS} && (TARGET.HasDocker) && {RESOURCES} && (TARGET.HasFileTransfer)",
     ),
     (
-        "universe = docker\ndocker_image = x\ndocker_network_type = host\nshould_transfer_files = YES",
+        f"{DOCKER_X}docker_network_type = host\nshould_transfer_files = YES",
         f"{ARCH_OS} && (TARGET.HasDocker) && {RESOURCES} && (TARGET.HasFileTransfer)",
     ),
     (
-        "universe = docker\ndocker_image = x\ndocker_network_type = NONE\nshould_transfer_files = YES",
+        f"{DOCKER_X}docker_network_type = NONE\nshould_transfer_files = YES",
         f"{ARCH_OS} && (TARGET.HasDocker) && {RESOURCES} && (TARGET.HasFileTransfer)",
     ),
     (
-        "universe = docker\ndocker_image = x\ndocker_network_type = vpn\nshould_transfer_files = YES",
+        f"{DOCKER_X}docker_network_type = vpn\nshould_transfer_files = YES",
         f'{ARCH_OS} && (TARGET.HasDocker) && stringListIMember("vpn",TARGET.DockerNetworks)'
         f" && {RESOURCES} && (TARGET.HasFileTransfer)",
     ),
     (
-        'universe = docker\ndocker_image = x\ndocker_network_type = a"b\nshould_transfer_files = YES',
+        f'{DOCKER_X}docker_network_type = a"b\nshould_transfer_files = YES',
         f"{ARCH_OS} && (TARGET.HasDocker) && "
         'stringListIMember("a\\"b",TARGET.DockerNetworks)'
         f" && {RESOURCES} && (TARGET.HasFileTransfer)",
