@@ -41,11 +41,11 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _pool import kill_tree, personal_pool, remove_cgroup, start_ep, wait
+
 from epcore.classad import parse_ad
 from epcore.config import Config
 from epcore.daemon.control import ControlError, StartdClient
-from epcore.pool.personal import personal_config_text
-from epcore.pool.requests import PoolClient
 from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 
 THROUGHPUT_TARGET = 50.0
@@ -86,54 +86,12 @@ queue {count}
 """
 
 
-def _wait(check: object, timeout: float, what: str, poll: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(poll)
-
-
-def _kill_tree(process: subprocess.Popen[bytes], marker: str) -> None:
-    for found in psutil.process_iter(["pid", "cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if marker in " ".join(found.info["cmdline"] or []):
-                found.kill()
-    if process.poll() is None:
-        process.kill()
-        process.wait(10)
-
-
-def _start(args: list[str], out: Path) -> subprocess.Popen[bytes]:
-    with open(out, "wb") as handle:
-        return subprocess.Popen(
-            [sys.executable, "-m", "epcore.cli.main", *args],
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
 def throughput(count: int, root: Path, cgroup: str) -> float:
     """Jobs per second of ``count`` /bin/true jobs through ``ep run``."""
-    local = root / "pool"
-    local.mkdir()
-    config_path = local / "condor_config"
-    config_path.write_text(personal_config_text(str(local)) + POOL_EXTRA.format(cgroup=cgroup))
-    process = _start(["run", "--config", str(config_path)], root / "pool.out")
-    client = PoolClient(str(local / "spool" / "pool_control"), timeout=60)
-    try:
-
-        def answers() -> bool:
-            if process.poll() is not None:
-                raise SystemExit((root / "pool.out").read_text()[-2000:])
-            try:
-                return bool(client.query_ads("Machine"))
-            except ControlError:
-                return False
-
-        _wait(answers, 60, "the pool")
-        config = Config.load(str(config_path), subsystem="TOOL")
+    extra = POOL_EXTRA.format(cgroup=cgroup)
+    with personal_pool(root / "pool", extra, root / "pool.out") as pool:
+        client = pool.client
+        config = Config.load(str(pool.config_path), subsystem="TOOL")
         started = time.perf_counter()
         cluster_id = client.new_cluster()
         context = SubmitContext(
@@ -149,17 +107,12 @@ def throughput(count: int, root: Path, cgroup: str) -> float:
             client.submit(cluster_id, cluster.cluster_ad, cluster.procs[start : start + 500])
         # Each look at the queue costs the pool process about what a job does (it reads every
         # job's ad), so look five times a second: the answer comes at most 0.2 s late.
-        _wait(lambda: not client.query_jobs(projection=["ClusterId"]), 600, "the jobs", 0.2)
+        wait(lambda: not client.query_jobs(projection=["ClusterId"]), 600, "the jobs", 0.2)
         elapsed = time.perf_counter() - started
         done = client.query_jobs(history=True, projection=["JobStatus"])
         if len(done) != count:
             print(f"  (only {len(done)} of {count} jobs are in the history)")
         return count / elapsed
-    finally:
-        process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(30)
-        _kill_tree(process, str(config_path))
 
 
 def baseline(count: int) -> float:
@@ -175,7 +128,7 @@ def startd_memory(count: int, root: Path) -> tuple[float, float]:
     local.mkdir()
     config_path = local / "condor_config"
     config_path.write_text(STARTD_CONFIG.format(local=local, cpus=count, memory=count * 128))
-    process = _start(["startd", "--config", str(config_path)], root / "startd.out")
+    process = start_ep(["startd", "--config", str(config_path)], root / "startd.out")
     client = StartdClient(str(local / "log" / "startd_control"), timeout=120)
     try:
 
@@ -187,7 +140,7 @@ def startd_memory(count: int, root: Path) -> tuple[float, float]:
             except ControlError:
                 return False
 
-        _wait(answers, 60, "the startd")
+        wait(answers, 60, "the startd")
         rss = psutil.Process(process.pid).memory_info().rss / 2**20
         for n in range(count):
             job = parse_ad(
@@ -204,7 +157,7 @@ def startd_memory(count: int, root: Path) -> tuple[float, float]:
         process.send_signal(signal.SIGQUIT)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(30)
-        _kill_tree(process, str(config_path))
+        kill_tree(process, str(config_path))
 
 
 def main() -> int:
@@ -233,12 +186,7 @@ def main() -> int:
         print(f"  target met: {'yes' if full <= MEMORY_TARGET_MB else 'no'}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-        for controller in ("memory", "cpu", "cpuacct", "freezer", "pids"):
-            with contextlib.suppress(OSError):
-                for path in sorted(
-                    Path(f"/sys/fs/cgroup/{controller}/{cgroup}").glob("**/"), reverse=True
-                ):
-                    path.rmdir()
+        remove_cgroup(cgroup)
     return 0
 
 

@@ -1,0 +1,106 @@
+"""What the pool benchmarks share: an ``ep`` daemon in a subprocess, waiting, and cleaning up.
+
+Not a benchmark itself (its name starts with an underscore); ``pool_bench.py`` and
+``docker_bench.py`` import it. Every daemon is started with ``--config <file>`` in a session of
+its own, and :func:`kill_tree` kills every process whose command line names that file (the
+daemon and the starters it forked), whatever happened to the benchmark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import attrs
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from epcore.daemon.control import ControlError
+from epcore.pool.personal import personal_config_text
+from epcore.pool.requests import PoolClient
+
+
+def wait(check: Callable[[], bool], timeout: float, what: str, poll: float = 0.05) -> None:
+    """Until ``check()`` is true, looking every ``poll`` seconds; exit after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(poll)
+
+
+def kill_tree(process: subprocess.Popen[bytes], marker: str) -> None:
+    """Kill every process whose command line holds ``marker``, then ``process`` itself."""
+    for found in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if marker in " ".join(found.info["cmdline"] or []):
+                found.kill()
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+
+
+def start_ep(args: list[str], out: Path) -> subprocess.Popen[bytes]:
+    """``ep <args>`` in a session of its own, its output (both streams) into ``out``."""
+    with open(out, "wb") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", "epcore.cli.main", *args],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+@attrs.frozen
+class RunningPool:
+    """A personal pool started by :func:`personal_pool`: its client, files and process."""
+
+    client: PoolClient
+    config_path: Path
+    local_dir: Path
+    process: subprocess.Popen[bytes]
+
+
+@contextlib.contextmanager
+def personal_pool(local: Path, extra_config: str, out: Path) -> Iterator[RunningPool]:
+    """An ``ep run`` whose LOCAL_DIR is ``local`` (made here), with the personal pool's
+    configuration followed by ``extra_config``, once it answers a query of its slots; stopped
+    (SIGTERM, then every process of it killed) at the end."""
+    local.mkdir()
+    config_path = local / "condor_config"
+    config_path.write_text(personal_config_text(str(local)) + extra_config)
+    process = start_ep(["run", "--config", str(config_path)], out)
+    client = PoolClient(str(local / "spool" / "pool_control"), timeout=60)
+    try:
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                raise SystemExit(out.read_text()[-2000:])
+            try:
+                return bool(client.query_ads("Machine"))
+            except ControlError:
+                return False
+
+        wait(answers, 60, "the pool")
+        yield RunningPool(client, config_path, local, process)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(30)
+        kill_tree(process, str(config_path))
+
+
+def remove_cgroup(name: str) -> None:
+    """Remove the cgroup ``name`` (and what is under it) from every v1 controller."""
+    for controller in ("memory", "cpu", "cpuacct", "freezer", "pids"):
+        with contextlib.suppress(OSError):
+            for path in sorted(
+                Path(f"/sys/fs/cgroup/{controller}/{name}").glob("**/"), reverse=True
+            ):
+                path.rmdir()
