@@ -14,10 +14,50 @@ No ``__init__.py`` here: test module names must differ from every ``tests/**/tes
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import docker
+import pytest
 
 REPOSITORY_TESTS = Path(__file__).resolve().parents[3] / "tests"
 if str(REPOSITORY_TESTS) not in sys.path:
     sys.path.insert(0, str(REPOSITORY_TESTS))
 
 pytest_plugins = ["hypothesis_profiles", "system_fixtures", "docker_fixtures"]
+
+# The runtime tests' shared fixtures. runtime_helpers is imported inside them: at import time
+# here it would load the plugin modules above before pytest can rewrite their asserts.
+
+
+@pytest.fixture(scope="module")
+def spool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The SPOOL of a module's runtimes."""
+    return tmp_path_factory.mktemp("spool")
+
+
+@pytest.fixture(scope="module")
+def jobs_dir(run_tag: str, as_root: None) -> Iterator[Path]:
+    """Where a module's sandboxes and volume directories are made."""
+    from runtime_helpers import jobs_root
+
+    with jobs_root(run_tag) as root:
+        yield root
+
+
+@pytest.fixture
+def sandbox(jobs_dir: Path) -> Path:
+    """A job sandbox owned by nobody."""
+    from runtime_helpers import make_sandbox
+
+    return make_sandbox(jobs_dir)
+
+
+@pytest.fixture
+def no_container_left(run_tag: str, docker_client: docker.DockerClient) -> Iterator[None]:
+    """After the test no container of this run is left (release, reclaim and refusals
+    leave nothing behind)."""
+    from runtime_helpers import containers_of_run
+
+    yield
+    assert containers_of_run(docker_client, run_tag) == []

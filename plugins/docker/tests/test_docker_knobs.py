@@ -19,9 +19,7 @@ from runtime_helpers import (
     NOBODY,
     JobRun,
     container_job,
-    containers_of_run,
     docker_runtime,
-    jobs_root,
     make_sandbox,
     run_label,
     run_script,
@@ -31,35 +29,10 @@ from runtime_helpers import (
 from epcore.errors import JobSetupError
 
 MiB = 1024 * 1024
+
+pytestmark = pytest.mark.usefixtures("no_container_left")
 #: docker's own /dev/shm size when nothing asks for another.
 DOCKER_DEFAULT_SHM = 64 * MiB
-
-
-@pytest.fixture(scope="module")
-def spool(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The SPOOL of this module's runtimes."""
-    return tmp_path_factory.mktemp("spool")
-
-
-@pytest.fixture(scope="module")
-def jobs_dir(run_tag: str, as_root: None) -> Iterator[Path]:
-    """Where this module's sandboxes and volume directories are made."""
-    with jobs_root(run_tag) as root:
-        yield root
-
-
-@pytest.fixture
-def sandbox(jobs_dir: Path) -> Path:
-    """A job sandbox owned by nobody."""
-    return make_sandbox(jobs_dir)
-
-
-@pytest.fixture(autouse=True)
-def no_container_left(run_tag: str, docker_client: docker.DockerClient) -> Iterator[None]:
-    """After each test no container of this run is left (release, reclaim and refusals
-    leave nothing behind)."""
-    yield
-    assert containers_of_run(docker_client, run_tag) == []
 
 
 def runtime_with(

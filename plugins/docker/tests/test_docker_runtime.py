@@ -8,7 +8,6 @@ import contextlib
 import re
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -22,10 +21,8 @@ from runtime_helpers import (
     LOG,
     NOBODY,
     container_job,
-    containers_of_run,
     docker_runtime,
     job_key,
-    jobs_root,
     make_sandbox,
     run_to_end,
     shell_output,
@@ -40,38 +37,13 @@ from epcore.types import MachineAttribute
 JOB_GID = 65533
 MiB = 1024 * 1024
 
-
-@pytest.fixture(scope="module")
-def spool(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The SPOOL of this module's runtimes."""
-    return tmp_path_factory.mktemp("spool")
+pytestmark = pytest.mark.usefixtures("no_container_left")
 
 
 @pytest.fixture(scope="module")
 def runtime(spool: Path, run_tag: str, docker_client: docker.DockerClient) -> DockerRuntime:
     """A runtime with the default docker knobs (and the run label)."""
     return docker_runtime(spool, run_tag)
-
-
-@pytest.fixture(scope="module")
-def jobs_dir(run_tag: str, as_root: None) -> Iterator[Path]:
-    """Where this module's sandboxes are made."""
-    with jobs_root(run_tag) as root:
-        yield root
-
-
-@pytest.fixture
-def sandbox(jobs_dir: Path) -> Path:
-    """A job sandbox owned by nobody."""
-    return make_sandbox(jobs_dir)
-
-
-@pytest.fixture(autouse=True)
-def no_container_left(run_tag: str, docker_client: docker.DockerClient) -> Iterator[None]:
-    """After each test no container of this run is left (release, reclaim and refusals
-    leave nothing behind)."""
-    yield
-    assert containers_of_run(docker_client, run_tag) == []
 
 
 def attributes(found: object) -> dict[str, object]:
