@@ -106,6 +106,21 @@ class ImageCache:
                     keep.append(next(e for e in entries if e.image == name))
             self._rewrite(fd, keep)
 
+    def size_mb(self, api: docker.APIClient) -> int:
+        """Megabytes the pulled images that are still on dockerd take (DockerCachedImageSizeMb:
+        images the plugin did not pull are not counted)."""
+        with self._locked() as (_fd, entries):
+            names = [entry.image for entry in entries]
+        total = 0
+        for name in names:
+            try:
+                size = api.inspect_image(name).get("Size")  # type: ignore[no-untyped-call]
+            except docker.errors.NotFound:
+                continue
+            if isinstance(size, int):
+                total += size
+        return total // (1024 * 1024)
+
     def _pull(self, api: docker.APIClient, image: str) -> None:
         repository, tag = parse_repository_tag(image)
         self.log.info("pulling docker image %s", image)

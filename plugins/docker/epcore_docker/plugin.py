@@ -1,18 +1,28 @@
 """The docker plugin's hooks: epcore finds this module through the ``epcore`` entry point.
 
 It offers one container runtime, ``docker`` (:class:`epcore_docker.runtime.DockerRuntime`),
-and the one knob epcore adds for it, DOCKER_URL. HTCondor's own DOCKER_* knobs are already in
-epcore's default table; the runtime reads them.
+the one knob epcore adds for it, DOCKER_URL, and a startd cron job that advertises
+DockerCachedImageSizeMb every DOCKER_CACHE_ADVERTISE_INTERVAL seconds. HTCondor's own DOCKER_*
+knobs are already in epcore's default table; the runtime reads them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from epcore import hookimpl
+from epcore.classad import ClassAd
 from epcore.config import Config, KnobDefault
-from epcore.types import BackendSpec
+from epcore.types import BackendSpec, PythonCronJob
+from epcore_docker.container import DOCKER_ERRORS
+from epcore_docker.images import ImageCache
 from epcore_docker.runtime import NAME, DockerRuntime
+
+#: The cron job's name (STARTD_CRON_DOCKER_CACHE_PREFIX, _PERIOD and _SLOTS apply to it).
+CACHE_JOB = "DOCKER_CACHE"
+#: DOCKER_CACHE_ADVERTISE_INTERVAL's default.
+CACHE_INTERVAL = 1200.0
 
 
 def _build(config: Config) -> DockerRuntime:
@@ -37,3 +47,38 @@ def ep_config_defaults() -> Sequence[KnobDefault]:
 def ep_container_runtimes() -> Sequence[BackendSpec]:
     """The docker runtime, built by the startd for its configuration."""
     return [BackendSpec("container", NAME, _build)]
+
+
+def _cache_size_job(config: Config) -> PythonCronJob:
+    runtime = DockerRuntime(config, logging.getLogger("epcore.docker.cache"))
+
+    def run() -> list[ClassAd]:
+        # A thread of the startd's: a client of its own, closed after.
+        try:
+            api = runtime.new_api()
+        except DOCKER_ERRORS as error:
+            runtime.log.warning("DockerCachedImageSizeMb not measured: %s", error)
+            return []
+        try:
+            size = ImageCache(runtime.spool, 1, runtime.log).size_mb(api)
+        except DOCKER_ERRORS as error:
+            runtime.log.warning("DockerCachedImageSizeMb not measured: %s", error)
+            return []
+        finally:
+            api.close()
+        ad = ClassAd()
+        ad["DockerCachedImageSizeMb"] = size
+        return [ad]
+
+    interval = config.get_float("DOCKER_CACHE_ADVERTISE_INTERVAL", CACHE_INTERVAL)
+    return PythonCronJob(CACHE_JOB, run, mode="Periodic", period=max(interval, 1.0))
+
+
+@hookimpl
+def ep_cron_jobs(config: Config) -> Sequence[PythonCronJob]:
+    """DockerCachedImageSizeMb: what the images the plugin pulled take (none when docker
+    jobs are turned off)."""
+    runtime = DockerRuntime(config)
+    if runtime.configuration_problem() is not None:
+        return []
+    return [_cache_size_job(config)]
