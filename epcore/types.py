@@ -470,14 +470,18 @@ class PythonCronJob:
     output; ``mode`` and ``period`` follow STARTD_CRON_<NAME>_MODE / _PERIOD.
 
     Each ad may carry SlotMergeConstraint, SlotName, SlotTypeId or SlotId to choose its slots,
-    as a script's ads do; a run's ads replace all those of the job's previous run and are
-    published at once. STARTD_CRON_<NAME>_PREFIX, _SLOTS and _PERIOD apply when configured.
-    ``run`` is called in a thread of its own, so one that hangs holds up only itself."""
+    as a script's ads do; a run's ads replace all those of the job's previous run and, with
+    ``publish`` (the default), are sent to the collector at once; without it they go with the
+    next update (as a script's ``- update:false``). STARTD_CRON_<NAME>_PREFIX, _SLOTS and
+    _PERIOD apply when configured. ``run`` is called in a thread of its own, so one that hangs
+    holds up only itself; the startd forks starters meanwhile, so a run should not take locks
+    a forked child could need (connections, imports)."""
 
     name: str
     run: Callable[[], Sequence[ClassAd]]
     mode: str = "Periodic"
     period: float = 300.0
+    publish: bool = True
 
 
 @attrs.frozen

@@ -431,7 +431,8 @@ class StartdCron:
             except CronOutputError as error:
                 self.startd.log.error("cron: %s; its ads are ignored", error)
             else:
-                self._keep(job, outcome, True, replace=True)
+                publish = job.python is None or job.python.publish
+                self._keep(job, outcome, True if publish else None, replace=True)
         self._ended(job, None, now)
 
     # -- benchmarks -----------------------------------------------------------------------------

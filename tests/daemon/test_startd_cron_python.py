@@ -112,3 +112,25 @@ def test_python_cron_job_failure_is_logged(embedded, tmp_path: Path) -> None:
     log = Path(loop.startd.paths.startd_log)
     _turn_until(loop, lambda: "cron: broken failed: RuntimeError: no sensor" in log.read_text())
     assert "PyValue" not in _slot(loop, "slot1")
+
+
+@pytest.mark.parametrize(("publish", "sent_at_once"), [(True, True), (False, False)])
+def test_publish_sends_a_run_at_once_or_with_the_next_update(
+    embedded, tmp_path: Path, publish: bool, sent_at_once: bool
+) -> None:
+    """A job with ``publish`` sends its ads to the collector when its run ends; one without
+    leaves them for the next UPDATE_INTERVAL, though queries see them at once."""
+
+    def fresh() -> list[ClassAd]:
+        ad = ClassAd()
+        ad["PyFresh"] = 7
+        return [ad]
+
+    job = PythonCronJob("fresh", fresh, mode="OneShot", publish=publish)
+    loop = embedded([job], "UPDATE_INTERVAL = 300\n")
+    sink = tmp_path / "local0" / "spool" / "startd_ads"
+    _turn_until(loop, lambda: _slot(loop, "slot1").evaluate("PyFresh") == 7)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        loop.turn()
+    assert ("PyFresh" in sink.read_text()) is sent_at_once
