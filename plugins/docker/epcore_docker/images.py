@@ -2,9 +2,11 @@
 
 DOCKER_IMAGE_CACHE_SIZE (8 by default) is how many of the images *this execution point
 pulled* stay on the machine; images an admin put there by other means are never removed. The
-cache's record is a small file in SPOOL (``docker_image_cache``: one ``<last use> <image>``
-line per pulled image), shared by every starter under an exclusive lock, so that jobs
-starting at once agree on what was used last. When an image leaves the cache it is removed
+cache's record is a small file in SPOOL (``docker_image_cache``: one ``<last use> <bytes>
+<image>`` line per pulled image), changed by every starter under the exclusive lock of
+``docker_image_cache.lock`` and replaced whole, so that jobs starting at once agree on what was
+used last and a reader needs no lock; the sizes in it are what DockerCachedImageSizeMb adds up,
+without asking dockerd. When an image leaves the cache it is removed
 from dockerd unless a container still uses it; it is then tried again at the next eviction.
 """
 
@@ -31,29 +33,32 @@ CACHE_FILE = "docker_image_cache"
 
 @attrs.frozen
 class CacheEntry:
-    """A pulled image and when a job last used it (epoch seconds)."""
+    """A pulled image, when a job last used it (epoch seconds) and its size in bytes."""
 
     image: str
     last_used: float
+    size: int = 0
 
 
 def read_entries(text: str) -> list[CacheEntry]:
-    """The cache file's entries; a line that is not ``<number> <image>`` is skipped (the
-    file is epcore's own, and a torn line must not stop jobs)."""
+    """The cache file's entries; a line that is not ``<number> [<bytes>] <image>`` is skipped
+    (the file is epcore's own, and a torn line must not stop jobs)."""
     entries = []
     for line in text.splitlines():
-        stamp, _, image = line.strip().partition(" ")
+        fields = line.split()
+        if len(fields) not in (2, 3):
+            continue
         try:
-            used = float(stamp)
+            used = float(fields[0])
+            size = int(fields[1]) if len(fields) == 3 else 0
         except ValueError:
             continue
-        if image:
-            entries.append(CacheEntry(image.strip(), used))
+        entries.append(CacheEntry(fields[-1], used, max(size, 0)))
     return entries
 
 
 def write_entries(entries: list[CacheEntry]) -> str:
-    return "".join(f"{entry.last_used:.3f} {entry.image}\n" for entry in entries)
+    return "".join(f"{e.last_used:.3f} {e.size} {e.image}\n" for e in entries)
 
 
 def plan_eviction(entries: list[CacheEntry], size: int) -> tuple[list[CacheEntry], list[str]]:
@@ -70,56 +75,60 @@ class ImageCache:
         self.size = size
         self.log = log
 
+    def _read(self) -> list[CacheEntry]:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as reader:
+                return read_entries(reader.read())
+        except FileNotFoundError:
+            return []
+
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[tuple[int, list[CacheEntry]]]:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    def _locked(self) -> Iterator[list[CacheEntry]]:
+        """The entries, under the exclusive lock of a file of its own: the record itself is
+        replaced whole (:meth:`_rewrite`), so that a reader needs no lock."""
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as reader:
-                text = reader.read()
-            yield fd, read_entries(text)
+            yield self._read()
         finally:
             os.close(fd)
 
-    @staticmethod
-    def _rewrite(fd: int, entries: list[CacheEntry]) -> None:
-        data = write_entries(entries).encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, data, 0)
+    def _rewrite(self, entries: list[CacheEntry]) -> None:
+        temporary = f"{self.path}.{os.getpid()}"
+        with open(temporary, "w", encoding="utf-8") as writer:
+            writer.write(write_entries(entries))
+        os.replace(temporary, self.path)
 
     def ensure(self, api: docker.APIClient, image: str, now: float) -> None:
         """Make ``image`` available: use it when present, pull it when not; then note its use
         and evict what falls out of the cache. JobSetupError (hold code 6) when it cannot
         be pulled, with dockerd's reason."""
-        with self._locked() as (fd, entries):
-            known = {entry.image for entry in entries}
-            present = _present(api, image)
-            if not present:
+        with self._locked() as entries:
+            known = {entry.image: entry for entry in entries}
+            found = _inspect(api, image)
+            if found is None:
                 self._pull(api, image)
-                known.add(image)
+                found = _inspect(api, image)
+                if found is None:
+                    message = f"Cannot pull docker image {image}: dockerd does not list it"
+                    raise JobSetupError(message, HOLD_CANNOT_START)
+                known[image] = CacheEntry(image, now)
             if image in known:
+                size = found.get("Size")
                 entries = [e for e in entries if e.image != image]
-                entries.append(CacheEntry(image, now))
+                entries.append(CacheEntry(image, now, size if isinstance(size, int) else 0))
             keep, evict = plan_eviction(entries, self.size)
             for name in evict:
                 if not self._remove(api, name):
                     keep.append(next(e for e in entries if e.image == name))
-            self._rewrite(fd, keep)
+            self._rewrite(keep)
 
-    def size_mb(self, api: docker.APIClient) -> int:
-        """Megabytes the pulled images that are still on dockerd take (DockerCachedImageSizeMb:
+    def size_mb(self) -> int:
+        """Megabytes the pulled images take, from the record alone (DockerCachedImageSizeMb:
         images the plugin did not pull are not counted)."""
-        with self._locked() as (_fd, entries):
-            names = [entry.image for entry in entries]
-        total = 0
-        for name in names:
-            try:
-                size = api.inspect_image(name).get("Size")  # type: ignore[no-untyped-call]
-            except docker.errors.NotFound:
-                continue
-            if isinstance(size, int):
-                total += size
-        return total // (1024 * 1024)
+        # No lock: a startd's cron thread asks, and the startd forks starters meanwhile; a
+        # lock held then would stay held by the child's copy of the descriptor.
+        return sum(entry.size for entry in self._read()) // (1024 * 1024)
 
     def _pull(self, api: docker.APIClient, image: str) -> None:
         repository, tag = parse_repository_tag(image)
@@ -130,9 +139,6 @@ class ImageCache:
             reason = getattr(error, "explanation", None) or str(error)
             message = f"Cannot pull docker image {image}: {reason}"
             raise JobSetupError(message, HOLD_CANNOT_START) from error
-        if not _present(api, image):
-            message = f"Cannot pull docker image {image}: dockerd pulled it but does not list it"
-            raise JobSetupError(message, HOLD_CANNOT_START)
 
     def _remove(self, api: docker.APIClient, image: str) -> bool:
         """Remove an evicted image; False when it is still in use (kept for later)."""
@@ -153,11 +159,10 @@ class ImageCache:
         return True
 
 
-def _present(api: docker.APIClient, image: str) -> bool:
+def _inspect(api: docker.APIClient, image: str) -> dict[str, object] | None:
+    """dockerd's description of ``image``; None when it does not have it."""
     try:
-        api.inspect_image(image)  # type: ignore[no-untyped-call]  # untyped in types-docker
-    except docker.errors.ImageNotFound:
-        return False
-    except docker.errors.NotFound:
-        return False
-    return True
+        found: dict[str, object] = api.inspect_image(image)  # type: ignore[no-untyped-call]
+    except docker.errors.NotFound:  # ImageNotFound is a NotFound
+        return None
+    return found

@@ -15,7 +15,6 @@ from epcore import hookimpl
 from epcore.classad import ClassAd
 from epcore.config import Config, KnobDefault
 from epcore.types import BackendSpec, PythonCronJob
-from epcore_docker.container import DOCKER_ERRORS
 from epcore_docker.images import ImageCache
 from epcore_docker.runtime import NAME, DockerRuntime
 
@@ -53,25 +52,15 @@ def _cache_size_job(config: Config) -> PythonCronJob:
     runtime = DockerRuntime(config, logging.getLogger("epcore.docker.cache"))
 
     def run() -> list[ClassAd]:
-        # A thread of the startd's: a client of its own, closed after.
-        try:
-            api = runtime.new_api()
-        except DOCKER_ERRORS as error:
-            runtime.log.warning("DockerCachedImageSizeMb not measured: %s", error)
-            return []
-        try:
-            size = ImageCache(runtime.spool, 1, runtime.log).size_mb(api)
-        except DOCKER_ERRORS as error:
-            runtime.log.warning("DockerCachedImageSizeMb not measured: %s", error)
-            return []
-        finally:
-            api.close()
+        # From the cache's record alone: no docker connection from a thread of the startd's,
+        # which forks starters meanwhile.
         ad = ClassAd()
-        ad["DockerCachedImageSizeMb"] = size
+        ad["DockerCachedImageSizeMb"] = ImageCache(runtime.spool, 1, runtime.log).size_mb()
         return [ad]
 
     interval = config.get_float("DOCKER_CACHE_ADVERTISE_INTERVAL", CACHE_INTERVAL)
-    return PythonCronJob(CACHE_JOB, run, mode="Periodic", period=max(interval, 1.0))
+    # Sent with the startd's next update, as HTCondor's startd advertises it.
+    return PythonCronJob(CACHE_JOB, run, mode="Periodic", period=max(interval, 1.0), publish=False)
 
 
 @hookimpl

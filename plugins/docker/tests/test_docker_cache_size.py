@@ -50,6 +50,7 @@ def test_the_job_follows_the_advertise_interval(tmp_path: Path, run_tag: str) ->
         docker_config(tmp_path, run_tag, {"DOCKER_CACHE_ADVERTISE_INTERVAL": "60"})
     )
     assert (default.name, default.mode, default.period) == (CACHE_JOB, "Periodic", 1200.0)
+    assert default.publish is False  # sent with the next update, not on its own
     assert set_.period == 60.0
 
 
@@ -64,13 +65,13 @@ def test_no_job_when_docker_jobs_are_off(
     assert ep_cron_jobs(docker_config(tmp_path, run_tag, knobs)) == []
 
 
-def test_an_unreachable_dockerd_gives_no_ad(tmp_path: Path, run_tag: str) -> None:
-    """When dockerd does not answer the job reports nothing rather than failing."""
+def test_the_size_needs_no_dockerd(tmp_path: Path, run_tag: str) -> None:
+    """The job reads the cache's record alone, so it answers while dockerd does not."""
+    (tmp_path / "docker_image_cache").write_text(f"1.0 {3 * MiB} registry/one:1\n")
     config = docker_config(
         tmp_path, run_tag, {"DOCKER_URL": "unix:///nonexistent/epcore-cache.sock"}
     )
-    (job,) = ep_cron_jobs(config)
-    assert job.run() == []
+    assert _job_size(config) == 3
 
 
 def test_the_startd_finds_the_job_through_the_plugin_manager(tmp_path: Path, run_tag: str) -> None:
