@@ -80,7 +80,10 @@ def test_a_dead_starter_is_cleaned_up_after(startd_factory, slot_users, tmp_path
     job = JOB.format(proc=0, owner=user.name, iwd=iwd).replace("sleep 3", "sleep 300")
     claim_id = startd.run_job(job)
     startd.wait_for(
-        lambda: any(p.username() == user.name for p in psutil.process_iter()), 10, "the job"
+        # process_iter's attribute form: a process that ends meanwhile is no error.
+        lambda: any(p.info["username"] == user.name for p in psutil.process_iter(["username"])),
+        10,
+        "the job",
     )
     (entry,) = read_claims(str(startd.directory / "spool" / "startd_claims"))
     psutil.Process(entry.pid).kill()
@@ -149,7 +152,10 @@ def test_killing_timeout_kills_a_hung_starter(startd_factory, slot_users, tmp_pa
     job = JOB.format(proc=0, owner=user.name, iwd=iwd).replace("sleep 3", "sleep 300")
     startd.run_job(job)
     startd.wait_for(
-        lambda: any(p.username() == user.name for p in psutil.process_iter()), 10, "the job"
+        # process_iter's attribute form: a process that ends meanwhile is no error.
+        lambda: any(p.info["username"] == user.name for p in psutil.process_iter(["username"])),
+        10,
+        "the job",
     )
     (entry,) = read_claims(str(startd.directory / "spool" / "startd_claims"))
     starter = psutil.Process(entry.pid)
