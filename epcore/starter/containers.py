@@ -83,43 +83,6 @@ def vacate_seconds(config: Config, machine: ClassAd, job: ClassAd, now: float) -
     return max(seconds, 0.0)
 
 
-def container_request(
-    *,
-    job_key: str,
-    slot_name: str,
-    job: ClassAd,
-    machine: ClassAd,
-    command: JobCommand,
-    argv: tuple[str, ...],
-    environment: tuple[tuple[str, str], ...],
-    sandbox: str,
-    uid: int,
-    gid: int,
-    cpus: float,
-    memory_mb: int,
-    vacate: float,
-) -> ContainerJob:
-    """The runtime's request for one job (copies of the ads)."""
-    return ContainerJob(
-        job_key=job_key,
-        slot_name=slot_name,
-        job=job.copy(),
-        machine=machine.copy(),
-        argv=argv,
-        environment=environment,
-        sandbox=sandbox,
-        stdin=command.stdin,
-        stdout=command.stdout,
-        stderr=command.stderr,
-        uid=uid,
-        gid=gid,
-        cpus=cpus,
-        memory_mb=memory_mb,
-        kill_signal=command.kill_signal,
-        vacate_seconds=vacate,
-    )
-
-
 @attrs.define(eq=False)
 class ContainerLaunch:
     """A job running in a container, as the starter's supervision loop handles a launched
@@ -186,20 +149,23 @@ def launch_container(
         starter.trackings.append(request.prepared.tracking)
     vacate = vacate_seconds(request.config, request.machine, job, starter.clock())
     container = runtime.start(
-        container_request(
+        ContainerJob(
             job_key=starter.tracking_key(),
             slot_name=request.slot_name,
-            job=job,
-            machine=request.machine,
-            command=command,
+            job=job.copy(),
+            machine=request.machine.copy(),
             argv=argv,
             environment=environment,
             sandbox=sandbox.path,
+            stdin=command.stdin,
+            stdout=command.stdout,
+            stderr=command.stderr,
             uid=user.uid,
             gid=user.gid,
             cpus=request.cpus,
             memory_mb=request.memory_mb,
-            vacate=vacate,
+            kill_signal=command.kill_signal,
+            vacate_seconds=vacate,
         ),
         starter.log,
     )
