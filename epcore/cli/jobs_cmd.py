@@ -142,7 +142,17 @@ def _send(
 
 @click.command(name="q", context_settings=_SETTINGS)
 @click.argument("items", nargs=-1, metavar="[ID|OWNER|ATTR]...")
-@click.option("-allusers", "--allusers", is_flag=True, help="Every user's jobs (default: yours).")
+@click.option(
+    "-allusers",
+    "-all-users",
+    "-all",
+    "--allusers",
+    "--all-users",
+    "--all",
+    "allusers",
+    is_flag=True,
+    help="Every user's jobs (default: yours); condor_q takes -all as short for -allusers.",
+)
 @click.option("-constraint", "--constraint", default=None, help="Jobs for which EXPR is true.")
 @click.option("-l", "-long", "--long", "long_", is_flag=True, help="Every attribute.")
 @click.option("-json", "--json", "as_json", is_flag=True, help="The ads as JSON.")

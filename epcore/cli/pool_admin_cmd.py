@@ -64,7 +64,17 @@ def run_command(config_file: str | None) -> None:
 @click.option("-set-floor", "--set-floor", "set_floor", nargs=2, default=None, metavar="USER FLOOR")
 @click.option("-resetusage", "--resetusage", default=None, metavar="USER")
 @click.option("-delete", "--delete", default=None, metavar="USER")
-@click.option("-most", "-allusers", "--most", "most", is_flag=True, help="Show every submitter.")
+@click.option(
+    "-allusers", "--allusers", "all_users", is_flag=True, help="Every submitter, active or not."
+)
+@click.option(
+    "-all",
+    "--all",
+    "all_fields",
+    is_flag=True,
+    help="Every column: also the real priority and the usage start and last usage times.",
+)
+@click.option("-most", "--most", "most", is_flag=True, help="The default columns.")
 @click.option("-l", "-long", "--long", "long_", is_flag=True, help="Every attribute.")
 @click.option("-json", "--json", "as_json", is_flag=True, help="The ads as JSON.")
 @pool_options
@@ -74,13 +84,19 @@ def userprio_command(
     set_floor: tuple[str, str] | None,
     resetusage: str | None,
     delete: str | None,
+    all_users: bool,
+    all_fields: bool,
     most: bool,
     long_: bool,
     as_json: bool,
     config_file: str | None,
     pool_socket: str | None,
 ) -> None:
-    """Show the submitters' priorities, or change them, like condor_userprio."""
+    """Show the submitters' priorities, or change them, like condor_userprio.
+
+    As condor_userprio's: -allusers lists inactive submitters too, -all shows every column,
+    -most the default ones.
+    """
     changes: list[tuple[str, str, float | None]] = []
     for command, pair in (
         ("SetFactor", setfactor),
@@ -107,7 +123,7 @@ def userprio_command(
             click.echo(f"{command} of {user} done.")
         if changes:
             return
-        ads = client.user_prio(all_users=most)
+        ads = client.user_prio(all_users=all_users)
     except EpError as error:
         raise PoolCommandError("userprio", str(error)) from error
     if as_json:
@@ -115,7 +131,10 @@ def userprio_command(
     elif long_:
         click.echo(format_long(ads), nl=False)
     else:
-        click.echo(render_userprio(ads, now=time.time(), most=most), nl=False)
+        click.echo(
+            render_userprio(ads, now=time.time(), all_users=all_users, all_fields=all_fields),
+            nl=False,
+        )
 
 
 @click.command(name="vacate", context_settings=_SETTINGS)

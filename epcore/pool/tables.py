@@ -200,11 +200,18 @@ ACTIVE_WINDOW = 86400
 #: The lowest real priority there is: a user above it still has usage to decay.
 _MINIMUM_REAL_PRIORITY = 0.5
 
-_USERPRIO_HEADINGS = (
-    "  Effective   Priority   Res   Total Usage  Time Since",
-    "   Priority    Factor   In Use (wghted-hrs) Last Usage",
+#: condor_userprio's columns: the two heading lines (centred), the width, and whether only
+#: -all shows it (Real Priority, Usage Start Time and Last Usage Time).
+_USERPRIO_COLUMNS = (
+    ("Effective", "Priority", 12, False),
+    ("Real", "Priority", 8, True),
+    ("Priority", "Factor", 9, False),
+    ("Res", "In Use", 6, False),
+    ("Total Usage", "(wghted-hrs)", 12, False),
+    ("Usage", "Start Time", 16, True),
+    ("Last", "Usage Time", 16, True),
+    ("Time Since", "Last Usage", 10, False),
 )
-_USERPRIO_WIDTHS = (12, 9, 6, 12, 10)
 
 
 def _since(seconds: float) -> str:
@@ -218,22 +225,46 @@ def _fixed(value: float | None, width: int) -> str:
     return f"{_UNKNOWN_NUMBER:>{width}}" if value is None else f"{value:{width}.2f}"
 
 
-def _user_row(ad: ClassAd, width: int, now: float) -> str:
+def _centred(text: str, width: int) -> str:
+    left = (width - len(text)) // 2
+    return " " * left + text + " " * (width - len(text) - left)
+
+
+def date_with_year(epoch: float | None, utc_offset: int = 0) -> str:
+    """``11/22/2026 03:10`` (month right-aligned in 2), as condor_userprio -all's times."""
+    if epoch is None or abs(epoch) > 1e15:
+        return _UNKNOWN_DATE
+    local = int(epoch) + utc_offset
+    days, seconds = divmod(local, 86400)
+    year, month, day = civil_from_days(days)
+    hours, rest = divmod(seconds, 3600)
+    return f"{month:2d}/{day:02d}/{year:<4d} {hours:02d}:{rest // 60:02d}"
+
+
+def _user_cells(ad: ClassAd, now: float, utc_offset: int) -> dict[str, str]:
+    """One user's cells, by the first heading of their column."""
     in_use = _number(ad, "ResourcesUsed")
     usage = _number(ad, "WeightedAccumulatedUsage")
     if usage is None:
         usage = _number(ad, "AccumulatedUsage")
     last = _number(ad, "LastUsageTime")
+    begin = _number(ad, "BeginUsageTime")
+    priority = _number(ad, "Priority")
+    factor = _number(ad, "PriorityFactor")
+    real = None if priority is None or not factor else priority / factor
     # condor_userprio prints "<now>" unpadded, unlike the times it right-aligns.
     since = "<now>" if in_use else f"{_UNKNOWN_NUMBER if not last else _since(now - last):>10}"
-    cells = (
-        _fixed(_number(ad, "Priority"), 12),
-        _fixed(_number(ad, "PriorityFactor"), 9),
-        f"{_UNKNOWN_NUMBER if in_use is None else str(int(in_use)):>6}",
-        _fixed(None if usage is None else usage / 3600.0, 12),
-        since,
-    )
-    return f"{_text(ad, 'Name'):<{width}} " + " ".join(cells)
+    return {
+        "Effective": _fixed(priority, 12),
+        "Real": _fixed(real, 8),
+        "Priority": _fixed(factor, 9),
+        "Res": f"{_UNKNOWN_NUMBER if in_use is None else str(int(in_use)):>6}",
+        "Total Usage": _fixed(None if usage is None else usage / 3600.0, 12),
+        # condor_userprio leaves a time that was never set (0) blank.
+        "Usage": f"{date_with_year(begin, utc_offset) if begin else '':>16}",
+        "Last": f"{date_with_year(last, utc_offset) if last else '':>16}",
+        "Time Since": since,
+    }
 
 
 def _active(ad: ClassAd, now: float) -> bool:
@@ -255,26 +286,36 @@ def _effective(ad: ClassAd) -> float:
 
 
 def render_userprio(
-    ads: Sequence[ClassAd], *, now: float, most: bool = False, utc_offset: int = 0
+    ads: Sequence[ClassAd],
+    *,
+    now: float,
+    all_users: bool = False,
+    all_fields: bool = False,
+    utc_offset: int = 0,
 ) -> str:
     """condor_userprio: the users by increasing effective priority (the accounting ads'
     Priority), their factor, slots in use, weighted usage in hours and time since last usage,
-    then the number of users and the sums. ``most`` lists every user; otherwise only those
-    with usage in the last day or a real priority above the minimum, as condor_userprio does.
+    then the number of users and the sums. ``all_users`` (-allusers) lists every user;
+    otherwise only those with usage in the last day or a real priority above the minimum, as
+    condor_userprio does. ``all_fields`` (-all) adds the real priority and the usage start and
+    last usage times.
     """
-    shown = [ad for ad in ads if most or _active(ad, now)]
+    columns = [c for c in _USERPRIO_COLUMNS if all_fields or not c[3]]
+    shown = [ad for ad in ads if all_users or _active(ad, now)]
     shown.sort(key=lambda ad: (_effective(ad), _text(ad, "Name")))
     width = max([22, *(len(_text(ad, "Name")) + 2 for ad in shown)])
     updates = [_number(ad, "LastUpdateTime") for ad in ads]
     updated = max((u for u in updates if u is not None), default=now)
-    rule = "-" * width + "".join(" " + "-" * cell for cell in _USERPRIO_WIDTHS)
+    rule = "-" * width + "".join(" " + "-" * column[2] for column in columns)
     lines = [
         f"Last Priority Update: {month_day_time(updated, utc_offset):>11}",
-        " " * width + _USERPRIO_HEADINGS[0],
-        f"{'User Name':<{width}}" + _USERPRIO_HEADINGS[1],
+        (" " * width + "".join(" " + _centred(c[0], c[2]) for c in columns)).rstrip(),
+        (f"{'User Name':<{width}}" + "".join(" " + _centred(c[1], c[2]) for c in columns)).rstrip(),
         rule,
     ]
-    lines += [_user_row(ad, width, now) for ad in shown]
+    for ad in shown:
+        cells = _user_cells(ad, now, utc_offset)
+        lines.append(f"{_text(ad, 'Name'):<{width}} " + " ".join(cells[c[0]] for c in columns))
     in_use = sum(_number(ad, "ResourcesUsed") or 0.0 for ad in shown)
     usage = sum(
         (_number(ad, "WeightedAccumulatedUsage") or _number(ad, "AccumulatedUsage") or 0.0)
@@ -282,14 +323,15 @@ def render_userprio(
     )
     lasts = [_number(ad, "LastUsageTime") for ad in shown]
     oldest = min((last for last in lasts if last), default=None)
-    window = ACTIVE_WINDOW - 60 if not most else (None if oldest is None else now - oldest)
+    window = ACTIVE_WINDOW - 60 if not all_users else (None if oldest is None else now - oldest)
     label = f"Number of users: {len(shown)}"
-    blank = " " * (_USERPRIO_WIDTHS[0] + _USERPRIO_WIDTHS[1] + 1)
-    lines += [
-        rule,
-        f"{label:<{width}} {blank} {int(in_use):>6} {usage / 3600.0:12.2f} "
-        f"{'' if window is None else _since(window):>10}".rstrip(),
-    ]
+    total_cells: dict[str, str] = {
+        "Res": f"{int(in_use):>6}",
+        "Total Usage": f"{usage / 3600.0:12.2f}",
+        "Time Since": f"{'' if window is None else _since(window):>10}",
+    }
+    totals = " ".join(total_cells.get(c[0], " " * c[2]) for c in columns)
+    lines += [rule, f"{label:<{width}} {totals}".rstrip()]
     return "\n".join(lines) + "\n"
 
 

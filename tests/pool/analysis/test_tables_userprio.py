@@ -74,7 +74,7 @@ def test_userprio_matches_the_manual_layout() -> None:
 
 
 @pytest.mark.parametrize(
-    ("extra", "most", "listed"),
+    ("extra", "all_users", "listed"),
     [
         (user("old@x", 0.5, idle_for=2 * 86400), False, False),
         (user("old@x", 0.5, idle_for=2 * 86400), True, True),
@@ -83,17 +83,42 @@ def test_userprio_matches_the_manual_layout() -> None:
         (user("factor@x", 500.0, 1000.0, idle_for=5 * 86400), False, False),
     ],
 )
-def test_inactive_users_are_hidden_unless_most(extra: ClassAd, most: bool, listed: bool) -> None:
-    """Without most, a user with no usage in the last day and a real priority at the minimum
-    (0.5) is hidden; with most every user is listed."""
-    text = render_userprio([*USERS, extra], now=NOW, most=most)
+def test_inactive_users_are_hidden_unless_all_users(
+    extra: ClassAd, all_users: bool, listed: bool
+) -> None:
+    """Without all_users (-allusers), a user with no usage in the last day and a real priority
+    at the minimum (0.5) is hidden; with it every user is listed."""
+    text = render_userprio([*USERS, extra], now=NOW, all_users=all_users)
     assert (str(extra.evaluate("Name")) in text) == listed
 
 
-def test_most_totals_show_the_longest_idle_time() -> None:
-    """With most, the totals' last column is the time since the oldest last usage shown."""
-    text = render_userprio([user("old@x", 0.5, idle_for=2 * 86400 + 120)], now=NOW, most=True)
+def test_all_users_totals_show_the_longest_idle_time() -> None:
+    """With all_users, the totals' last column is the time since the oldest last usage shown."""
+    text = render_userprio([user("old@x", 0.5, idle_for=2 * 86400 + 120)], now=NOW, all_users=True)
     assert text.splitlines()[-1].endswith("    2+00:02")
+
+
+def test_all_fields_add_real_priority_and_usage_times() -> None:
+    """all_fields (-all) adds Real Priority (effective / factor) after the effective priority
+    and the usage start and last usage times (month/day/year hours:minutes, blank when never
+    set) before the time since last usage, with condor_userprio's centred headings."""
+    petra = user("petra@cs.wisc.edu", 266.02, 500.0, 1, 288082.03)
+    never = ClassAd({"Name": "never@x", "Priority": 0.5, "PriorityFactor": 1.0})
+    lines = render_userprio([petra, never], now=NOW, all_users=True, all_fields=True).splitlines()
+    assert lines[1:4] == [
+        "                        Effective     Real   Priority   Res   Total Usage       Usage"
+        "             Last       Time Since",
+        "User Name                Priority   Priority  Factor   In Use (wghted-hrs)    Start Time"
+        "       Usage Time    Last Usage",
+        "---------------------- ------------ -------- --------- ------ ------------ "
+        "---------------- ---------------- ----------",
+    ]
+    assert lines[5] == (
+        "petra@cs.wisc.edu            266.02     0.53    500.00      1    288082.03 "
+        "10/23/2026 03:10 11/22/2026 03:10 <now>"
+    )
+    assert lines[4].startswith("never@x                        0.50     0.50      1.00      ?")
+    assert lines[4].endswith(" " * 16 + " " + " " * 16 + "          ?")
 
 
 def test_long_names_widen_the_name_column() -> None:
@@ -106,11 +131,11 @@ def test_long_names_widen_the_name_column() -> None:
 
 def test_odd_accounting_ads() -> None:
     """Missing or wrongly typed attributes print as undefined or ?; such users sort last, and
-    one without usage or priority is listed only with most."""
+    one without usage or priority is listed only with all_users."""
     odd = ClassAd({"Name": 7, "Priority": "high", "ResourcesUsed": 1})
     bare = ClassAd({"ResourcesUsed": True})
     ads = [odd, bare, user("joey@x", 1.0, in_use=1)]
-    lines = render_userprio(ads, now=NOW, most=True).splitlines()
+    lines = render_userprio(ads, now=NOW, all_users=True).splitlines()
     assert lines[4].startswith("joey@x ")
     assert lines[5:7] == [
         "7                                 ?         ?      1            ? <now>",
@@ -154,7 +179,7 @@ NAMES = st.sampled_from(
 def test_any_accounting_ads_render(ads: list[dict[str, object]], most: bool) -> None:
     """Any values in the attributes condor_userprio reads render without raising; with most,
     one row per ad."""
-    lines = render_userprio([ClassAd(ad) for ad in ads], now=NOW, most=most).splitlines()
+    lines = render_userprio([ClassAd(ad) for ad in ads], now=NOW, all_users=most).splitlines()
     assert lines[-1].startswith("Number of users: ")
     if most:
         assert len(lines) == 6 + len(ads)
