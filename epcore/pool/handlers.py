@@ -21,19 +21,29 @@ from epcore.daemon.control import (
     optional_text,
     text_argument,
 )
-from epcore.errors import EpError
+from epcore.errors import ConfigError, EpError
 from epcore.pool.analysis import analyze_job, render_analysis
 from epcore.pool.jobqueue import JobId, JobStatus
 from epcore.pool.requests import ADMIN_COMMANDS, COMMANDS, SUBMIT_CHUNK
 from epcore.pool.schedd_jobs import job_id_of
 from epcore.pool.server import Requester
 from epcore.pool.submit import SubmittedCluster
+from epcore.pool.submit_requirements import check_submit_requirements, submit_requirements
 
 if TYPE_CHECKING:
     from epcore.pool.central import CentralManager
 
 #: Attributes of a job ad that only the pool sees (the claim is a capability).
 PRIVATE_ATTRIBUTES = ("ClaimId",)
+
+#: Attributes that say whose a job is: the schedd sets them from who asks (the socket), in
+#: the cluster's ad, and takes them out of each job's own ad, whatever the client sent.
+#: (AccountingGroup and AcctGroupUser are the submitter's to choose, as in HTCondor; see
+#: SUBMIT_REQUIREMENT_NAMES in README.)
+IDENTITY_ATTRIBUTES = ("Owner", "User", "OsUser")
+
+#: Owners HTCondor's schedd never queues a job for (Linux's and Windows' all-powerful users).
+FORBIDDEN_OWNERS = ("root", "LOCAL_SYSTEM")
 
 
 def handle_request(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
@@ -62,11 +72,27 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
     now = manager.clock()
     uid_domain = manager.schedd.uid_domain
     shared = _owned(cluster_ad, requester, uid_domain, now)
+    try:
+        requirements = submit_requirements(manager.config)
+    except ConfigError as error:
+        raise ControlError(f"the pool's SUBMIT_REQUIREMENT_NAMES: {error}") from error
+    schedd_ad = ClassAd(
+        {"MyType": "Scheduler", "Name": manager.startd.host_name, "UidDomain": uid_domain}
+    )
     jobs = []
     for index, proc in enumerate(procs):
         if not isinstance(proc, ClassAd):
             raise ControlError(f"Procs[{index}] is not a ClassAd")
-        jobs.append(_checked_job(proc, shared, cluster_id, requester, uid_domain, now, index))
+        own = _checked_job(proc, shared, cluster_id, requester, uid_domain, now, index)
+        if requirements:
+            whole = shared.copy()
+            whole.update(own)
+            verdict = check_submit_requirements(requirements, schedd_ad, whole)
+            for warning in verdict.warnings:
+                manager.log.warning("cluster %d, %s: %s", cluster_id, requester.name, warning)
+            if verdict.refusal is not None:
+                raise ControlError(verdict.refusal)
+        jobs.append(own)
     cluster = SubmittedCluster(cluster_id, shared, tuple(jobs))
     ids = manager.schedd.submit(cluster, requester.uid, now)
     return answer(True, JobIds=[str(job_id) for job_id in ids])
@@ -74,11 +100,19 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
 
 def _owned(ad: ClassAd, requester: Requester, uid_domain: str, now: float) -> ClassAd:
     """``ad`` (the cluster's shared attributes, or one job's own) with the attributes the
-    schedd owns set by the schedd: the owner is the requester unless a super user names one."""
+    schedd owns set by the schedd: the owner is the requester unless a super user names one;
+    root is never an owner."""
     owned = ad.copy()
     owner = owned.evaluate("Owner")
     if not (requester.super_user and isinstance(owner, str) and owner):
         owner = requester.name
+    if owner in FORBIDDEN_OWNERS:
+        raise ControlError(
+            f"Setting job owner to {owner} is not permitted: a job never runs as {owner}; "
+            "submit it as the user it is for"
+        )
+    for name in IDENTITY_ATTRIBUTES:
+        owned.pop(name, None)
     owned["Owner"] = owner
     owned["User"] = f"{owner}@{uid_domain}"
     owned["QDate"] = int(now)
@@ -102,8 +136,13 @@ def _checked_job(
     own = proc.copy()
     for name in PRIVATE_ATTRIBUTES:
         own.pop(name, None)
-    if "Owner" in own:
+    if requester.super_user and "Owner" in own:
         own = _owned(own, requester, uid_domain, now)
+    else:
+        # A job's identity is its cluster's: the User or Owner a client puts in one job's
+        # own ad would otherwise negotiate and charge that job as someone else.
+        for name in IDENTITY_ATTRIBUTES:
+            own.pop(name, None)
     job = shared.copy()
     job.update(own)
     if job.evaluate("ClusterId") != cluster_id:

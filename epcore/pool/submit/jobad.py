@@ -184,6 +184,10 @@ def _files(job: _Job, universe: str) -> int:
     iwd = job.path(found.text, context.submit_dir) if found else context.submit_dir
     if found is not None and not job.host.is_dir(iwd):
         raise job.fault(f"initialdir {iwd} is not a directory", found)
+    problem = job.host.directory_problem(iwd)
+    if problem is not None:
+        what = "initialdir" if found is not None else "the submit directory (the job's Iwd)"
+        raise job.fault(f"{what} {iwd} cannot be entered: {problem}", found)
     ad["Iwd"] = iwd
     transfer_exe = job.flag("transfer_executable", True)
     executable = job.get("executable")
@@ -219,7 +223,11 @@ def _files(job: _Job, universe: str) -> int:
     ad["StreamErr"] = job.flag("stream_error", False)
     log = job.get("log")
     if log is not None:
-        ad["UserLog"] = job.path(log.text, iwd)
+        user_log = job.path(log.text, iwd)
+        problem = job.host.log_problem(user_log)
+        if problem is not None:
+            raise job.fault(f"log {user_log} cannot be written: {problem}", log)
+        ad["UserLog"] = user_log
         if job.flag("log_xml", False):
             ad["UserLogUseXML"] = True
     return size

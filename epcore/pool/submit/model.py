@@ -136,6 +136,15 @@ class SubmitHost(Protocol):
         """The size in bytes of a regular file, or None when there is none."""
         ...
 
+    def directory_problem(self, path: str) -> str | None:
+        """Why the submitter cannot enter the directory ``path`` (None: they can)."""
+        ...
+
+    def log_problem(self, path: str) -> str | None:
+        """Why the submitter cannot append to the log ``path``, made when missing (None:
+        they can)."""
+        ...
+
 
 @attrs.frozen
 class SubmittedCluster:

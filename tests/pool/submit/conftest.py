@@ -19,10 +19,12 @@ CONFIG_TEXT = "UID_DOMAIN = example.org\nFILESYSTEM_DOMAIN = example.org\n"
 
 @attrs.define
 class MemorySubmitHost:
-    """Files (path -> text) and directories held in memory."""
+    """Files (path -> text), directories and closed paths held in memory."""
 
     files: dict[str, str] = attrs.field(factory=dict)
     dirs: set[str] = attrs.field(factory=set)
+    #: Directories and logs the submitter may not enter or write.
+    closed: set[str] = attrs.field(factory=set)
 
     def read_text(self, path: str) -> str:
         if path not in self.files:
@@ -39,6 +41,14 @@ class MemorySubmitHost:
     def file_size(self, path: str) -> int | None:
         return len(self.files[path].encode()) if path in self.files else None
 
+    def directory_problem(self, path: str) -> str | None:
+        if path in self.closed:
+            return "Permission denied"
+        return None if path in self.dirs else "No such file or directory"
+
+    def log_problem(self, path: str) -> str | None:
+        return "Permission denied" if path in self.closed else None
+
 
 Builder = Callable[..., SubmittedCluster]
 
@@ -52,12 +62,12 @@ def submit_config() -> Config:
 def make_host(
     files: Mapping[str, str] | None = None, dirs: tuple[str, ...] = ()
 ) -> MemorySubmitHost:
-    """A host holding ``/bin/true``, ``/bin/sh``, the directories SUBMIT_DIR, its ``run1`` and
-    ``/data``, and ``files`` and ``dirs`` (relative to SUBMIT_DIR)."""
+    """A host holding ``/bin/true``, ``/bin/sh``, the directories SUBMIT_DIR, its ``run1``,
+    ``/data`` and ``/tmp``, and ``files`` and ``dirs`` (relative to SUBMIT_DIR)."""
     held = {"/bin/true": "x" * 2048, "/bin/sh": "y"}
     for name, text in (files or {}).items():
         held[posixpath.join(SUBMIT_DIR, name)] = text
-    held_dirs = {SUBMIT_DIR, f"{SUBMIT_DIR}/run1", "/data"}
+    held_dirs = {SUBMIT_DIR, f"{SUBMIT_DIR}/run1", "/data", "/tmp"}
     return MemorySubmitHost(held, held_dirs | {posixpath.join(SUBMIT_DIR, d) for d in dirs})
 
 

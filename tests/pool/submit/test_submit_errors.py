@@ -3,13 +3,16 @@ random text never raises anything else."""
 
 from __future__ import annotations
 
+import posixpath
+
 import pytest
-from conftest import Builder
+from conftest import NOW, SUBMIT_DIR, Builder, make_host
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from epcore.config import Config
 from epcore.errors import SubmitError
-from epcore.pool.submit import parse_submit
+from epcore.pool.submit import SubmitContext, build_jobs, parse_submit
 
 EXE = "executable = /bin/true\n"
 
@@ -166,3 +169,26 @@ def test_random_text_raises_only_submit_errors(
     except SubmitError:
         return
     assert [ad.evaluate("ProcId") for ad in cluster.procs] == list(range(len(cluster.procs)))
+
+
+@pytest.mark.parametrize(
+    ("text", "closed", "line", "words"),
+    [
+        (f"{EXE}initialdir = run1\nqueue\n", "run1", 2, "initialdir /home/alice/work/run1 cannot"),
+        (f"{EXE}queue\n", "", 2, "the submit directory (the job's Iwd) /home/alice/work cannot"),
+        (f"{EXE}log = job.log\nqueue\n", "job.log", 2, "log /home/alice/work/job.log cannot be"),
+    ],
+)
+def test_a_closed_initialdir_or_log_is_refused_with_its_line(
+    submit_config: Config, text: str, closed: str, line: int, words: str
+) -> None:
+    """An Iwd the submitter cannot enter or a user log it cannot write is refused at
+    submission, as condor_submit refuses them, naming the path, why and the line."""
+    host = make_host()
+    host.closed.add(posixpath.join(SUBMIT_DIR, closed).rstrip("/"))
+    context = SubmitContext(owner="alice", submit_dir=SUBMIT_DIR, now=NOW, config=submit_config)
+    with pytest.raises(SubmitError) as raised:
+        build_jobs(parse_submit(text, source="job.sub"), context, host, cluster_id=1)
+    message = str(raised.value)
+    assert message.startswith(f"job.sub, line {line}: ") and words in message
+    assert message.endswith("Permission denied")
