@@ -8,6 +8,10 @@ RunAsOwner (true when absent) allow it; otherwise the slot's dedicated account
 as the startd's own user, whatever they ask. DEDICATED_EXECUTE_ACCOUNT_REGEXP says which
 accounts are dedicated to jobs, so that the starter may kill every process of that account when
 the job ends (HTCondor's "reliable tracking by account").
+
+A job run as an account by name (its Owner, a slot account, nobody) gets that account's
+supplementary groups, as initgroups gives them at login and as HTCondor's starter sets them
+(it initialises the groups of every user it switches to by name, nobody included).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from epcore.errors import ConfigError, JobSetupError
 HOLD_FAILED_TO_ACCESS_USER_ACCOUNT = 23
 
 Lookup = Callable[[str], pwd.struct_passwd]
+#: The groups of an account: its name and primary group -> every group id it is in.
+GroupList = Callable[[str, int], list[int]]
 
 
 @attrs.frozen
@@ -39,6 +45,9 @@ class JobUser:
     home: str
     dedicated: bool = False
     why: str = ""
+    #: The supplementary groups the job gets (the primary group among them); empty when the
+    #: job keeps the startd's own identity.
+    groups: tuple[int, ...] = ()
 
 
 def _account(name: str, lookup: Lookup) -> pwd.struct_passwd | None:
@@ -63,7 +72,14 @@ def _dedicated(config: Config, name: str) -> bool:
         ) from error
 
 
-def _user(entry: pwd.struct_passwd, config: Config, why: str) -> JobUser:
+def _user(entry: pwd.struct_passwd, config: Config, why: str, grouplist: GroupList) -> JobUser:
+    try:
+        groups = tuple(dict.fromkeys(grouplist(entry.pw_name, entry.pw_gid)))
+    except OSError as error:
+        raise JobSetupError(
+            f"cannot read the groups of {entry.pw_name}: {error.strerror or error}",
+            HOLD_FAILED_TO_ACCESS_USER_ACCOUNT,
+        ) from error
     return JobUser(
         entry.pw_name,
         entry.pw_uid,
@@ -71,6 +87,7 @@ def _user(entry: pwd.struct_passwd, config: Config, why: str) -> JobUser:
         entry.pw_dir,
         _dedicated(config, entry.pw_name),
         why,
+        groups,
     )
 
 
@@ -82,8 +99,10 @@ def job_user(
     as_root: bool | None = None,
     lookup: Lookup = pwd.getpwnam,
     own_uid: int | None = None,
+    grouplist: GroupList = os.getgrouplist,
 ) -> JobUser:
-    """The account the job of ``job`` runs as on slot number ``slot_id``.
+    """The account the job of ``job`` runs as on slot number ``slot_id``, with its groups
+    (``grouplist``) when the startd is root.
 
     Raises JobSetupError (hold code 23) when the configured slot account does not exist.
     """
@@ -95,7 +114,14 @@ def job_user(
         except KeyError:
             # No passwd entry (common in containers): the id is all there is.
             return JobUser(str(uid), uid, os.getegid(), "/", False, "the startd's own user")
-        return _user(own, config, "the startd does not run as root")
+        return JobUser(
+            own.pw_name,
+            own.pw_uid,
+            own.pw_gid,
+            own.pw_dir,
+            _dedicated(config, own.pw_name),
+            "the startd does not run as root",
+        )
     owner = job.evaluate("Owner")
     wants_owner = job.evaluate("RunAsOwner")
     if (
@@ -106,7 +132,7 @@ def job_user(
     ):
         owner_entry = _account(owner, lookup)
         if owner_entry is not None and owner_entry.pw_uid != 0:
-            return _user(owner_entry, config, f"the job's Owner {owner!r}")
+            return _user(owner_entry, config, f"the job's Owner {owner!r}", grouplist)
     knob = f"SLOT{slot_id}_USER"
     slot_account = config.get(knob)
     if slot_account:
@@ -116,11 +142,11 @@ def job_user(
                 f"{knob} names account {slot_account.strip()!r}, which does not exist",
                 HOLD_FAILED_TO_ACCESS_USER_ACCOUNT,
             )
-        return _user(slot_entry, config, knob)
+        return _user(slot_entry, config, knob, grouplist)
     nobody = _account("nobody", lookup)
     if nobody is None:
         raise JobSetupError(
             f"no account to run the job as: no Owner account, no {knob} and no 'nobody' account",
             HOLD_FAILED_TO_ACCESS_USER_ACCOUNT,
         )
-    return _user(nobody, config, "no Owner account and no slot account: nobody")
+    return _user(nobody, config, "no Owner account and no slot account: nobody", grouplist)

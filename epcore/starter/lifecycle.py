@@ -84,7 +84,7 @@ def _runner(starter: Starter, cwd: str) -> HookRunner:
     return HookRunner(
         uid=user.uid if as_root else None,
         gid=user.gid if as_root else None,
-        groups=(),
+        groups=user.groups if as_root else (),
         cwd=cwd,
         environment=environment,
         log=starter.log,
@@ -137,6 +137,7 @@ def _launch(starter: Starter, command: JobCommand) -> LaunchedJob:
         stderr=command.stderr,
         uid=user.uid if as_root else None,
         gid=user.gid if as_root else None,
+        groups=user.groups if as_root else (),
         setup=setup,
     )
     prepared = starter.request.prepared

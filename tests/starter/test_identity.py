@@ -123,6 +123,71 @@ def test_not_root_runs_as_own_user(owner: str) -> None:
     assert "not run as root" in user.why
 
 
+#: Supplementary groups of the fake accounts (their primary group is uid + 1000).
+MEMBERS = {"alice": [3001, 4100, 3001], "slotuser1": [4001, 4100], "nobody": [66534]}
+
+
+def _grouplist(name: str, gid: int) -> list[int]:
+    return [gid, *MEMBERS.get(name, [])]
+
+
+@pytest.mark.parametrize(
+    ("config", "job", "groups"),
+    [
+        ("", '[Owner = "alice"]', (3001, 4100)),
+        ("SLOT1_USER = slotuser1", '[Owner = "alice"; RunAsOwner = false]', (4001, 4100)),
+        ("", "[]", (66534,)),
+    ],
+)
+def test_a_job_run_by_name_gets_the_accounts_groups(
+    config: str, job: str, groups: tuple[int, ...]
+) -> None:
+    """As root, the Owner, a slot account and nobody alike get every group the account is in
+    (its primary group first, each once), as initgroups gives them."""
+    user = job_user(
+        Config.from_text(config),
+        parse_ad(job),
+        1,
+        as_root=True,
+        lookup=_lookup,
+        grouplist=_grouplist,
+    )
+    assert user.groups == groups
+
+
+def test_groups_that_cannot_be_read_are_hold_23() -> None:
+    """An account whose groups cannot be read is a JobSetupError with hold code 23 naming it."""
+
+    def broken(name: str, gid: int) -> list[int]:
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(JobSetupError, match="cannot read the groups of alice") as raised:
+        job_user(
+            Config.from_text(""),
+            parse_ad('[Owner = "alice"]'),
+            1,
+            as_root=True,
+            lookup=_lookup,
+            grouplist=broken,
+        )
+    assert raised.value.hold_code == 23
+
+
+def test_a_startd_not_root_sets_no_groups() -> None:
+    """A startd that is not root leaves the job its own groups: JobUser.groups is empty."""
+    own = pwd.getpwuid(65534 if os.geteuid() == 0 else os.geteuid())
+    user = job_user(
+        Config.from_text(""),
+        parse_ad('[Owner = "alice"]'),
+        1,
+        as_root=False,
+        lookup=_lookup,
+        own_uid=own.pw_uid,
+        grouplist=_grouplist,
+    )
+    assert user.groups == ()
+
+
 def test_missing_slot_account_is_hold_23_naming_the_knob() -> None:
     """SLOT1_USER naming an account that does not exist is a JobSetupError, hold code 23."""
     config = Config.from_text("SLOT1_USER = ghost")
