@@ -132,14 +132,14 @@ def launch_container(
     request, sandbox, user = starter.request, starter.sandbox, starter.user
     assert sandbox is not None and user is not None
     job = starter.job
-    transfer_in(job, command.iwd, sandbox.path, user.uid, user.gid)
+    transfer_in(job, command.iwd, sandbox.path, user.uid, user.gid, user.groups)
     cmd = job.evaluate("Cmd")
     if not isinstance(cmd, str) or not cmd:
         argv: tuple[str, ...] = ()  # the image's own entry point and command
     elif job.evaluate("TransferExecutable") is False:
         argv = (cmd, *command.arguments)  # a program inside the image
     else:
-        argv = (executable_into(command.executable, sandbox.path, user.uid, user.gid),)
+        argv = (executable_into(command.executable, sandbox.path, user.uid, user.gid, user.groups),)
         argv += command.arguments
     before = stamps(sandbox.path)
     environment = starter.environment(attrs.evolve(command, iwd=sandbox.path))
@@ -185,7 +185,9 @@ def finish_container(
     if sandbox is None or user is None or not isinstance(iwd, str) or ending.outcome != EXITED:
         return ending
     if problem is None:
-        problem = transfer_out(starter.job, sandbox.path, iwd, before, user.uid, user.gid)
+        problem = transfer_out(
+            starter.job, sandbox.path, iwd, before, user.uid, user.gid, user.groups
+        )
     if problem is None:
         return ending
     starter.log.error("%s", problem)

@@ -15,14 +15,14 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def as_user(uid: int, gid: int) -> Iterator[None]:
-    """Run the block with effective uid/gid ``uid``/``gid`` (and no supplementary groups)
-    when running as root; as the process's own identity otherwise."""
+def as_user(uid: int, gid: int, groups: tuple[int, ...] = ()) -> Iterator[None]:
+    """Run the block with effective uid/gid ``uid``/``gid`` and supplementary ``groups``
+    (none unless given) when running as root; as the process's own identity otherwise."""
     if os.geteuid() != 0 or uid == 0:
         yield
         return
-    groups = os.getgroups()
-    os.setgroups([])
+    saved = os.getgroups()
+    os.setgroups(list(groups))
     os.setegid(gid)
     os.seteuid(uid)
     try:
@@ -30,4 +30,4 @@ def as_user(uid: int, gid: int) -> Iterator[None]:
     finally:
         os.seteuid(0)
         os.setegid(0)
-        os.setgroups(groups)
+        os.setgroups(saved)

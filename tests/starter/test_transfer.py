@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from system_fixtures import SlotUser
 
 from epcore.classad import parse_ad
 from epcore.errors import JobSetupError
@@ -62,16 +67,81 @@ def test_a_missing_input_holds_the_job_with_code_13(places: tuple[Path, Path], l
     assert "missing" in str(caught.value) or "/no/such" in str(caught.value)
 
 
-def test_input_links_are_not_followed(places: tuple[Path, Path], tmp_path: Path) -> None:
-    """A link among the inputs is refused rather than read through (it may point anywhere)."""
+def test_input_links_to_files_are_followed_and_to_directories_refused(
+    places: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """As HTCondor's file transfer: a link to a file is read through (the copy is a regular
+    file), a link to a directory is refused unless named with a trailing / (its contents)."""
     iwd, sandbox = places
-    secret = tmp_path / "secret"
-    secret.write_text("not yours")
-    (iwd / "link").symlink_to(secret)
-    job = parse_ad('[ TransferInput = "link" ]')
-    with pytest.raises(JobSetupError):
-        transfer_in(job, str(iwd), str(sandbox), *ME)
-    assert not (sandbox / "link").exists()
+    (tmp_path / "real.txt").write_text("real")
+    (tmp_path / "realdir").mkdir()
+    (tmp_path / "realdir" / "inner.txt").write_text("inner")
+    (iwd / "link").symlink_to(tmp_path / "real.txt")
+    (iwd / "dirlink").symlink_to(tmp_path / "realdir")
+    assert transfer_in(
+        parse_ad('[ TransferInput = "link, dirlink/" ]'), str(iwd), str(sandbox), *ME
+    )
+    assert (sandbox / "link").read_text() == "real" and not (sandbox / "link").is_symlink()
+    assert (sandbox / "inner.txt").read_text() == "inner"
+    with pytest.raises(JobSetupError, match="link to a directory") as caught:
+        transfer_in(parse_ad('[ TransferInput = "dirlink" ]'), str(iwd), str(sandbox), *ME)
+    assert caught.value.hold_code == HOLD_TRANSFER_INPUT
+
+
+def test_a_directorys_fifos_are_left_out_and_links_inside_follow_the_same_rules(
+    places: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Inside an input directory a FIFO is left out (never opened, so nothing blocks), a link
+    to a file is copied as a file, and a link to a directory is refused."""
+    iwd, sandbox = places
+    (tmp_path / "real.txt").write_text("real")
+    data = iwd / "data"
+    data.mkdir()
+    os.mkfifo(data / "pipe")
+    (data / "link").symlink_to(tmp_path / "real.txt")
+    transfer_in(parse_ad('[ TransferInput = "data" ]'), str(iwd), str(sandbox), *ME)
+    assert sorted(p.name for p in (sandbox / "data").iterdir()) == ["link"]
+    assert (sandbox / "data" / "link").read_text() == "real"
+    (data / "up").symlink_to(iwd)
+    with pytest.raises(JobSetupError, match="link to a directory"):
+        transfer_in(parse_ad('[ TransferInput = "data" ]'), str(iwd), str(sandbox), *ME)
+
+
+def _deep(base: Path, levels: int) -> str:
+    """Make ``levels`` nested directories ``d`` under ``base``, each from the one above
+    (no recursion, no long path looked up again); the path of the last."""
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir("d", dir_fd=fd)
+            below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+    finally:
+        os.close(fd)
+    return str(base) + "/d" * levels
+
+
+def _remove_deep(path: Path) -> None:
+    """Remove a tree too deep for pathlib and shutil.rmtree (they recurse): rm -rf walks it
+    without."""
+    subprocess.run(["rm", "-rf", "--", str(path)], check=True)
+
+
+def test_a_deep_input_tree_is_copied_without_recursion(places: tuple[Path, Path]) -> None:
+    """A 1,100-level input directory (deeper than Python's recursion limit) is copied whole."""
+    iwd, sandbox = places
+    levels = 1100
+    (iwd / "deep").mkdir()
+    leaf = _deep(iwd / "deep", levels)
+    Path(leaf, "bottom.txt").write_text("bottom")
+    try:
+        transfer_in(parse_ad('[ TransferInput = "deep" ]'), str(iwd), str(sandbox), *ME)
+        copied = str(sandbox / "deep") + "/d" * levels + "/bottom.txt"
+        assert Path(copied).read_text() == "bottom"
+    finally:
+        _remove_deep(iwd / "deep")
+        _remove_deep(sandbox / "deep")
 
 
 def test_the_executable_is_copied_and_made_executable(places: tuple[Path, Path]) -> None:
@@ -144,3 +214,98 @@ def test_an_output_that_cannot_go_back_is_reported(
     problem = transfer_out(job, str(sandbox), str(iwd), {}, *ME)
     assert problem is not None and expected in problem
     assert not (iwd / "out.txt").exists()
+
+
+# -- as a real unprivileged user, with root's starter ------------------------------------------
+
+
+@pytest.fixture
+def user_places(slot_users: tuple[SlotUser, ...]) -> Iterator[tuple[SlotUser, Path, Path, Path]]:
+    """A slot user, its Iwd and its sandbox (both its own), and a directory of root's (0700)
+    holding ``secret.txt`` and the directory ``keep``; all under a directory the user can
+    reach, removed afterwards."""
+    user = slot_users[0]
+    top = Path(tempfile.mkdtemp(prefix="ep_test_transfer_"))
+    top.chmod(0o755)
+    try:
+        iwd, sandbox, private = top / "iwd", top / "sandbox", top / "private"
+        for made in (iwd, sandbox):
+            made.mkdir()
+            os.chown(made, user.uid, user.gid)
+        private.mkdir(mode=0o700)
+        (private / "secret.txt").write_text("root's")
+        (private / "keep").mkdir()
+        (private / "keep" / "kept.txt").write_text("kept")
+        yield user, iwd, sandbox, private
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(top)], check=True)
+
+
+@pytest.mark.system
+def test_a_symlinked_executable_is_copied_from_its_target_as_the_user(
+    user_places: tuple[SlotUser, Path, Path, Path],
+) -> None:
+    """``executable = /bin/sh`` (a link on Debian) and a link in the Iwd to a program are read
+    through as the job's user: the sandbox gets a regular file with the target's bytes, the
+    user's, executable by it."""
+    user, iwd, sandbox, _ = user_places
+    (iwd / "prog").symlink_to("/bin/true")
+    for executable, target in (("/bin/sh", "/bin/sh"), (str(iwd / "prog"), "/bin/true")):
+        path = Path(executable_into(executable, str(sandbox), user.uid, user.gid))
+        info = path.lstat()
+        assert stat.S_ISREG(info.st_mode) and info.st_uid == user.uid
+        assert info.st_mode & 0o700 == 0o700
+        assert path.read_bytes() == Path(target).resolve().read_bytes()
+
+
+@pytest.mark.system
+def test_symlinked_inputs_are_read_as_the_user(
+    user_places: tuple[SlotUser, Path, Path, Path],
+) -> None:
+    """An input link to a file the user may read is copied; one to root's private file is
+    refused with Permission denied (read as the user, not as root), and nothing of it is
+    copied."""
+    user, iwd, sandbox, private = user_places
+    (iwd / "readable").symlink_to("/etc/hostname")
+    (iwd / "stolen").symlink_to(private / "secret.txt")
+    made = transfer_in(
+        parse_ad('[ TransferInput = "readable" ]'), str(iwd), str(sandbox), user.uid, user.gid
+    )
+    assert made == ("readable",)
+    assert (sandbox / "readable").read_bytes() == Path("/etc/hostname").read_bytes()
+    with pytest.raises(JobSetupError, match="stolen into the sandbox: Permission denied"):
+        transfer_in(
+            parse_ad('[ TransferInput = "stolen" ]'), str(iwd), str(sandbox), user.uid, user.gid
+        )
+    assert not (sandbox / "stolen").exists()
+
+
+@pytest.mark.system
+def test_a_symlink_planted_in_the_sandbox_is_refused(
+    user_places: tuple[SlotUser, Path, Path, Path],
+) -> None:
+    """Links the job's user planted in the sandbox are never followed: not at the
+    executable's name (hold 6), not at an input directory's name (hold 13), not as a
+    directory on an output's path (the output is reported); root's files stay as they were."""
+    user, iwd, sandbox, private = user_places
+    (sandbox / "true").symlink_to(private / "secret.txt")
+    with pytest.raises(JobSetupError, match="Too many levels of symbolic links") as caught:
+        executable_into("/bin/true", str(sandbox), user.uid, user.gid)
+    assert caught.value.hold_code == 6
+    (iwd / "keep").mkdir()
+    (iwd / "keep" / "new.txt").write_text("new")
+    os.chown(iwd / "keep", user.uid, user.gid)
+    (sandbox / "keep").symlink_to(private / "keep")
+    with pytest.raises(JobSetupError) as caught:
+        transfer_in(
+            parse_ad('[ TransferInput = "keep" ]'), str(iwd), str(sandbox), user.uid, user.gid
+        )
+    assert caught.value.hold_code == HOLD_TRANSFER_INPUT
+    (sandbox / "out").symlink_to(private / "keep")
+    job = parse_ad('[ TransferOutput = "out/kept.txt" ]')
+    problem = transfer_out(job, str(sandbox), str(iwd), {}, user.uid, user.gid)
+    assert problem is not None and "out/kept.txt" in problem
+    assert not (iwd / "kept.txt").exists()
+    assert (private / "secret.txt").read_text() == "root's"
+    assert sorted(p.name for p in (private / "keep").iterdir()) == ["kept.txt"]
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700
