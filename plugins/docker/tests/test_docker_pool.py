@@ -3,14 +3,17 @@ to a real personal pool (``ep run``), run in containers and copied back (must-sh
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import subprocess
 import sys
+import tarfile
 import uuid
 from pathlib import Path
 
 import pytest
-from docker_fixtures import BUSYBOX_APPLETS, TEST_RUN_LABEL
+from docker_fixtures import BUSYBOX, BUSYBOX_APPLETS, TEST_RUN_LABEL, busybox_rootfs
 
 # The pool tests' harness runs ``ep run`` and ``ep`` commands as users (its fixtures are
 # registered by the import).
@@ -126,4 +129,78 @@ def test_transferred_script_runs_in_the_container(
     assert Path(ran).parent == Path(sandbox) and Path(sandbox).name.startswith("dir_"), output
     assert Path(sandbox) != home
     assert (home / "from_script.txt").read_text() == "written by the script\n"
+    pool.wait_for(lambda: _labelled(docker_client, run_tag, case) == [], 20, "no container")
+
+
+HOST_SHELL = """\
+universe = docker
+docker_image = {image}
+executable = /bin/sh
+arguments = "-c 'echo ran as $0; echo made by the host shell > made.txt'"
+output = job.out
+error = job.err
+request_cpus = 1
+request_memory = 64
+queue
+"""
+
+
+def _libraries(program: str) -> list[Path]:
+    """The shared objects ``program`` loads (its interpreter among them), as ldd lists them."""
+    listed = subprocess.run(["ldd", program], check=True, capture_output=True, text=True).stdout
+    return [Path(word) for word in listed.split() if word.startswith("/")]
+
+
+@pytest.fixture
+def image_with_host_libc(docker_client, run_tag: str) -> str:
+    """The busybox test image plus the host shell's loader and C library, so that the host's
+    (dynamically linked) /bin/sh runs in it; removed with the session's labelled images."""
+    archive = io.BytesIO()
+    with (
+        tarfile.open(fileobj=io.BytesIO(busybox_rootfs(BUSYBOX))) as base,
+        tarfile.open(fileobj=archive, mode="w") as tar,
+    ):
+        for member in base.getmembers():
+            tar.addfile(member, base.extractfile(member) if member.isfile() else None)
+        made: set[str] = set()
+        for library in _libraries(os.path.realpath("/bin/sh")):
+            parts = library.parts[1:]
+            for depth in range(1, len(parts)):
+                folder = "/".join(parts[:depth])
+                if folder not in made and folder != "bin":
+                    made.add(folder)
+                    entry = tarfile.TarInfo(folder)
+                    entry.type, entry.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(entry)
+            data = library.resolve().read_bytes()
+            entry = tarfile.TarInfo("/".join(parts))
+            entry.mode, entry.size = 0o755, len(data)
+            tar.addfile(entry, io.BytesIO(data))
+    repository, tag = "epcore-test/busybox-libc", run_tag
+    docker_client.api.import_image_from_data(
+        archive.getvalue(),
+        repository=repository,
+        tag=tag,
+        changes=[f"LABEL {TEST_RUN_LABEL}={run_tag}", 'CMD ["/bin/sh"]'],
+    )
+    return f"{repository}:{tag}"
+
+
+def test_a_symlinked_executable_is_transferred_and_runs(
+    pool_factory, slot_users, shared_dir, image_with_host_libc, docker_client, run_tag
+) -> None:
+    """``executable = /bin/sh`` (a link to dash on Debian) is read through as the user and
+    copied into the sandbox as a file: the job runs it in the container, exits 0, and its
+    output comes back (issue 18, finding 13: it was held with "Too many levels of symbolic
+    links")."""
+    assert os.path.islink("/bin/sh"), "the test needs /bin/sh to be a link, as on Debian"
+    pool, case = _docker_pool(pool_factory, run_tag)
+    user = slot_users[2]
+    home = submit_as(pool, user, shared_dir, HOST_SHELL.format(image=image_with_host_libc))
+    _wait_for_history(pool)
+    (job,) = pool.jobs(history=True)
+    assert (job.evaluate("JobStatus"), job.evaluate("ExitCode")) == (4, 0), job
+    ran = (home / "job.out").read_text().split()
+    assert ran[:2] == ["ran", "as"] and Path(ran[2]).name == "sh", ran
+    assert (home / "made.txt").read_text() == "made by the host shell\n"
     pool.wait_for(lambda: _labelled(docker_client, run_tag, case) == [], 20, "no container")
