@@ -76,9 +76,8 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
         requirements = submit_requirements(manager.config)
     except ConfigError as error:
         raise ControlError(f"the pool's SUBMIT_REQUIREMENT_NAMES: {error}") from error
-    schedd_ad = ClassAd(
-        {"MyType": "Scheduler", "Name": manager.startd.host_name, "UidDomain": uid_domain}
-    )
+    name = manager.config.get("SCHEDD_NAME") or manager.startd.host_name
+    schedd_ad = ClassAd({"MyType": "Scheduler", "Name": name, "UidDomain": uid_domain})
     jobs = []
     for index, proc in enumerate(procs):
         if not isinstance(proc, ClassAd):
