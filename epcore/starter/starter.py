@@ -39,7 +39,13 @@ from epcore.starter.identity import JobUser
 from epcore.starter.jobspec import Environment, JobCommand, job_environment
 from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
-from epcore.starter.sandbox import Sandbox, disk_usage_kb, make_sandbox, remove_sandbox
+from epcore.starter.sandbox import (
+    Sandbox,
+    SandboxError,
+    disk_usage_kb,
+    make_sandbox,
+    remove_sandbox,
+)
 from epcore.starter.usage import JobUsage, combine
 from epcore.types import ContainerRuntime, IsolationBackend, JobTracking, TrackingRequest
 
@@ -377,9 +383,13 @@ class Starter:
         )
 
     def remove_sandbox(self) -> None:
-        """Remove the sandbox, if one was made."""
+        """Remove the sandbox, if one was made (what cannot be removed is logged; the startd
+        sweeps EXECUTE again when it next starts)."""
         if self.sandbox is not None:
-            remove_sandbox(self.sandbox)
+            try:
+                remove_sandbox(self.sandbox)
+            except SandboxError as error:
+                self.log.error("%s", error)
             self.sandbox = None
 
     def make_sandbox(self) -> Sandbox:
