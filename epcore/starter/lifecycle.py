@@ -420,9 +420,10 @@ def run_job(starter: Starter) -> int:
         _report(starter, logs, keyword, ending)
     finally:
         # After the report: removing cgroups and the sandbox takes milliseconds the next
-        # job on the claim need not wait for (the job's processes are already gone).
-        starter.remove_sandbox()
+        # job on the claim need not wait for (the job's processes are already gone). The
+        # cgroups go first: a sandbox its user keeps changing may take a while.
         starter.release_tracking()
+        starter.remove_sandbox()
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 
 import attrs
 
@@ -22,6 +23,8 @@ HOLD_IWD = 14
 
 #: How many times removal goes through a sandbox whose user keeps changing it.
 REMOVAL_PASSES = 3
+#: The pause between two passes once those first passes have failed.
+PASS_PAUSE_SECONDS = 0.2
 
 JOB_AD_FILE = ".job.ad"
 MACHINE_AD_FILE = ".machine.ad"
@@ -129,14 +132,15 @@ def disk_usage_kb(path: str) -> int:
     return (total + 1023) // 1024
 
 
-def remove_sandbox(sandbox: Sandbox) -> None:
+def remove_sandbox(sandbox: Sandbox, patience: float = 0.0) -> None:
     """Remove the sandbox and everything in it (files the job made unwritable included),
     never following a link and never acting outside it (:mod:`epcore.starter.tree`).
 
     The sandbox is opened from EXECUTE without following a link; as root nothing's mode is
     changed (root needs no permission to remove); run as the sandbox's owner, directories the
     job left read-only are made writable through descriptors of their own. What the job's
-    user adds or moves while the tree is removed is tried again a few times.
+    user adds or moves while the tree is removed is tried again: at least REMOVAL_PASSES
+    times, and for up to ``patience`` seconds.
 
     Raises SandboxError naming the sandbox and what could not be removed.
     """
@@ -148,11 +152,17 @@ def remove_sandbox(sandbox: Sandbox) -> None:
     except OSError as error:
         raise SandboxError(f"cannot remove the sandbox {sandbox.path}: {error.strerror}") from error
     try:
-        problems: list[str] = []
-        for _ in range(REMOVAL_PASSES):
+        deadline = time.monotonic() + patience
+        passes = 0
+        while True:
             problems = _remove_pass(parent_fd, name)
+            passes += 1
             if not problems:
                 return
+            if passes >= REMOVAL_PASSES and time.monotonic() >= deadline:
+                break
+            if passes >= REMOVAL_PASSES:
+                time.sleep(PASS_PAUSE_SECONDS)
     finally:
         os.close(parent_fd)
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

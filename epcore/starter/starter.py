@@ -52,6 +52,9 @@ from epcore.types import ContainerRuntime, IsolationBackend, JobTracking, Tracki
 #: How long the starter waits for the processes a job left behind to die after SIGKILL.
 CLEANUP_SECONDS = 10.0
 RECONNECT_SECONDS = 1.0
+#: How long the starter keeps removing a sandbox whose user keeps changing it (the startd
+#: has the job's end already: nobody waits for this).
+SANDBOX_REMOVAL_PATIENCE = 60.0
 
 
 @attrs.frozen(eq=False)
@@ -387,7 +390,7 @@ class Starter:
         sweeps EXECUTE again when it next starts)."""
         if self.sandbox is not None:
             try:
-                remove_sandbox(self.sandbox)
+                remove_sandbox(self.sandbox, patience=SANDBOX_REMOVAL_PATIENCE)
             except SandboxError as error:
                 self.log.error("%s", error)
             self.sandbox = None
