@@ -369,6 +369,7 @@ def run_job(starter: Starter) -> int:
             logs = JobLogs(
                 starter.job, command.iwd, starter.user.uid, starter.user.gid, starter.log
             )
+            logs.check()
             runtime = runtime_for(request.containers, starter.job)
             if runtime is None:
                 launched = _launch(starter, command)

@@ -49,14 +49,20 @@ def _names(job: ClassAd, attribute: str) -> tuple[str, ...]:
 
 
 def _copy_file(source: str, target: str) -> None:
-    """Copy one regular file without following a link at either end."""
-    in_fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    """Copy one regular file without following a link at either end, and without blocking
+    on a FIFO at either end (O_NONBLOCK until each is known to be a regular file)."""
+    in_fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(in_fd).st_mode):
             raise IsADirectoryError(f"{source} is not a regular file")
+        os.set_blocking(in_fd, True)
         mode = stat.S_IMODE(os.fstat(in_fd).st_mode)
-        out_fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        out_fd = os.open(target, flags, mode)
         try:
+            if not stat.S_ISREG(os.fstat(out_fd).st_mode):
+                raise IsADirectoryError(f"{target} is not a regular file")
+            os.set_blocking(out_fd, True)
             with (
                 os.fdopen(in_fd, "rb", closefd=False) as reader,
                 os.fdopen(out_fd, "wb", closefd=False) as writer,
