@@ -92,8 +92,9 @@ def write_ads(sandbox: Sandbox, job: ClassAd, machine: ClassAd, uid: int, gid: i
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with open(fd, "w", encoding="utf-8") as handle:
             handle.write(format_old(ad))
-        if os.geteuid() == 0:
-            os.chown(temporary, uid, gid)
+            if os.geteuid() == 0:
+                # Through the descriptor: the name may be a link by now, the file is not.
+                os.fchown(handle.fileno(), uid, gid)
         os.replace(temporary, path)
 
 
