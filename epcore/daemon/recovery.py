@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from epcore.classad import ClassAd
 from epcore.daemon import persist
 from epcore.errors import EpError
-from epcore.starter.sandbox import Sandbox, remove_sandbox
+from epcore.starter.sandbox import Sandbox, SandboxError, remove_sandbox
 from epcore.starter.starter import cgroup_prefix
 from epcore.state.restore import SavedClaim, restore_claim
 
@@ -96,8 +96,7 @@ def _sweep_sandboxes(startd: Startd, executes: set[str]) -> None:
             if not (name.startswith("dir_") and name[4:].isdigit()) or entry.path in held:
                 continue
             if entry.is_dir(follow_symlinks=False):
-                remove_sandbox(Sandbox(entry.path))
-                startd.log.info("removed the stale sandbox %s", entry.path)
+                _remove(startd, entry.path, "the stale sandbox")
 
 
 def reclaim(startd: Startd, entry: persist.SavedStarter) -> None:
@@ -120,9 +119,18 @@ def reclaim(startd: Startd, entry: persist.SavedStarter) -> None:
                 startd.log.error(
                     "cannot remove the container of job %s: %s", entry.tracking_key, error
                 )
-    if entry.sandbox and os.path.isdir(entry.sandbox):
-        remove_sandbox(Sandbox(entry.sandbox))
-        startd.log.info("removed the sandbox %s of a dead starter", entry.sandbox)
+    if entry.sandbox and os.path.lexists(entry.sandbox):
+        _remove(startd, entry.sandbox, "the sandbox of a dead starter")
+
+
+def _remove(startd: Startd, path: str, what: str) -> None:
+    """Remove the sandbox at ``path``; a failure is logged and never stops the startd."""
+    try:
+        remove_sandbox(Sandbox(path))
+    except SandboxError as error:
+        startd.log.error("%s", error)
+        return
+    startd.log.info("removed %s %s", what, path)
 
 
 def lost(saved: SavedClaim, why: str) -> ClassAd:

@@ -320,6 +320,7 @@ class Startd:
             startd_memory_mb=int(self.inventory.memory_mb),
             starter_log=f"{self.paths.starter_log}.{slot}",
             prepared=self.preparations.take(claim_id),
+            lease=record.claim.lease,
         )
         from epcore.starter.main import run_starter
 

@@ -5,7 +5,8 @@ submit file's ``log``, relative to Iwd) and to StarterUserLog (seed 000's fetch-
 attribute), in XML when StarterUserLogUseXML is true. The logs are opened with the job
 user's own identity: the paths are the job's to choose, so the kernel must check them as it
 would for the job (a log it creates is the user's). A log that cannot be written is reported
-in the StarterLog; it never stops the job.
+in the StarterLog once the job runs; one that cannot be opened when the job starts (a FIFO,
+a directory, no permission) holds the job with HTCondor's code 22, as its shadow does.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import os
 
 from epcore.classad import ClassAd
+from epcore.errors import JobSetupError
 from epcore.starter.privileges import as_user
 from epcore.starter.userlog import EventLogWriter, JobEvent, JobIds, UserLogError
 
@@ -23,6 +25,10 @@ def _path(job: ClassAd, attribute: str, iwd: str) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     return value if os.path.isabs(value) else os.path.join(iwd, value)
+
+
+#: HoldReasonCode 22 (UnableToInitUserLog): the job's event log cannot be opened.
+HOLD_USER_LOG = 22
 
 
 class JobLogs:
@@ -56,3 +62,15 @@ class JobLogs:
                     writer.write(event)
             except UserLogError as error:
                 self.log.error("%s", error)
+
+    def check(self) -> None:
+        """Before the job starts: every log can be opened for appending and is a regular file
+        (or a character device). Raises JobSetupError (hold code 22) naming the log."""
+        for writer in self.writers:
+            try:
+                with as_user(self.uid, self.gid):
+                    writer.check()
+            except UserLogError as error:
+                raise JobSetupError(
+                    f"Failed to initialize user log: {error}", HOLD_USER_LOG
+                ) from error

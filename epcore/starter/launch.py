@@ -16,6 +16,11 @@ one ``write``, so they never interleave):
 ``E <stage> <errno> <index>``           the job's setup failed at ``stage`` (before exec)
 ``F <stage> <errno>``                   the supervisor or namespace init could not do its part
 ``X <code> <signal> <utime> <stime> <maxrss>``   the job's first process ended (``-`` = none)
+
+A second pipe is the supervisor's *lifeline*: the starter holds its write end, never writes
+to it and closes it only in :meth:`LaunchedJob.close`. When the starter dies (even of
+SIGKILL) the kernel closes it, and the supervisor kills the job's whole tree and exits, so
+nothing of a killed starter survives it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import pickle
 import select
 import signal
 import time
@@ -33,8 +37,10 @@ import attrs
 from epcore.errors import JobSetupError
 from epcore.starter.launch_child import (
     FORWARDED_SIGNALS,
+    SPECIAL_FILE,
     ExitStatus,
     Libc,
+    frame_spec,
     prepared_main,
     set_subreaper,
     supervisor_main,
@@ -96,9 +102,12 @@ class LaunchSpec:
 class LaunchedJob:
     """The starter's handle on a launched job: its supervisor and the report pipe."""
 
-    def __init__(self, supervisor_pid: int, report_fd: int) -> None:
+    def __init__(self, supervisor_pid: int, report_fd: int, lifeline_fd: int) -> None:
         self.supervisor_pid = supervisor_pid
         self._fd = report_fd
+        # Held open, never written, until close(): when this process dies, the supervisor
+        # sees the pipe close and kills the job.
+        self._lifeline = lifeline_fd
         self._buffer = b""
         self._status: ExitStatus | None = None
         self._reaped = False
@@ -146,6 +155,7 @@ class LaunchedJob:
                 os.kill(self.supervisor_pid, signal.SIGKILL)
             self._reap(0)
         os.close(self._fd)
+        os.close(self._lifeline)
 
     def _reap(self, flags: int) -> int | None:
         """The supervisor's wait status once reaped (None while it still runs)."""
@@ -207,6 +217,8 @@ def _setup_error(spec: LaunchSpec, line: str) -> JobSetupError:
     if stage == "cwd":
         message = f"Failed to change to initial working directory '{spec.cwd}': {reason}"
         return JobSetupError(message, _HOLD_IWD, number)
+    if stage in ("stdin", "stdout", "stderr") and index == SPECIAL_FILE:
+        reason = "it is not a regular file (a FIFO, socket or other special file)"
     if stage == "stdin":
         message = f"Failed to open '{spec.stdin}' as standard input: {reason}"
         return JobSetupError(message, _HOLD_INPUT, number)
@@ -251,11 +263,12 @@ def launch(spec: LaunchSpec) -> LaunchedJob:
     libc = Libc()
     max_fd = os.sysconf("SC_OPEN_MAX")
     report_r, report_w = os.pipe()
+    lifeline_r, lifeline_w = os.pipe()
     try:
         pid = os.fork()
     except OSError as exc:
-        os.close(report_r)
-        os.close(report_w)
+        for fd in (report_r, report_w, lifeline_r, lifeline_w):
+            os.close(fd)
         number = exc.errno or errno.EIO
         raise JobSetupError(
             f"Failed to fork a supervisor for '{spec.argv[0]}': {exc.strerror} (errno {number})",
@@ -264,16 +277,20 @@ def launch(spec: LaunchSpec) -> LaunchedJob:
         ) from exc
     if pid == 0:
         os.close(report_r)
-        supervisor_main(spec, libc, report_w, max_fd)
+        os.close(lifeline_w)
+        supervisor_main(spec, libc, report_w, max_fd, lifeline_r)
     os.close(report_w)
+    os.close(lifeline_r)
     try:
         first = _read_first_line(report_r)
     except BaseException:
         os.close(report_r)
+        os.close(lifeline_w)
         raise
     if first == "S":
-        return LaunchedJob(pid, report_r)
+        return LaunchedJob(pid, report_r, lifeline_w)
     os.close(report_r)
+    os.close(lifeline_w)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
@@ -301,9 +318,8 @@ class PreparedSupervisor:
         if self.used:
             raise JobSetupError("this supervisor has started its job already", _HOLD_EXEC)
         self.used = True
-        payload = pickle.dumps(spec)
         try:
-            view = memoryview(payload)
+            view = memoryview(frame_spec(spec))
             while view:
                 view = view[os.write(self._spec_fd, view) :]
         except OSError as exc:
@@ -314,10 +330,12 @@ class PreparedSupervisor:
                 _HOLD_EXEC,
                 number,
             ) from exc
-        self._close_spec()
         first = _read_first_line(self._report_fd)
         if first == "S":
-            return LaunchedJob(self.pid, self._report_fd)
+            # The spec pipe stays open: it is the supervisor's lifeline to this starter.
+            lifeline, self._spec_fd = self._spec_fd, -1
+            return LaunchedJob(self.pid, self._report_fd, lifeline)
+        self._close_spec()
         os.close(self._report_fd)
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)

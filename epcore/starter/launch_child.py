@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 import attrs
 
 from epcore.errors import EpError
+from epcore.starter.userfiles import NotARegularFile, open_user_file
 
 if TYPE_CHECKING:
     from epcore.starter.launch import LaunchSpec
@@ -51,6 +52,10 @@ _MS_PRIVATE = 0x40000
 _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
 _MS_NOEXEC = 0x8
+#: How often a supervisor checks that its starter is still alive.
+LIFELINE_SECONDS = 0.5
+#: The index an ``E stdin|stdout|stderr`` report carries when the file is not a regular file.
+SPECIAL_FILE = 1
 #: Exit code of a job child whose setup failed (the starter never sees it: it gets an E line).
 _SETUP_FAILED = 127
 
@@ -172,19 +177,23 @@ def _job_main(spec: LaunchSpec, err_w: int) -> NoReturn:
         # Directory and files are reached as the job's user, so its permissions apply.
         stage = "cwd"
         os.chdir(spec.cwd)
+        # Never blocking on a FIFO the job names (see userfiles.py): the starter waits here.
         stage = "stdin"
-        stdin = os.open(spec.stdin, os.O_RDONLY)
+        stdin = open_user_file(spec.stdin, os.O_RDONLY)
         stage = "stdout"
         output_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        stdout = os.open(spec.stdout, output_flags, 0o666)
+        stdout = open_user_file(spec.stdout, output_flags)
         stage = "stderr"
-        stderr = stdout if spec.stderr == spec.stdout else os.open(spec.stderr, output_flags, 0o666)
+        same = spec.stderr == spec.stdout
+        stderr = stdout if same else open_user_file(spec.stderr, output_flags)
         for source, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
             os.dup2(source, target)
         for fd in {stdin, stdout, stderr} - {0, 1, 2}:
             os.close(fd)
         stage = "exec"
         os.execve(spec.argv[0], spec.argv, dict(spec.environment))
+    except NotARegularFile:
+        number, index = errno.EINVAL, SPECIAL_FILE
     except OSError as exc:
         number = exc.errno or errno.EIO
     except BaseException:
@@ -227,18 +236,65 @@ def _waited_signals() -> set[int]:
     return {int(s) for s in FORWARDED_SIGNALS} | {int(signal.SIGCHLD)}
 
 
-def _supervise(report: int, child: int, mode: str) -> NoReturn:
+def _starter_gone(lifeline: int | None) -> bool:
+    """True once the starter's end of ``lifeline`` is closed: the starter has died."""
+    if lifeline is None:
+        return False
+    try:
+        return os.read(lifeline, 64) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def _kill_tree(child: int) -> NoReturn:
+    """The starter died: kill ``child`` and every descendant (which, this process being a
+    subreaper, end up as its children), reap them all, and exit."""
+    with contextlib.suppress(OSError):
+        os.kill(child, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.killpg(child, signal.SIGKILL)
+    while True:
+        for pid in _children():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            os.wait4(-1, 0)
+        except ChildProcessError:
+            os._exit(0)
+        except OSError:
+            continue
+
+
+def _children() -> list[int]:
+    """This process's children, from /proc (a supervisor has one thread)."""
+    path = f"/proc/self/task/{os.getpid()}/children"
+    try:
+        with open(path, encoding="ascii") as listing:
+            return [int(pid) for pid in listing.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _supervise(report: int, child: int, mode: str, lifeline: int | None = None) -> NoReturn:
     """Forward signals to ``child`` and reap every child until the process's role ends.
 
     ``mode`` "supervisor": report the job's end, then stay as the parent of orphans;
     "init": report the job's end and exit (which empties the namespace);
     "outer": ``child`` is the namespace init, which reports; exit once it is gone, reporting
-    for it when it was killed before it could.
+    for it when it was killed before it could. With a ``lifeline``, the job's whole tree is
+    killed as soon as the starter that holds its other end dies (checked every
+    LIFELINE_SECONDS): nothing of a killed starter outlives it.
     """
     waited = _waited_signals()
     alive = True
     while True:
-        info = signal.sigwaitinfo(waited)
+        if _starter_gone(lifeline):
+            _kill_tree(child)
+        info = signal.sigtimedwait(waited, LIFELINE_SECONDS)
+        if info is None:
+            continue
         if info.si_signo != signal.SIGCHLD:
             if alive:
                 with contextlib.suppress(OSError):
@@ -299,12 +355,28 @@ def _isolate_fds(report: int, max_fd: int, keep: int | None = None) -> int:
     return moved
 
 
-def _read_spec(spec_fd: int) -> LaunchSpec | None:
-    """The launch spec the starter sends a prepared supervisor (None: it gave the job up)."""
+def frame_spec(spec: LaunchSpec) -> bytes:
+    """``spec`` as a prepared supervisor reads it: its length (8 bytes), then the pickle. The
+    pipe stays open after it, as the supervisor's lifeline to its starter."""
+    payload = pickle.dumps(spec)
+    return len(payload).to_bytes(8, "big") + payload
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
     data = b""
-    while chunk := os.read(spec_fd, 65536):
+    while len(data) < size:
+        chunk = os.read(fd, min(size - len(data), 65536))
+        if not chunk:
+            return None
         data += chunk
-    os.close(spec_fd)
+    return data
+
+
+def _read_spec(spec_fd: int) -> LaunchSpec | None:
+    """The launch spec the starter sends a prepared supervisor (None: it gave the job up,
+    or whoever held the pipe died)."""
+    header = _read_exactly(spec_fd, 8)
+    data = None if header is None else _read_exactly(spec_fd, int.from_bytes(header, "big"))
     if not data:
         return None
     from epcore.starter.launch import LaunchSpec  # loaded already: this is a fork
@@ -345,29 +417,40 @@ def prepared_main(
         spec = _read_spec(spec_fd)
         if spec is None:
             os._exit(0)
-        _supervisor_body(spec, libc, report, leave_files)
+        _supervisor_body(spec, libc, report, leave_files, lifeline=spec_fd)
     except BaseException:
         os._exit(2)
 
 
-def supervisor_main(spec: LaunchSpec, libc: Libc, report: int, max_fd: int) -> NoReturn:
-    """The supervisor, right after fork: keep only ``report`` open, become a subreaper, start
-    the job (in a new PID namespace when asked) and supervise it until killed."""
+def supervisor_main(
+    spec: LaunchSpec, libc: Libc, report: int, max_fd: int, lifeline: int
+) -> NoReturn:
+    """The supervisor, right after fork: keep only ``report`` and ``lifeline`` open, become a
+    subreaper, start the job (in a new PID namespace when asked) and supervise it until
+    killed, or until the starter dies."""
     try:
         # The starter's objects must never be finalized here (they could close our fds).
         gc.disable()
-        report = _isolate_fds(report, max_fd)
-        _supervisor_body(spec, libc, report)
+        lifeline = fcntl.fcntl(lifeline, fcntl.F_DUPFD_CLOEXEC, 3)
+        report = _isolate_fds(report, max_fd, keep=lifeline)
+        _supervisor_body(spec, libc, report, lifeline=lifeline)
     except BaseException:
         os._exit(2)
 
 
 def _supervisor_body(
-    spec: LaunchSpec, libc: Libc, report: int, leave_files: tuple[str, ...] = ()
+    spec: LaunchSpec,
+    libc: Libc,
+    report: int,
+    leave_files: tuple[str, ...] = (),
+    *,
+    lifeline: int,
 ) -> NoReturn:
     """What every supervisor does once its file descriptors are its own (``leave_files``:
-    the cgroups it moves to once the job runs)."""
+    the cgroups it moves to once the job runs; ``lifeline``: the pipe whose other end only
+    the starter holds)."""
     try:
+        os.set_blocking(lifeline, False)
         signal.pthread_sigmask(signal.SIG_BLOCK, _waited_signals())
         for signum in _waited_signals():
             # SIGCHLD ignored would make the kernel reap children before wait4 sees them.
@@ -385,7 +468,7 @@ def _supervisor_body(
                 if init == 0:
                     _init_main(spec, libc, report)
                 _move_to(leave_files)
-                _supervise(report, init, "outer")
+                _supervise(report, init, "outer", lifeline)
         except OSError as exc:
             _write_line(report, f"F {step} {exc.errno or errno.EIO}")
             os._exit(0)
@@ -393,6 +476,6 @@ def _supervisor_body(
         if job is None:
             os._exit(0)
         _move_to(leave_files)
-        _supervise(report, job, "supervisor")
+        _supervise(report, job, "supervisor", lifeline)
     except BaseException:
         os._exit(2)

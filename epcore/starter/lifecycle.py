@@ -61,6 +61,8 @@ OOM_CHECK_SECONDS = 0.5
 #: The time limit of a hook the starter waits for (epcore's STARTER_JOB_HOOK_TIMEOUT).
 DEFAULT_HOOK_TIMEOUT = 300.0
 _HOOK_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: How long a job has to end after its soft kill when the startd's lease has run out.
+LEASE_KILL_GRACE = 5.0
 
 
 class _Supervision:
@@ -251,6 +253,9 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
 
     try:
         while run.launched.poll() is None:
+            if starter.lease_expired() and starter.stopped_by is None:
+                _end_for_lost_startd(starter, logs, run)
+                continue
             starter.connect()
             now = time.monotonic()
             timeout = max(0.0, min(next_update, next_oom_check) - now)
@@ -270,6 +275,21 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
             run.hooks = [hook for hook in run.hooks if hook.poll() is None]
     finally:
         starter.selector.unregister(run.launched)
+
+
+def _end_for_lost_startd(starter: Starter, logs: JobLogs, run: _Supervision) -> None:
+    """The startd did not come back within the claim's lease: soft kill the job, give it
+    LEASE_KILL_GRACE seconds, then kill whatever is left (the job is then evicted)."""
+    why = "the startd did not come back within the claim's lease"
+    starter.log.error(
+        "no reconnect from the startd for %d s (the claim's lease): ending the job",
+        starter.request.lease,
+    )
+    _soft_kill(starter, logs, run, why)
+    deadline = time.monotonic() + LEASE_KILL_GRACE
+    while run.launched.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    starter.kill_everything()
 
 
 def _log_ending(starter: Starter, logs: JobLogs, ending: Ending) -> None:
@@ -370,6 +390,7 @@ def run_job(starter: Starter) -> int:
             logs = JobLogs(
                 starter.job, command.iwd, starter.user.uid, starter.user.gid, starter.log
             )
+            logs.check()
             runtime = runtime_for(request.containers, starter.job)
             if runtime is None:
                 launched = _launch(starter, command)
@@ -421,9 +442,10 @@ def run_job(starter: Starter) -> int:
         _report(starter, logs, keyword, ending)
     finally:
         # After the report: removing cgroups and the sandbox takes milliseconds the next
-        # job on the claim need not wait for (the job's processes are already gone).
-        starter.remove_sandbox()
+        # job on the claim need not wait for (the job's processes are already gone). The
+        # cgroups go first: a sandbox its user keeps changing may take a while.
         starter.release_tracking()
+        starter.remove_sandbox()
     return 0
 
 

@@ -39,13 +39,22 @@ from epcore.starter.identity import JobUser
 from epcore.starter.jobspec import Environment, JobCommand, job_environment
 from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
-from epcore.starter.sandbox import Sandbox, disk_usage_kb, make_sandbox, remove_sandbox
+from epcore.starter.sandbox import (
+    Sandbox,
+    SandboxError,
+    disk_usage_kb,
+    make_sandbox,
+    remove_sandbox,
+)
 from epcore.starter.usage import JobUsage, combine
 from epcore.types import ContainerRuntime, IsolationBackend, JobTracking, TrackingRequest
 
 #: How long the starter waits for the processes a job left behind to die after SIGKILL.
 CLEANUP_SECONDS = 10.0
 RECONNECT_SECONDS = 1.0
+#: How long the starter keeps removing a sandbox whose user keeps changing it (the startd
+#: has the job's end already: nobody waits for this).
+SANDBOX_REMOVAL_PATIENCE = 60.0
 
 
 @attrs.frozen(eq=False)
@@ -108,6 +117,10 @@ class StarterRequest:
     starter_log: str
     prepared: PreparedJob | None = None
     containers: tuple[ContainerRuntime, ...] = ()
+    #: The claim's lease in seconds (JobLeaseDuration, else ALIVE_INTERVAL x
+    #: MAX_CLAIM_ALIVES_MISSED): how long the starter waits for a lost startd to come back
+    #: before it ends the job and exits. 0: for ever.
+    lease: int = 0
 
 
 def job_id(job: ClassAd) -> str:
@@ -177,6 +190,8 @@ class Starter:
         self.suspended = False
         self.acknowledged = False
         self._next_connect = 0.0
+        #: When the startd was last lost (monotonic; None while connected).
+        self.lost_since: float | None = None
         self.user: JobUser | None = None
         self.supervisor_pid = 0
         self.runner: HookRunner | None = None
@@ -211,13 +226,26 @@ class Starter:
         except OSError as error:
             sock.close()
             self.log.debug("startd not reachable at %s: %s", self.request.startd_socket, error)
+            if self.lost_since is None:
+                self.lost_since = now
             return
+        self.lost_since = None
         self.channel = protocol.Channel(sock, protocol.STARTD_COMMANDS)
         self.selector.register(self.channel, selectors.EVENT_READ, "startd")
         self.channel.send(self._hello())
         self.log.info("connected to the startd at %s", self.request.startd_socket)
 
+    def lease_expired(self) -> bool:
+        """True once the startd has been gone for the whole claim lease: as HTCondor's starter
+        whose shadow does not reconnect within the job lease, the starter then gives up."""
+        lease = self.request.lease
+        if lease <= 0 or self.lost_since is None:
+            return False
+        return time.monotonic() - self.lost_since >= lease
+
     def _forget_channel(self) -> None:
+        if self.lost_since is None:
+            self.lost_since = time.monotonic()
         if self.channel is None:
             return
         with contextlib.suppress(KeyError, ValueError):
@@ -349,6 +377,13 @@ class Starter:
                 self.acknowledged = True
 
         while not self.acknowledged:
+            if self.lease_expired():
+                self.log.error(
+                    "no reconnect from the startd for %d s (the claim's lease): exiting "
+                    "without reporting the job's end",
+                    self.request.lease,
+                )
+                return
             self.connect()
             if self.channel is not None and self.channel is not sent_on:
                 self.send(protocol.FINISHED, finished)
@@ -377,9 +412,13 @@ class Starter:
         )
 
     def remove_sandbox(self) -> None:
-        """Remove the sandbox, if one was made."""
+        """Remove the sandbox, if one was made (what cannot be removed is logged; the startd
+        sweeps EXECUTE again when it next starts)."""
         if self.sandbox is not None:
-            remove_sandbox(self.sandbox)
+            try:
+                remove_sandbox(self.sandbox, patience=SANDBOX_REMOVAL_PATIENCE)
+            except SandboxError as error:
+                self.log.error("%s", error)
             self.sandbox = None
 
     def make_sandbox(self) -> Sandbox:

@@ -24,6 +24,7 @@ import attrs
 
 from epcore.classad import UNDEFINED, ClassAd
 from epcore.errors import EpError
+from epcore.starter.userfiles import open_user_file
 
 _EVENT_END = "..."
 _NO_REASON = "Reason unspecified"
@@ -417,12 +418,26 @@ class EventLogWriter:
         """Append ``event``; a log that cannot be opened or written is a :class:`UserLogError`."""
         entry = format_xml(event) if self.xml else format_text(event)
         try:
-            with open(self.path, "a", encoding="utf-8", errors="replace") as log:
-                log.write(entry)
-                if self.fsync:
-                    log.flush()
-                    os.fsync(log.fileno())
+            self._append(entry)
         except OSError as error:
             raise UserLogError(
                 f"cannot write job event log {self.path}: {error.strerror or error}"
             ) from error
+
+    def check(self) -> None:
+        """Open the log as :meth:`write` would, writing nothing: a :class:`UserLogError` when
+        it cannot be opened or is not a regular file (a FIFO would block every write)."""
+        try:
+            os.close(open_user_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT))
+        except OSError as error:
+            raise UserLogError(
+                f"cannot write job event log {self.path}: {error.strerror or error}"
+            ) from error
+
+    def _append(self, entry: str) -> None:
+        fd = open_user_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        with open(fd, "a", encoding="utf-8", errors="replace") as log:
+            log.write(entry)
+            if self.fsync:
+                log.flush()
+                os.fsync(log.fileno())

@@ -7,9 +7,11 @@ import os
 import select
 import signal
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import attrs
 import psutil
 import pytest
 from hypothesis import given
@@ -23,6 +25,7 @@ from epcore.starter.launch import (
     LaunchedJob,
     LaunchSpec,
     launch,
+    prepare_supervisor,
 )
 from epcore.starter.trackers import ProcessGroupTracking
 from epcore.types import ChildSetup
@@ -593,3 +596,117 @@ def test_job_starts_with_default_signal_handling(
     fields = dict(line.split(":", 1) for line in (tmp_path / "status").read_text().splitlines())
     assert int(fields["SigIgn"], 16) == 0
     assert int(fields["SigBlk"], 16) == 0
+
+
+# -- files that would block, and starters that die ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "hold_code", "needle"),
+    [
+        ("stdin", 8, "as standard input: it is not a regular file"),
+        ("stdout", 7, "as standard output: it is not a regular file"),
+        ("stderr", 7, "as standard error: it is not a regular file"),
+    ],
+)
+@pytest.mark.parametrize("reader", [False, True], ids=["nobody-reads", "someone-reads"])
+def test_a_fifo_for_a_standard_stream_is_refused_without_blocking(
+    tmp_path: Path, field: str, hold_code: int, needle: str, reader: bool
+) -> None:
+    """A FIFO named as the job's stdin, stdout or stderr fails the launch at once with
+    HTCondor's hold code (8 input, 7 output) and a reason naming it, instead of blocking."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    try:
+        started = time.monotonic()
+        with pytest.raises(JobSetupError) as caught:
+            launch(shell("exit 0", tmp_path, **{field: str(fifo)}))
+        assert time.monotonic() - started < PATIENCE / 2
+    finally:
+        if held is not None:
+            os.close(held)
+    assert caught.value.hold_code == hold_code
+    assert f"'{fifo}' {needle}" in str(caught.value)
+
+
+def _fake_starter(tmp_path: Path, start: Callable[[LaunchSpec], LaunchedJob]) -> int:
+    """Fork a process that starts a job (which leaves a daemon behind) through ``start`` and
+    then waits, as a starter would; its pid once the job's pids are in ``tmp_path/pids``."""
+    pids = tmp_path / "pids"
+    script = f"sleep 1000 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; sleep 1000"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the fake starter
+        try:
+            job = start(shell(script, tmp_path))
+            (tmp_path / "supervisor").write_text(str(job.supervisor_pid))
+            signal.pause()
+        finally:
+            os._exit(1)
+    assert wait_until(lambda: (tmp_path / "pids").exists(), PATIENCE)
+    return pid
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("namespace", [False, True], ids=["plain", "pidns"])
+def test_a_killed_starter_leaves_no_supervisor_and_no_job(tmp_path: Path, namespace: bool) -> None:
+    """When the starter is killed with SIGKILL, its supervisor kills the job's whole tree
+    (its first process and a daemon it left) and exits, within a few seconds."""
+
+    def start(spec: LaunchSpec) -> LaunchedJob:
+        return launch(attrs.evolve(spec, setup=ChildSetup(new_pid_namespace=namespace)))
+
+    starter = _fake_starter(tmp_path, start)
+    supervisor = int((tmp_path / "supervisor").read_text())
+    job = psutil.Process(supervisor).children(recursive=True)
+    assert len(job) >= 2
+    os.kill(starter, signal.SIGKILL)
+    os.waitpid(starter, 0)
+    assert wait_until(lambda: _gone(supervisor), PATIENCE), "the supervisor outlived its starter"
+    assert wait_until(lambda: all(_gone(p.pid) for p in job), PATIENCE), "the job outlived it"
+
+
+@pytest.mark.system
+def test_a_killed_starter_leaves_nothing_of_a_prepared_supervisor(tmp_path: Path) -> None:
+    """A supervisor prepared by the startd and handed to a starter kills the job and exits
+    when that starter is killed, though the startd that forked it lives on."""
+    prepared = prepare_supervisor(())
+    starter = _fake_starter(tmp_path, prepared.launch)
+    prepared.forget()  # as the startd does once the starter has it
+    supervisor = int((tmp_path / "supervisor").read_text())
+    assert supervisor == prepared.pid
+    job = psutil.Process(supervisor).children(recursive=True)
+    assert len(job) >= 2
+    os.kill(starter, signal.SIGKILL)
+    os.waitpid(starter, 0)
+    assert wait_until(lambda: _gone(supervisor), PATIENCE), "the supervisor outlived its starter"
+    os.waitpid(supervisor, 0)
+    assert wait_until(lambda: all(_gone(p.pid) for p in job), PATIENCE)
+
+
+@pytest.mark.system
+def test_a_prepared_supervisor_ends_with_its_startd(tmp_path: Path) -> None:
+    """A prepared supervisor whose startd dies before handing it to a starter exits."""
+    pipe_r, pipe_w = os.pipe()
+    startd = os.fork()
+    if startd == 0:  # pragma: no cover - the fake startd
+        try:
+            os.close(pipe_r)
+            os.write(pipe_w, str(prepare_supervisor(()).pid).encode())
+            signal.pause()
+        finally:
+            os._exit(1)
+    os.close(pipe_w)
+    supervisor = int(os.read(pipe_r, 64))
+    os.close(pipe_r)
+    assert not _gone(supervisor)
+    os.kill(startd, signal.SIGKILL)
+    os.waitpid(startd, 0)
+    assert wait_until(lambda: _gone(supervisor), PATIENCE), "the supervisor outlived its startd"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -14,6 +15,7 @@ from epcore.errors import JobSetupError
 from epcore.starter.sandbox import (
     HOLD_IWD,
     Sandbox,
+    SandboxError,
     disk_usage_kb,
     make_sandbox,
     remove_sandbox,
@@ -183,3 +185,131 @@ def test_remove_sandbox_as_its_owner_removes_read_only_directories(
             remove_sandbox(box)
     assert status == 0
     assert not os.path.exists(box.path)
+
+
+def _deep_tree(root: Path, depth: int) -> Path:
+    """A chain of ``depth`` nested directories under ``root``, a file in the deepest; the
+    deepest directory. Made fd-relative, since its path outgrows PATH_MAX."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    return root
+
+
+def _outside(tmp_path: Path) -> tuple[Path, dict[str, bytes], int]:
+    """A directory outside the sandbox with two files in it: the directory, its files and
+    its mode, to check afterwards that nothing there changed."""
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    files = {"victimfile": b"keep me", "sub/inner": b"me too"}
+    for name, data in files.items():
+        (victim / name).write_bytes(data)
+    victim.chmod(0o751)
+    return victim, files, 0o751
+
+
+def _untouched(victim: Path, files: dict[str, bytes], mode: int) -> None:
+    assert stat.S_IMODE(victim.stat().st_mode) == mode
+    for name, data in files.items():
+        assert (victim / name).read_bytes() == data
+
+
+def test_remove_sandbox_removes_a_tree_deeper_than_python_recursion(tmp_path: Path) -> None:
+    """A 3,000-level tree is removed whole (no RecursionError, no descriptor per level) and
+    measured with disk_usage_kb."""
+    root = tmp_path / "dir_1"
+    root.mkdir()
+    _deep_tree(root, 3000)
+    assert disk_usage_kb(str(root)) >= 3000 * 4
+    remove_sandbox(Sandbox(str(root)))
+    assert not root.exists()
+
+
+def test_remove_sandbox_removes_links_and_never_their_targets(tmp_path: Path) -> None:
+    """Links in the sandbox to a directory and a file outside are removed as links: what
+    they point to keeps its mode and contents, and the sandbox's parent keeps its mode."""
+    victim, files, mode = _outside(tmp_path)
+    execute = tmp_path / "execute"
+    execute.mkdir(mode=0o755)
+    execute.chmod(0o755)
+    root = execute / "dir_2"
+    (root / "x" / "y").mkdir(parents=True)
+    (root / "x" / "victimdir").symlink_to(victim)
+    (root / "x" / "y" / "file").symlink_to(victim / "victimfile")
+    (root / "top").symlink_to(victim)
+    (root / "x").chmod(0o500)
+    remove_sandbox(Sandbox(str(root)))
+    assert not root.exists()
+    _untouched(victim, files, mode)
+    assert stat.S_IMODE(execute.stat().st_mode) == 0o755
+
+
+def test_a_sandbox_that_is_a_link_is_removed_as_a_link(tmp_path: Path) -> None:
+    """When the sandbox's own name is a link, the link goes and its target is untouched."""
+    victim, files, mode = _outside(tmp_path)
+    link = tmp_path / "dir_3"
+    link.symlink_to(victim)
+    remove_sandbox(Sandbox(str(link)))
+    assert not os.path.lexists(link)
+    _untouched(victim, files, mode)
+
+
+def test_disk_usage_does_not_follow_links_out_of_the_sandbox(tmp_path: Path) -> None:
+    """A link to a large directory outside counts as the link alone."""
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "blob").write_bytes(os.urandom(2 * 1024 * 1024))
+    root = tmp_path / "dir_4"
+    root.mkdir()
+    (root / "link").symlink_to(big)
+    assert disk_usage_kb(str(root)) < 64
+    assert disk_usage_kb(str(root / "link")) == 0
+
+
+def test_remove_sandbox_raced_by_link_swaps_never_touches_the_target(tmp_path: Path) -> None:
+    """While the sandbox is removed, another process keeps renaming its directory ``x`` away
+    and planting a link to an outside directory in its place: the outside directory's mode
+    and contents are never changed, whatever the interleaving (10 rounds)."""
+    victim, files, mode = _outside(tmp_path)
+    (victim / "x").mkdir()
+    (victim / "x" / "victimfile").write_bytes(b"keep me")
+    files["x/victimfile"] = b"keep me"
+    for round_ in range(10):
+        root = tmp_path / f"dir_{100 + round_}"
+        (root / "x").mkdir(parents=True)
+        for n in range(300):
+            os.close(os.open(root / "x" / f"f{n}", os.O_WRONLY | os.O_CREAT, 0o644))
+        (root / "x" / "victimfile").mkdir()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the racing child
+            try:
+                for attempt in range(20000):
+                    try:
+                        os.rename(root / "x", root / f"moved{attempt}")
+                        os.symlink(victim, root / "x")
+                        break
+                    except OSError:
+                        continue
+            finally:
+                os._exit(0)
+        with contextlib.suppress(SandboxError):
+            remove_sandbox(Sandbox(str(root)))
+        os.waitpid(pid, 0)
+        _untouched(victim, files, mode)
+        if root.exists():
+            remove_sandbox(Sandbox(str(root)))
+        assert not os.path.lexists(root)
+
+
+def test_remove_sandbox_reports_what_it_cannot_remove(tmp_path: Path) -> None:
+    """A sandbox that cannot be reached (its parent is a file) is a SandboxError naming it."""
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SandboxError, match=r"cannot remove the sandbox .*file/dir_1"):
+        remove_sandbox(Sandbox(str(tmp_path / "file" / "dir_1")))

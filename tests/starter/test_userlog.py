@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import xml.etree.ElementTree as ET
@@ -245,12 +246,43 @@ def test_job_ids_of_wrong_type_are_refused(text: str) -> None:
     ],
 )
 def test_unwritable_log_names_its_path(tmp_path: Path, make_path: Callable[[Path], Path]) -> None:
-    """A log that cannot be opened is a UserLogError (an EpError) naming the path."""
+    """A log that cannot be opened is a UserLogError (an EpError) naming the path, from
+    write and from check alike."""
     path = str(make_path(tmp_path))
     writer = EventLogWriter(path)
     with pytest.raises(UserLogError, match=re.escape(path)) as caught:
         writer.write(JobUnsuspendedEvent(job=JOB, when=WHEN))
     assert isinstance(caught.value, EpError)
+    with pytest.raises(UserLogError, match=re.escape(path)):
+        writer.check()
+
+
+@pytest.mark.parametrize("reader", [False, True], ids=["nobody-reads", "someone-reads"])
+def test_a_fifo_log_is_refused_without_blocking(tmp_path: Path, reader: bool) -> None:
+    """A log that is a FIFO (read by someone or not) is refused at once by check and write,
+    naming it as not a regular file, instead of blocking the writer."""
+    fifo = tmp_path / "job.log"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    try:
+        writer = EventLogWriter(str(fifo))
+        started = time.monotonic()
+        with pytest.raises(UserLogError, match=f"{re.escape(str(fifo))}: it is a FIFO"):
+            writer.check()
+        with pytest.raises(UserLogError, match="not a regular file"):
+            writer.write(JobUnsuspendedEvent(job=JOB, when=WHEN))
+        assert time.monotonic() - started < 1.0
+    finally:
+        if held is not None:
+            os.close(held)
+
+
+def test_check_makes_the_log_and_dev_null_passes(tmp_path: Path) -> None:
+    """check creates a missing log (as the first write would) and accepts /dev/null."""
+    EventLogWriter(str(tmp_path / "new.log")).check()
+    assert (tmp_path / "new.log").is_file()
+    EventLogWriter("/dev/null").check()
+    EventLogWriter("/dev/null").write(JobUnsuspendedEvent(job=JOB, when=WHEN))
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ import docker.errors
 import requests.exceptions
 
 from epcore.starter.privileges import as_user
+from epcore.starter.userfiles import open_user_file
 from epcore.types import ChildSetup, TrackedUsage
 from epcore_docker.cgroups import ContainerCgroup, find_cgroup
 
@@ -243,7 +244,7 @@ class DockerContainer:
                 chunks = self._api.logs(self.id, stdout=stdout, stderr=not stdout, stream=True)
                 with as_user(self._uid, self._gid):
                     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-                    with os.fdopen(os.open(path, flags, 0o644), "wb") as handle:
+                    with os.fdopen(open_user_file(path, flags, 0o644), "wb") as handle:
                         for chunk in chunks:
                             handle.write(chunk)
             except DOCKER_ERRORS as error:

@@ -32,6 +32,7 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import ConfigError, JobSetupError
 from epcore.starter.privileges import as_user
+from epcore.starter.userfiles import open_user_file
 from epcore.types import ContainerJob, MachineAttribute, RunningContainer
 from epcore_docker.container import DOCKER_ERRORS, DockerContainer
 from epcore_docker.images import ImageCache
@@ -289,7 +290,7 @@ class DockerRuntime:
             return
         with as_user(request.uid, request.gid):
             try:
-                fd = os.open(request.stdin, os.O_RDONLY | os.O_NOFOLLOW)
+                fd = open_user_file(request.stdin, os.O_RDONLY | os.O_NOFOLLOW)
             except OSError as error:
                 message = f"cannot read the job's input {request.stdin}: {error.strerror}"
                 raise JobSetupError(message, 8) from error
