@@ -262,3 +262,44 @@ def test_a_bad_dropped_line_names_the_line(tmp_path: Path) -> None:
     path.write_text("[ DroppedClaimId = 7 ]\n")
     with pytest.raises(DaemonError, match="line 1"):
         persist.read_claims(str(path))
+
+
+def test_a_cut_off_last_claims_line_is_left_out(tmp_path: Path) -> None:
+    """A last journal line without its newline (a write cut short) is left out; the whole
+    lines before it read back."""
+    path = tmp_path / "startd_claims"
+    journal = persist.ClaimsFile(str(path))
+    journal.add(persist.SavedStarter(_claim(claim_id="whole"), 7))
+    line = str(persist.saved_starter_ad(persist.SavedStarter(_claim(claim_id="cut"), 8)))
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line[: len(line) // 2])
+    assert [e.claim.claim_id for e in persist.read_claims(str(path))] == ["whole"]
+
+
+def test_every_state_file_is_private(tmp_path: Path) -> None:
+    """The claims journal, the history and any ad-lines file are made mode 0600, and one
+    left 0644 by an older version becomes 0600 at its next write."""
+    claims, history, ads = (tmp_path / name for name in ("claims", "history", "ads"))
+    for path in (claims, history, ads):
+        path.write_text("")
+        path.chmod(0o644)
+    journal = persist.ClaimsFile(str(claims))
+    journal.add(persist.SavedStarter(_claim(claim_id="a"), 1))
+    persist.append_history(str(history), _record(0))
+    persist.write_ad_lines(str(ads), [_record(1)])
+    assert {oct(p.stat().st_mode & 0o777) for p in (claims, history, ads)} == {"0o600"}
+    journal.rewrite([])
+    assert claims.stat().st_mode & 0o777 == 0o600
+
+
+def test_state_files_are_never_written_through_a_symbolic_link(tmp_path: Path) -> None:
+    """A state file that is a symbolic link is refused (OSError), its target untouched."""
+    target = tmp_path / "target"
+    target.write_text("keep\n")
+    target.chmod(0o644)
+    link = tmp_path / "startd_history"
+    link.symlink_to(target)
+    with pytest.raises(OSError):
+        persist.append_history(str(link), _record(0))
+    assert target.read_text() == "keep\n"
+    assert target.stat().st_mode & 0o777 == 0o644
