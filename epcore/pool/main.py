@@ -43,7 +43,7 @@ def build_pool(
     startd.sink = CollectorSink(collector, clock)
     saved = [ad for _, ad in read_ad_lines(paths.accountant_file, "the accountant's state")]
     accountant = Accountant.from_ads(saved, config) if saved else Accountant.empty(config)
-    log = daemon_logger("epcore.schedd", paths.schedd_log)
+    log = daemon_logger("epcore.schedd", config, "SCHEDD", paths.schedd_log)
     schedd = Schedd(config, JobQueue.open(paths.queue_database), startd, log=log, clock=clock)
     central = CentralManager(
         startd,
@@ -52,7 +52,9 @@ def build_pool(
         accountant,
         paths,
         log=log,
-        negotiator_log=daemon_logger("epcore.negotiator", paths.negotiator_log),
+        negotiator_log=daemon_logger(
+            "epcore.negotiator", config, "NEGOTIATOR", paths.negotiator_log
+        ),
         clock=clock,
     )
     return StartdLoop(startd, companions=[central])
