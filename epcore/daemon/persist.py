@@ -14,8 +14,10 @@ or from the ``ep_job_finished`` notification.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
+import stat
 from collections.abc import Iterator, Sequence
 
 import attrs
@@ -160,6 +162,48 @@ def replace_private(path: str, data: bytes) -> None:
     finally:
         os.close(descriptor)
     os.replace(temporary, path)
+
+
+def make_private(path: str, *, directory: int | None = None) -> bool:
+    """Make the regular file ``path`` (relative to the open ``directory`` when given) mode
+    0600 when it is wider and owned by this process's user; never through a symbolic link,
+    and without blocking on a FIFO. True when its mode was changed; OSError when it cannot be."""
+    try:
+        descriptor = os.open(
+            path,
+            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            dir_fd=directory,
+        )
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENXIO):
+            return False  # a symbolic link, or a socket (the pool's socket stays reachable)
+        raise
+    try:
+        info = os.fstat(descriptor)
+        wide = info.st_mode & 0o777 & ~PRIVATE_FILE_MODE
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or not wide:
+            return False
+        os.fchmod(descriptor, info.st_mode & PRIVATE_FILE_MODE)
+        return True
+    finally:
+        os.close(descriptor)
+
+
+def make_directory_private(directory: str) -> list[str]:
+    """Make every regular file directly in ``directory`` that this process's user owns mode
+    0600 or stricter (files an older version left 0644); the names changed. Subdirectories,
+    sockets and links are left alone. OSError when the directory cannot be read."""
+    changed = []
+    handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for entry in os.scandir(handle):
+            if entry.is_file(follow_symlinks=False) and make_private(entry.name, directory=handle):
+                changed.append(entry.name)
+    finally:
+        os.close(handle)
+    return changed
 
 
 def write_ad_lines(path: str, ads: Sequence[ClassAd]) -> None:

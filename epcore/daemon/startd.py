@@ -75,6 +75,7 @@ class Startd:
         self.reload_config = reload_config
         self.paths = StartdPaths.from_config(config)
         self.paths.make_directories()
+        self._make_state_private()
         now = clock()
         self.started_at = now
         detected = plugins.detect_resources(config, host)
@@ -107,6 +108,17 @@ class Startd:
         self.on_result: Callable[[ClassAd, float], None] | None = None
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
+
+    def _make_state_private(self) -> None:
+        """Make the state files and logs an older version left readable by all mode 0600."""
+        for directory in (self.paths.spool, self.paths.log_dir):
+            try:
+                changed = persist.make_directory_private(directory)
+            except OSError as error:
+                self.log.error("cannot make the files in %s private: %s", directory, error)
+                continue
+            for name in changed:
+                self.log.info("%s/%s was readable by others: now mode 0600", directory, name)
 
     # -- building -------------------------------------------------------------------------
 

@@ -303,3 +303,41 @@ def test_state_files_are_never_written_through_a_symbolic_link(tmp_path: Path) -
         persist.append_history(str(link), _record(0))
     assert target.read_text() == "keep\n"
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_files_left_readable_by_an_older_version_are_made_private(tmp_path: Path) -> None:
+    """make_directory_private makes the regular files of a directory 0600 (a stricter mode
+    stays), and leaves links and their targets, FIFOs (without blocking), sockets and
+    subdirectories as they were."""
+    import socket
+
+    outside = tmp_path / "outside"
+    outside.write_text("not ours\n")
+    outside.chmod(0o644)
+    state = tmp_path / "spool"
+    state.mkdir()
+    for name, mode in (("startd_history", 0o644), ("job_queue.db", 0o640), ("strict", 0o400)):
+        (state / name).write_text("x")
+        (state / name).chmod(mode)
+    (state / "link").symlink_to(outside)
+    os.mkfifo(state / "fifo", 0o644)
+    (state / "sub").mkdir(mode=0o755)
+    (state / "sub").chmod(0o755)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(state / "pool_control"))
+    (state / "pool_control").chmod(0o777)
+    try:
+        changed = persist.make_directory_private(str(state))
+    finally:
+        listener.close()
+    assert sorted(changed) == ["job_queue.db", "startd_history"]
+    modes = {p.name: p.lstat().st_mode & 0o777 for p in state.iterdir() if p.name != "link"}
+    assert modes == {
+        "startd_history": 0o600,
+        "job_queue.db": 0o600,
+        "strict": 0o400,
+        "fifo": 0o644,
+        "sub": 0o755,
+        "pool_control": 0o777,
+    }
+    assert outside.stat().st_mode & 0o777 == 0o644
