@@ -18,7 +18,7 @@ import errno
 import math
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import attrs
 
@@ -343,14 +343,27 @@ def append_history(path: str, ad: ClassAd) -> None:
     append_private(path, f"{ad}\n".encode())
 
 
-def read_history(path: str) -> Iterator[ClassAd]:
-    """Every record of the history file, oldest first (a torn last line is skipped)."""
+def read_history(
+    path: str, *, last_bytes: int | None = None, containing: Collection[str] = ()
+) -> Iterator[ClassAd]:
+    """Every record of the history file, oldest first (a torn last line is skipped);
+    ``last_bytes``: only the records within the file's last that many bytes; ``containing``:
+    only the records whose line contains one of these strings."""
+    wanted = [text.encode() for text in containing]
     try:
         with open(path, "rb") as handle:
-            lines = handle.read().splitlines()
+            if last_bytes is not None:
+                size = handle.seek(0, os.SEEK_END)
+                handle.seek(max(size - last_bytes, 0))
+            data = handle.read()
+            lines = data.splitlines()
+            if last_bytes is not None and size > last_bytes and lines:
+                lines = lines[1:]  # the line the cut fell in
     except FileNotFoundError:
         return
     for raw in lines:
+        if wanted and not any(text in raw for text in wanted):
+            continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:

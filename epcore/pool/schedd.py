@@ -88,6 +88,23 @@ class PendingClaim:
     preempts: tuple[str, ...] = ()
 
 
+def _ended(
+    jobs: dict[JobId, ClassAd], history: Callable[[set[str]], Iterable[ClassAd]]
+) -> dict[JobId, ClassAd]:
+    """The results ``history`` has for ``jobs`` on the claims the queue says they run on."""
+    public = {job_id: str(job.evaluate("PublicClaimId")) for job_id, job in jobs.items()}
+    found: dict[JobId, ClassAd] = {}
+    for result in history(set(public.values())):
+        claim = result.evaluate("ClaimId")
+        try:
+            job_id = job_id_of(result)
+        except PoolError:
+            continue
+        if isinstance(claim, str) and public.get(job_id) == claim.rsplit("#", 1)[0]:
+            found[job_id] = result
+    return found
+
+
 class Schedd:
     """The queue's agent (see the module docstring); ``clock`` gives epoch seconds."""
 
@@ -486,10 +503,18 @@ class Schedd:
 
     # -- restart --------------------------------------------------------------------------
 
-    def recover(self, claims: Iterable[tuple[str, ClassAd]], now: float) -> None:
+    def recover(
+        self,
+        claims: Iterable[tuple[str, ClassAd]],
+        now: float,
+        history: Callable[[set[str]], Iterable[ClassAd]] = lambda claims: (),
+    ) -> None:
         """After a restart: adopt the running jobs whose claims the startd took back
         (``claims``: claim id and job ad), and put every other job marked running back to
-        idle (its claim is gone with the previous process).
+        idle (its claim is gone with the previous process), unless the startd's history
+        (``history``: the recent results of the claims with these public ids) has its end:
+        the previous process was killed between that record and the queue's, and the job
+        must not run again.
 
         A claim's job may still be idle in the queue (the previous process was killed after
         its starter started and before the queue was written): it runs, so it is marked
@@ -504,12 +529,20 @@ class Schedd:
                 self.log.warning("a restored claim has a job without ClusterId/ProcId")
                 self._give_back(claim_id)
         with self.queue.batch():
-            for job in self.queue.jobs(statuses=(JobStatus.RUNNING,)):
-                job_id = job_id_of(job)
-                if job_id not in adopted:
-                    self.log.info("job %s: its claim did not survive the restart", job_id)
-                    self.queue.change_status(job_id, JobStatus.IDLE, now)
-                    self.now_idle(job_id)
+            orphans = {
+                job_id: job
+                for job in self.queue.jobs(statuses=(JobStatus.RUNNING,))
+                if (job_id := job_id_of(job)) not in adopted
+            }
+            ended = _ended(orphans, history) if orphans else {}
+            for job_id in orphans:
+                if job_id in ended:
+                    self.log.info("job %s: ended before the restart (startd history)", job_id)
+                    self._record(job_id, ended[job_id], now)
+                    continue
+                self.log.info("job %s: its claim did not survive the restart", job_id)
+                self.queue.change_status(job_id, JobStatus.IDLE, now)
+                self.now_idle(job_id)
             for job_id, claim_id in adopted.items():
                 self._adopt(job_id, claim_id, now)
 

@@ -341,3 +341,20 @@ def test_files_left_readable_by_an_older_version_are_made_private(tmp_path: Path
         "pool_control": 0o777,
     }
     assert outside.stat().st_mode & 0o777 == 0o644
+
+
+def test_the_history_tail_reads_only_whole_recent_records(tmp_path: Path) -> None:
+    """read_history with last_bytes reads the whole records within the file's end (the one
+    the cut falls in is left out), and with containing only those naming one of the strings."""
+    path = tmp_path / "startd_history"
+    for n in range(100):
+        persist.append_history(str(path), _record(n))
+    size = path.stat().st_size
+    tail = list(persist.read_history(str(path), last_bytes=size // 10))
+    assert 5 <= len(tail) <= 10
+    assert tail[-1] == _record(99)
+    assert [ad.evaluate("ProcId") for ad in tail] == list(range(100 - len(tail), 100))
+    assert list(persist.read_history(str(path), last_bytes=10 * size)) == [
+        _record(n) for n in range(100)
+    ]
+    assert list(persist.read_history(str(path), containing={"ProcId = 42;"})) == [_record(42)]

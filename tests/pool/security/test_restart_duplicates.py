@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import time
 from pathlib import Path
 
@@ -160,4 +161,33 @@ def test_a_kill_9_around_the_starters_start_never_duplicates_a_job(
             "every job to start",
         )
     _kill_9(pool)
+    _restart_and_check(pool, home, slot_users, shared_dir)
+
+
+def test_a_kill_9_between_a_jobs_end_and_the_queues_record_never_reruns_it(
+    pool_factory, slot_users, shared_dir: Path
+) -> None:
+    """``kill -9`` of ``ep run`` after the startd recorded the jobs' ends but before the queue
+    did (the queue's database is held locked meanwhile): after the restart the jobs complete
+    from the startd's history and none runs again."""
+    pool = pool_factory(cpus=JOBS)
+    home = _submit_recording_jobs(pool, slot_users[0], shared_dir)
+    pool.wait_for(
+        lambda: len([j for j in pool.jobs() if j.evaluate("JobStatus") == 2]) == JOBS,
+        60,
+        "every job to be running in the queue",
+    )
+    history = pool.directory / "spool" / "startd_history"
+    database = sqlite3.connect(str(pool.directory / "spool" / "job_queue.db"), timeout=30)
+    try:
+        database.execute("BEGIN EXCLUSIVE")
+        pool.wait_for(
+            lambda: history.exists() and history.read_text().count("ClusterId") >= 1,
+            60,
+            "a job's end in the startd's history",
+        )
+        _kill_9(pool)
+    finally:
+        database.rollback()
+        database.close()
     _restart_and_check(pool, home, slot_users, shared_dir)
