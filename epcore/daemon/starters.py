@@ -177,11 +177,13 @@ class StarterPool:
             try:
                 os.close(go_write)
                 os.setsid()
-                close_in_child()
                 signal.set_wakeup_fd(-1)
                 for signum in _RESET_SIGNALS:
                     signal.signal(signum, signal.SIG_DFL)
+                # Before the startd's descriptors are closed: a stale number among them may
+                # be the pipe's.
                 if _wait_for_go(go_read):
+                    close_in_child()
                     code = run()
             except BaseException:
                 traceback.print_exc(file=sys.stderr)
