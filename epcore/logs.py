@@ -40,7 +40,7 @@ LOG_DATE_FORMAT = "%m/%d/%y %H:%M:%S"
 LOG_FILE_MODE = 0o600
 
 _SIZE_UNITS = {"B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
-_TIME_UNITS = {"S": 1, "MIN": 60, "H": 3600, "D": 86400, "W": 7 * 86400}
+_TIME_UNITS = {"S": 1, "H": 3600, "D": 86400, "W": 7 * 86400}
 _LOG_SIZE = re.compile(r"\s*(\d+)\s*([A-Za-z]*)\s*")
 _TIMESTAMP_SUFFIX = re.compile(r"\d{8}T\d{6}")
 
@@ -63,14 +63,18 @@ def parse_log_size(
     if not unit:
         return value, False
     upper = unit.upper()
-    # "m" alone and "min" are minutes; "M", "Mb" and "MB" are megabytes (as HTCondor reads).
-    if unit == "m" or upper.startswith("MI"):
-        return value * 60, True
-    if upper in ("B", "BYTES") or (upper[0] in _SIZE_UNITS and upper[1:] in ("", "B")):
+    # The first letter names the unit, as HTCondor reads it (bytes, kilobytes, hours, days...);
+    # M is megabytes (M, Mb, MiB) unless it reads as minutes (a lone "m", "min", "minutes").
+    if upper[0] == "M":
+        minutes = unit == "m" or (upper[1:2] == "I" and upper[2:3] != "B")
+        if minutes:
+            return value * 60, True
+        if upper[1:2] in ("", "B", "I"):
+            return value * _SIZE_UNITS["M"], False
+    elif upper[0] in _SIZE_UNITS:
         return value * _SIZE_UNITS[upper[0]], False
-    for name, seconds in _TIME_UNITS.items():
-        if upper[0] == name[0] and name != "MIN":
-            return value * seconds, True
+    elif upper[0] in _TIME_UNITS:
+        return value * _TIME_UNITS[upper[0]], True
     raise ConfigError(f"{knob} = {text}: unknown unit {unit!r}", source, line)
 
 

@@ -54,6 +54,11 @@ def _record(message: str, level: int = logging.ERROR) -> logging.LogRecord:
         ("2 d", (2 * 86400, True)),
         ("1 w", (7 * 86400, True)),
         ("  7  Mb  ", (7 * 1024**2, False)),
+        ("4 MiB", (4 * 1024**2, False)),
+        ("4 KiB", (4 * 1024, False)),
+        ("2 minutes", (120, True)),
+        ("2 hours", (7200, True)),
+        ("100 bytes", (100, False)),
     ],
 )
 def test_log_sizes_read_as_htcondor_reads_them(text: str, expected: tuple[int, bool]) -> None:
@@ -61,7 +66,9 @@ def test_log_sizes_read_as_htcondor_reads_them(text: str, expected: tuple[int, b
     assert parse_log_size(text, "MAX_SCHEDD_LOG") == expected
 
 
-@pytest.mark.parametrize("text", ["", "   ", "abc", "-5", "1.5 Mb", "10 Zb", "Mb", "5 Mb extra"])
+@pytest.mark.parametrize(
+    "text", ["", "   ", "abc", "-5", "1.5 Mb", "10 Zb", "Mb", "5 Mb extra", "3 Megabytes"]
+)
 def test_a_malformed_log_size_names_the_knob(text: str) -> None:
     """A log size that is not a whole number with a known unit is a ConfigError naming the
     knob and the value."""
