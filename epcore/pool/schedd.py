@@ -538,8 +538,11 @@ class Schedd:
             for job_id in orphans:
                 if job_id in ended:
                     self.log.info("job %s: ended before the restart (startd history)", job_id)
-                    self._record(job_id, ended[job_id], now)
-                    continue
+                    try:
+                        self._record(job_id, ended[job_id], now)
+                        continue
+                    except QueueError as error:
+                        self.log.warning("job %s: its end cannot be recorded: %s", job_id, error)
                 self.log.info("job %s: its claim did not survive the restart", job_id)
                 self.queue.change_status(job_id, JobStatus.IDLE, now)
                 self.now_idle(job_id)
@@ -557,10 +560,11 @@ class Schedd:
             self.log.info("job %s: its restored claim is given back (job not wanted)", job_id)
             self._give_back(claim_id)
             return
+        started = job.evaluate("JobCurrentStartDate")
         if status == int(JobStatus.IDLE):
             self.log.info("job %s: runs on a restored claim; marked running", job_id)
             self._record_start(job_id, job, claim_id, now, reused=False)
-        started = job.evaluate("JobCurrentStartDate")
+            started = int(now)
         self.running[claim_id] = RunningJob(
             job_id,
             claim_id,
