@@ -10,31 +10,17 @@ from epcore.daemon.loop import StartdLoop
 from epcore.daemon.publish import AdSink, FileSink
 from epcore.daemon.setup import StartdPaths
 from epcore.daemon.startd import Startd
+from epcore.logs import LogSettings, file_logger
 from epcore.plugins import Plugins, load_plugins
 from epcore.types import MachineHost
 
-LOG_FORMAT = "%(asctime)s %(message)s"
-LOG_DATE_FORMAT = "%m/%d/%y %H:%M:%S"
 
-
-def startd_logger(path: str) -> logging.Logger:
-    """The StartLog: HTCondor's ``MM/DD/YY HH:MM:SS message`` lines, appended to ``path``."""
-    return daemon_logger("epcore.startd", path)
-
-
-def daemon_logger(name: str, path: str) -> logging.Logger:
-    """The logger ``name`` writing a daemon's log (StartLog, SchedLog...) in HTCondor's
-    ``MM/DD/YY HH:MM:SS message`` lines, appended to ``path``."""
-    log = logging.getLogger(name)
-    log.setLevel(logging.INFO)
-    log.propagate = False
-    for handler in list(log.handlers):
-        log.removeHandler(handler)
-        handler.close()
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
-    log.addHandler(handler)
-    return log
+def daemon_logger(name: str, config: Config, subsystem: str, path: str) -> logging.Logger:
+    """The logger ``name`` writing the log of daemon ``subsystem`` (StartLog, SchedLog...) at
+    ``path`` in HTCondor's ``MM/DD/YY HH:MM:SS message`` lines, mode 0600, rotated as
+    MAX_<SUBSYS>_LOG and MAX_NUM_<SUBSYS>_LOG say, repeated messages limited
+    (:mod:`epcore.logs`)."""
+    return file_logger(name, LogSettings.from_config(config, subsystem, path))
 
 
 def build_startd(
@@ -62,7 +48,7 @@ def build_startd(
     config = load()
     paths = StartdPaths.from_config(config)
     paths.make_directories()
-    log = startd_logger(paths.startd_log)
+    log = daemon_logger("epcore.startd", config, "STARTD", paths.startd_log)
     if sink is None:
         sink = FileSink(f"{paths.spool}/startd_ads")
     return Startd(config, plugins, host, log=log, sink=sink, clock=time.time, reload_config=load)

@@ -1,9 +1,12 @@
 """What the startd keeps on disk: the claims of running jobs, and the history of finished ones.
 
 Both files hold one ClassAd per line in new syntax, so an admin can read them (and ``ep eval``
-them). The claims file (``$(SPOOL)/startd_claims``) is rewritten atomically whenever a claim
-starts or stops running a job: a startd that restarts (even after ``kill -9``) reads it to
-take its running jobs back (:mod:`epcore.state.restore`). The history file
+them), and are mode 0600, as every file a daemon keeps its state in: they hold other users'
+job ads and the claim ids. The claims file (``$(SPOOL)/startd_claims``) is a journal with a
+line for every starter, written before that starter may run anything, and one for every
+claim whose job ended: a startd that restarts (even after ``kill -9``) reads it to take its
+running jobs back (:mod:`epcore.state.restore`) and to clean up after every starter it may
+have forked. The history file
 (``$(SPOOL)/startd_history``) gets one line appended, and flushed to disk, per job that left
 a slot, with how it ended; an embedding scheduler or the pool's job queue reads results from it
 or from the ``ep_job_finished`` notification.
@@ -11,9 +14,11 @@ or from the ``ep_job_finished`` notification.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
-from collections.abc import Iterator, Sequence
+import stat
+from collections.abc import Collection, Iterator, Sequence
 
 import attrs
 
@@ -115,24 +120,107 @@ def _saved_claim(ad: ClassAd, where: str) -> SavedStarter:
     return SavedStarter(saved, _integer(ad, "StarterPid", where), started, key, sandbox)
 
 
+#: The mode of every file a daemon keeps its state in: they hold other users' job ads
+#: (environments, arguments) and the claim ids, which act as capabilities.
+PRIVATE_FILE_MODE = 0o600
+
+
+def open_private(path: str, flags: int) -> int:
+    """A descriptor of ``path`` opened with ``flags`` (os.O_WRONLY | ...), created mode 0600 and
+    made 0600 when it existed with a wider mode; never through a symbolic link."""
+    descriptor = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    try:
+        if os.fstat(descriptor).st_mode & 0o777 != PRIVATE_FILE_MODE:
+            os.fchmod(descriptor, PRIVATE_FILE_MODE)
+    except OSError:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def append_private(path: str, data: bytes) -> None:
+    """Append ``data`` to ``path`` (mode 0600) in one write, so that a process killed meanwhile
+    leaves the whole of it or none of it (a cut-off line only when the disk fills)."""
+    descriptor = open_private(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+    finally:
+        os.close(descriptor)
+
+
+def replace_private(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` (mode 0600) atomically: a crash leaves the old or the
+    new file."""
+    temporary = f"{path}.tmp"
+    descriptor = open_private(temporary, os.O_WRONLY | os.O_TRUNC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+    finally:
+        os.close(descriptor)
+    os.replace(temporary, path)
+
+
+def make_private(path: str, *, directory: int | None = None) -> bool:
+    """Make the regular file ``path`` (relative to the open ``directory`` when given) mode
+    0600 when it is wider and owned by this process's user; never through a symbolic link,
+    and without blocking on a FIFO. True when its mode was changed; OSError when it cannot be."""
+    try:
+        descriptor = os.open(
+            path,
+            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            dir_fd=directory,
+        )
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENXIO):
+            return False  # a symbolic link, or a socket (the pool's socket stays reachable)
+        raise
+    try:
+        info = os.fstat(descriptor)
+        wide = info.st_mode & 0o777 & ~PRIVATE_FILE_MODE
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or not wide:
+            return False
+        os.fchmod(descriptor, info.st_mode & PRIVATE_FILE_MODE)
+        return True
+    finally:
+        os.close(descriptor)
+
+
+def make_directory_private(directory: str) -> list[str]:
+    """Make every regular file directly in ``directory`` that this process's user owns mode
+    0600 or stricter (files an older version left 0644); the names changed. Subdirectories,
+    sockets and links are left alone. OSError when the directory cannot be read."""
+    changed = []
+    handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for entry in os.scandir(handle):
+            if entry.is_file(follow_symlinks=False) and make_private(entry.name, directory=handle):
+                changed.append(entry.name)
+    finally:
+        os.close(handle)
+    return changed
+
+
 def write_ad_lines(path: str, ads: Sequence[ClassAd]) -> None:
     """Replace ``path`` with ``ads``, one per line, atomically (a crash leaves the old or the
-    new file).
+    new file), mode 0600.
 
     Not fsynced: the file must outlive the process (kill -9, a crash), which the page cache
     ensures; a machine that goes down takes its jobs with it, so flushing to disk on every
     activation would only slow job starts.
     """
-    temporary = f"{path}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        for ad in ads:
-            handle.write(f"{ad}\n")
-    os.replace(temporary, path)
+    replace_private(path, "".join(f"{ad}\n" for ad in ads).encode("utf-8"))
 
 
-def read_ad_lines(path: str, what: str) -> list[tuple[int, ClassAd]]:
+def read_ad_lines(path: str, what: str, *, torn_tail: bool = False) -> list[tuple[int, ClassAd]]:
     """The ads of a file :func:`write_ad_lines` wrote, with their line numbers; none when it
-    does not exist.
+    does not exist. ``torn_tail``: the file is appended to, and a last line without its
+    newline is a write cut short (the disk filled), left out.
 
     Raises DaemonError naming ``what`` (the saved claims, the accountant...), the file and
     the line of an unreadable entry.
@@ -144,8 +232,13 @@ def read_ad_lines(path: str, what: str) -> list[tuple[int, ClassAd]]:
         return []
     except OSError as error:
         raise DaemonError(f"cannot read {what} {path}: {error.strerror}") from error
+    lines = data.split(b"\n")
+    # The piece after the last newline: empty for a whole file.
+    tail = lines.pop()
+    if tail.strip() and not torn_tail:
+        lines.append(tail)
     found = []
-    for number, raw in enumerate(data.splitlines(), start=1):
+    for number, raw in enumerate(lines, start=1):
         where = f"{path}, line {number}"
         try:
             line = raw.decode("utf-8")
@@ -198,20 +291,19 @@ class ClaimsFile:
         self.lines = len(ads)
 
     def add(self, entry: SavedStarter) -> None:
-        """Record a starter started for ``entry``'s claim."""
+        """Record a starter started for ``entry``'s claim (OSError when it cannot be written:
+        that starter must not run)."""
         line = str(saved_starter_ad(entry))
-        self.live[entry.claim.claim_id] = line
         self._append(line)
+        self.live[entry.claim.claim_id] = line
 
     def drop(self, claim_id: str) -> None:
         """Record that ``claim_id`` no longer has a job to take back."""
         if self.live.pop(claim_id, None) is None:
             return
         if self.lines > 2 * len(self.live) + 64:
-            temporary = f"{self.path}.tmp"
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.writelines(f"{line}\n" for line in self.live.values())
-            os.replace(temporary, self.path)
+            text = "".join(f"{line}\n" for line in self.live.values())
+            replace_private(self.path, text.encode("utf-8"))
             self.lines = len(self.live)
             return
         marker = ClassAd()
@@ -219,8 +311,7 @@ class ClaimsFile:
         self._append(str(marker))
 
     def _append(self, line: str) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(f"{line}\n")
+        append_private(self.path, f"{line}\n".encode())
         self.lines += 1
 
 
@@ -231,7 +322,7 @@ def read_claims(path: str) -> list[SavedStarter]:
     Raises DaemonError naming the file and line of an unreadable entry.
     """
     found: dict[str, SavedStarter] = {}
-    for number, ad in read_ad_lines(path, "the saved claims"):
+    for number, ad in read_ad_lines(path, "the saved claims", torn_tail=True):
         where = f"{path}, line {number}"
         if DROPPED in ad:
             found.pop(_text(ad, DROPPED, where), None)
@@ -242,24 +333,37 @@ def read_claims(path: str) -> list[SavedStarter]:
 
 
 def append_history(path: str, ad: ClassAd) -> None:
-    """Append one finished job's record to the history file.
+    """Append one finished job's record to the history file (mode 0600: it holds the jobs'
+    environments and arguments).
 
     Not fsynced, for the reason :func:`write_ad_lines` gives: the record must outlive the
     process, which the page cache ensures, and a flush per job would cost every job a few
     milliseconds.
     """
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(f"{ad}\n")
+    append_private(path, f"{ad}\n".encode())
 
 
-def read_history(path: str) -> Iterator[ClassAd]:
-    """Every record of the history file, oldest first (a torn last line is skipped)."""
+def read_history(
+    path: str, *, last_bytes: int | None = None, containing: Collection[str] = ()
+) -> Iterator[ClassAd]:
+    """Every record of the history file, oldest first (a torn last line is skipped);
+    ``last_bytes``: only the records within the file's last that many bytes; ``containing``:
+    only the records whose line contains one of these strings."""
+    wanted = [text.encode() for text in containing]
     try:
         with open(path, "rb") as handle:
-            lines = handle.read().splitlines()
+            if last_bytes is not None:
+                size = handle.seek(0, os.SEEK_END)
+                handle.seek(max(size - last_bytes, 0))
+            data = handle.read()
+            lines = data.splitlines()
+            if last_bytes is not None and size > last_bytes and lines:
+                lines = lines[1:]  # the line the cut fell in
     except FileNotFoundError:
         return
     for raw in lines:
+        if wanted and not any(text in raw for text in wanted):
+            continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -96,7 +96,9 @@ class StartdPaths:
 
     def make_directories(self) -> None:
         """Make the directories (EXECUTE 0755, root-owned, so jobs cannot reach each other's
-        sandboxes; LOCK 0700); DaemonError naming the one that cannot be made."""
+        sandboxes; LOCK 0700); DaemonError naming the one that cannot be made. LOG and SPOOL
+        stay reachable (the pool's socket is in SPOOL, and LOCK may be LOG): the files in
+        them are private by their own mode (0600)."""
         for path, mode in (
             (self.log_dir, 0o755),
             (self.spool, 0o755),

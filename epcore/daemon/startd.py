@@ -75,6 +75,7 @@ class Startd:
         self.reload_config = reload_config
         self.paths = StartdPaths.from_config(config)
         self.paths.make_directories()
+        self._make_state_private()
         now = clock()
         self.started_at = now
         detected = plugins.detect_resources(config, host)
@@ -107,6 +108,17 @@ class Startd:
         self.on_result: Callable[[ClassAd, float], None] | None = None
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
+
+    def _make_state_private(self) -> None:
+        """Make the state files and logs an older version left readable by all mode 0600."""
+        for directory in (self.paths.spool, self.paths.log_dir):
+            try:
+                changed = persist.make_directory_private(directory)
+            except OSError as error:
+                self.log.error("cannot make the files in %s private: %s", directory, error)
+                continue
+            for name in changed:
+                self.log.info("%s/%s was readable by others: now mode 0600", directory, name)
 
     # -- building -------------------------------------------------------------------------
 
@@ -328,12 +340,28 @@ class Startd:
             self.close_in_child()
             self.preparations.close_in_child()
 
+        def write_down(handle: StarterHandle) -> None:
+            # Before the starter may run anything: a restart adopts or cleans up after every
+            # starter this startd may have forked (the starter waits for this).
+            entry = persist.SavedStarter(
+                self._saved_claim(slot, now),
+                handle.pid,
+                recovery.started(handle.pid),
+                request.prepared.job_key
+                if request.prepared is not None
+                else cgroup_key(request.execute_dir, slot, handle.pid),
+                sandbox_path(request.execute_dir, handle.pid),
+            )
+            self.claims_file.add(entry)
+            self.saved[claim_id] = entry
+
         try:
             handle = self.starters.spawn(
-                claim_id, slot, lambda: run_starter(request), close_in_child
+                claim_id, slot, lambda: run_starter(request), close_in_child, write_down
             )
         except OSError as error:
-            # No process could be forked: the job cannot start now; the slot is freed.
+            # No process could be forked, or it could not be recorded: the job cannot start
+            # now; the slot is freed.
             self.log.error("%s: cannot start a starter: %s", slot, error)
             if request.prepared is not None:
                 request.prepared.supervisor.abandon()
@@ -344,17 +372,6 @@ class Startd:
         if request.prepared is not None:
             self.preparations.handed_over(request.prepared)
         self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
-        entry = persist.SavedStarter(
-            self._saved_claim(slot, now),
-            handle.pid,
-            recovery.started(handle.pid),
-            request.prepared.job_key
-            if request.prepared is not None
-            else cgroup_key(request.execute_dir, slot, handle.pid),
-            sandbox_path(request.execute_dir, handle.pid),
-        )
-        self.saved[claim_id] = entry
-        self.claims_file.add(entry)
 
     def _saved_claim(self, slot: str, now: float) -> SavedClaim:
         record = self.state.slot(slot)

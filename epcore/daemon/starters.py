@@ -6,7 +6,9 @@ the startd's starter socket (``$(LOCK)/startd_starters``, mode 0600). Because th
 the client, a startd that restarts simply listens again: the starters that outlived the old
 one reconnect within a second, and their Hello names the claim they run, so the new startd
 *adopts* them. A starter forked by this startd is reaped with ``waitpid``; an adopted one is
-watched through its PID.
+watched through its PID. A new starter runs nothing until the startd has written it down in
+its claims file: a startd killed in between leaves no job running that its successor cannot
+find.
 """
 
 from __future__ import annotations
@@ -48,6 +50,19 @@ class StarterHandle:
     #: Commands sent before the starter connected (just forked, or reconnecting after a
     #: startd restart), delivered when it says Hello.
     waiting: list[ClassAd] = attrs.field(factory=list)
+
+
+#: What the startd writes on a new starter's pipe once the starter is recorded.
+GO = b"g"
+
+
+def _wait_for_go(go_read: int) -> bool:
+    """In a new starter: wait until the startd has recorded it (False: the startd went away
+    first, and the starter must not run anything)."""
+    try:
+        return os.read(go_read, 1) == GO
+    finally:
+        os.close(go_read)
 
 
 def _alive(pid: int) -> bool:
@@ -142,8 +157,17 @@ class StarterPool:
         slot: str,
         run: Callable[[], int],
         close_in_child: Callable[[], None],
+        record: Callable[[StarterHandle], None] = lambda handle: None,
     ) -> StarterHandle:
-        """Fork a starter that runs ``run()`` in a session of its own."""
+        """Fork a starter that runs ``run()`` in a session of its own, once ``record`` (called
+        here with the new starter) has returned.
+
+        The starter waits on a pipe for that: a startd killed between the fork and its record
+        closes the pipe without a word, and the starter exits without running anything, so
+        that no job runs that a restarted startd cannot know of. When ``record`` raises, the
+        starter is ended the same way and the error goes to the caller.
+        """
+        go_read, go_write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the starter
             # The startd's objects stay as they are: a collection here would touch every one
@@ -151,17 +175,33 @@ class StarterPool:
             gc.freeze()
             code = 1
             try:
+                os.close(go_write)
                 os.setsid()
-                close_in_child()
                 signal.set_wakeup_fd(-1)
                 for signum in _RESET_SIGNALS:
                     signal.signal(signum, signal.SIG_DFL)
-                code = run()
+                # Before the startd's descriptors are closed: a stale number among them may
+                # be the pipe's.
+                if _wait_for_go(go_read):
+                    close_in_child()
+                    code = run()
             except BaseException:
                 traceback.print_exc(file=sys.stderr)
             finally:
                 os._exit(code)
+        os.close(go_read)
         handle = StarterHandle(claim_id, slot, pid, forked=True)
+        try:
+            record(handle)
+        except BaseException:
+            os.close(go_write)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            raise
+        # A starter that died already is reaped and reported as any other.
+        with contextlib.suppress(OSError):
+            os.write(go_write, GO)
+        os.close(go_write)
         self._replace(handle)
         return handle
 

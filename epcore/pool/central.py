@@ -22,7 +22,7 @@ from pathlib import Path
 
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.daemon.persist import write_ad_lines
+from epcore.daemon.persist import read_history, write_ad_lines
 from epcore.daemon.startd import Startd
 from epcore.errors import EpError
 from epcore.pool.collector import Collector
@@ -36,6 +36,9 @@ from epcore.pool.setup import PoolPaths
 
 #: How often absent and expired ads are looked for, in seconds.
 COLLECTOR_HOUSEKEEPING = 10.0
+#: How much of the end of the startd's history a restart reads for the ends of jobs the
+#: queue did not record (those of the last moments before the previous process died).
+RECOVERY_HISTORY_BYTES = 4 * 1024 * 1024
 
 
 class CentralManager:
@@ -83,7 +86,14 @@ class CentralManager:
 
     def open(self, selector: selectors.BaseSelector) -> None:
         now = self.clock()
-        self.schedd.recover(self.startd.claims(), now)
+        history = self.startd.paths.history_file
+        self.schedd.recover(
+            self.startd.claims(),
+            now,
+            lambda claims: read_history(
+                history, last_bytes=RECOVERY_HISTORY_BYTES, containing=claims
+            ),
+        )
         self.server.open(selector, self)
         self.next_cycle = self.monotonic() + self._min_interval()
         self.log.info("pool ready: requests on %s", self.paths.control_socket)

@@ -9,12 +9,13 @@ and (as the startd does) its running jobs.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
 from epcore.daemon.loop import StartdLoop
 from epcore.daemon.main import build_startd, daemon_logger
-from epcore.daemon.persist import read_ad_lines
+from epcore.daemon.persist import make_private, read_ad_lines
 from epcore.plugins import Plugins
 from epcore.pool.central import CentralManager
 from epcore.pool.collector import Collector, CollectorSink
@@ -38,12 +39,13 @@ def build_pool(
     startd = build_startd(config_file, host=host, plugins=plugins)
     config = startd.config
     paths = PoolPaths.from_config(config)
+    _make_private(paths, startd.log)
     collector = Collector(config)
     collector.load_persistent(read_persistent_ads(Path(paths.collector_log)))
     startd.sink = CollectorSink(collector, clock)
     saved = [ad for _, ad in read_ad_lines(paths.accountant_file, "the accountant's state")]
     accountant = Accountant.from_ads(saved, config) if saved else Accountant.empty(config)
-    log = daemon_logger("epcore.schedd", paths.schedd_log)
+    log = daemon_logger("epcore.schedd", config, "SCHEDD", paths.schedd_log)
     schedd = Schedd(config, JobQueue.open(paths.queue_database), startd, log=log, clock=clock)
     central = CentralManager(
         startd,
@@ -52,10 +54,24 @@ def build_pool(
         accountant,
         paths,
         log=log,
-        negotiator_log=daemon_logger("epcore.negotiator", paths.negotiator_log),
+        negotiator_log=daemon_logger(
+            "epcore.negotiator", config, "NEGOTIATOR", paths.negotiator_log
+        ),
         clock=clock,
     )
     return StartdLoop(startd, companions=[central])
+
+
+def _make_private(paths: PoolPaths, log: logging.Logger) -> None:
+    """Make the central manager's state files mode 0600 (an older version left them 0644);
+    those in SPOOL the startd has done already, these may be elsewhere."""
+    queue = paths.queue_database
+    for path in (queue, f"{queue}-wal", f"{queue}-shm", paths.accountant_file, paths.collector_log):
+        try:
+            if make_private(path):
+                log.info("%s was readable by others: now mode 0600", path)
+        except OSError as error:
+            log.error("cannot make %s private: %s", path, error)
 
 
 def run_pool(config_file: str | None) -> None:

@@ -88,6 +88,23 @@ class PendingClaim:
     preempts: tuple[str, ...] = ()
 
 
+def _ended(
+    jobs: dict[JobId, ClassAd], history: Callable[[set[str]], Iterable[ClassAd]]
+) -> dict[JobId, ClassAd]:
+    """The results ``history`` has for ``jobs`` on the claims the queue says they run on."""
+    public = {job_id: str(job.evaluate("PublicClaimId")) for job_id, job in jobs.items()}
+    found: dict[JobId, ClassAd] = {}
+    for result in history(set(public.values())):
+        claim = result.evaluate("ClaimId")
+        try:
+            job_id = job_id_of(result)
+        except PoolError:
+            continue
+        if isinstance(claim, str) and public.get(job_id) == claim.rsplit("#", 1)[0]:
+            found[job_id] = result
+    return found
+
+
 class Schedd:
     """The queue's agent (see the module docstring); ``clock`` gives epoch seconds."""
 
@@ -233,6 +250,16 @@ class Schedd:
             self.log.info("job %s: activation refused: %s", job_id, error)
             self._give_back(claim_id)
             return False
+        slot = self._record_start(job_id, job, claim_id, now, reused=reused)
+        self.running[claim_id] = RunningJob(
+            job_id, claim_id, slot, submitter, reuse_key(job), now, slot_ad
+        )
+        return True
+
+    def _record_start(
+        self, job_id: JobId, job: ClassAd, claim_id: str, now: float, *, reused: bool
+    ) -> str:
+        """Write in the queue that ``job`` runs on ``claim_id``; the slot's short name."""
         slot = self.startd.slot_of(claim_id) or "?"
         remote = f"{slot}@{self.startd.host_name}"
         starts = job.evaluate("NumJobStarts")
@@ -252,10 +279,7 @@ class Schedd:
                 values[name] = job[name]
         self.queue.set_attributes(job_id, values, now)
         self.queue.change_status(job_id, JobStatus.RUNNING, now)
-        self.running[claim_id] = RunningJob(
-            job_id, claim_id, slot, submitter, reuse_key(job), now, slot_ad
-        )
-        return True
+        return slot
 
     def _give_back(self, claim_id: str) -> None:
         try:
@@ -479,34 +503,76 @@ class Schedd:
 
     # -- restart --------------------------------------------------------------------------
 
-    def recover(self, claims: Iterable[tuple[str, ClassAd]], now: float) -> None:
+    def recover(
+        self,
+        claims: Iterable[tuple[str, ClassAd]],
+        now: float,
+        history: Callable[[set[str]], Iterable[ClassAd]] = lambda claims: (),
+    ) -> None:
         """After a restart: adopt the running jobs whose claims the startd took back
         (``claims``: claim id and job ad), and put every other job marked running back to
-        idle (its claim is gone with the previous process)."""
+        idle (its claim is gone with the previous process), unless the startd's history
+        (``history``: the recent results of the claims with these public ids) has its end:
+        the previous process was killed between that record and the queue's, and the job
+        must not run again.
+
+        A claim's job may still be idle in the queue (the previous process was killed after
+        its starter started and before the queue was written): it runs, so it is marked
+        running, never offered again. A claim whose job is no longer wanted (removed, held,
+        gone from the queue) is given back, which stops the job.
+        """
         adopted: dict[JobId, str] = {}
         for claim_id, job in claims:
             try:
                 adopted[job_id_of(job)] = claim_id
             except PoolError:
                 self.log.warning("a restored claim has a job without ClusterId/ProcId")
+                self._give_back(claim_id)
         with self.queue.batch():
-            for job in self.queue.jobs(statuses=(JobStatus.RUNNING,)):
-                job_id = job_id_of(job)
-                found = adopted.get(job_id)
-                if found is None:
-                    self.log.info("job %s: its claim did not survive the restart", job_id)
-                    self.queue.change_status(job_id, JobStatus.IDLE, now)
-                    self.now_idle(job_id)
-                    continue
-                started = job.evaluate("JobCurrentStartDate")
-                self.running[found] = RunningJob(
-                    job_id,
-                    found,
-                    self.startd.slot_of(found) or "?",
-                    submitter_of(job, self.uid_domain),
-                    reuse_key(job),
-                    float(started) if isinstance(started, int) else now,
-                )
+            orphans = {
+                job_id: job
+                for job in self.queue.jobs(statuses=(JobStatus.RUNNING,))
+                if (job_id := job_id_of(job)) not in adopted
+            }
+            ended = _ended(orphans, history) if orphans else {}
+            for job_id in orphans:
+                if job_id in ended:
+                    self.log.info("job %s: ended before the restart (startd history)", job_id)
+                    try:
+                        self._record(job_id, ended[job_id], now)
+                        continue
+                    except QueueError as error:
+                        self.log.warning("job %s: its end cannot be recorded: %s", job_id, error)
+                self.log.info("job %s: its claim did not survive the restart", job_id)
+                self.queue.change_status(job_id, JobStatus.IDLE, now)
+                self.now_idle(job_id)
+            for job_id, claim_id in adopted.items():
+                self._adopt(job_id, claim_id, now)
+
+    def _adopt(self, job_id: JobId, claim_id: str, now: float) -> None:
+        """Take ``claim_id``, running ``job_id``, back after a restart (or give it back)."""
+        try:
+            job = self.queue.get(job_id)
+        except QueueError:
+            job = None
+        status = job.evaluate("JobStatus") if job is not None else None
+        if job is None or status not in (int(JobStatus.RUNNING), int(JobStatus.IDLE)):
+            self.log.info("job %s: its restored claim is given back (job not wanted)", job_id)
+            self._give_back(claim_id)
+            return
+        started = job.evaluate("JobCurrentStartDate")
+        if status == int(JobStatus.IDLE):
+            self.log.info("job %s: runs on a restored claim; marked running", job_id)
+            self._record_start(job_id, job, claim_id, now, reused=False)
+            started = int(now)
+        self.running[claim_id] = RunningJob(
+            job_id,
+            claim_id,
+            self.startd.slot_of(claim_id) or "?",
+            submitter_of(job, self.uid_domain),
+            reuse_key(job),
+            float(started) if isinstance(started, int) else now,
+        )
 
     def _hold(self, job_id: JobId, reason: str, code: int, now: float) -> None:
         self.queue.change_status(job_id, JobStatus.HELD, now, reason=reason, code=code)

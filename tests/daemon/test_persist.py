@@ -262,3 +262,99 @@ def test_a_bad_dropped_line_names_the_line(tmp_path: Path) -> None:
     path.write_text("[ DroppedClaimId = 7 ]\n")
     with pytest.raises(DaemonError, match="line 1"):
         persist.read_claims(str(path))
+
+
+def test_a_cut_off_last_claims_line_is_left_out(tmp_path: Path) -> None:
+    """A last journal line without its newline (a write cut short) is left out; the whole
+    lines before it read back."""
+    path = tmp_path / "startd_claims"
+    journal = persist.ClaimsFile(str(path))
+    journal.add(persist.SavedStarter(_claim(claim_id="whole"), 7))
+    line = str(persist.saved_starter_ad(persist.SavedStarter(_claim(claim_id="cut"), 8)))
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line[: len(line) // 2])
+    assert [e.claim.claim_id for e in persist.read_claims(str(path))] == ["whole"]
+
+
+def test_every_state_file_is_private(tmp_path: Path) -> None:
+    """The claims journal, the history and any ad-lines file are made mode 0600, and one
+    left 0644 by an older version becomes 0600 at its next write."""
+    claims, history, ads = (tmp_path / name for name in ("claims", "history", "ads"))
+    for path in (claims, history, ads):
+        path.write_text("")
+        path.chmod(0o644)
+    journal = persist.ClaimsFile(str(claims))
+    journal.add(persist.SavedStarter(_claim(claim_id="a"), 1))
+    persist.append_history(str(history), _record(0))
+    persist.write_ad_lines(str(ads), [_record(1)])
+    assert {oct(p.stat().st_mode & 0o777) for p in (claims, history, ads)} == {"0o600"}
+    journal.rewrite([])
+    assert claims.stat().st_mode & 0o777 == 0o600
+
+
+def test_state_files_are_never_written_through_a_symbolic_link(tmp_path: Path) -> None:
+    """A state file that is a symbolic link is refused (OSError), its target untouched."""
+    target = tmp_path / "target"
+    target.write_text("keep\n")
+    target.chmod(0o644)
+    link = tmp_path / "startd_history"
+    link.symlink_to(target)
+    with pytest.raises(OSError):
+        persist.append_history(str(link), _record(0))
+    assert target.read_text() == "keep\n"
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_files_left_readable_by_an_older_version_are_made_private(tmp_path: Path) -> None:
+    """make_directory_private makes the regular files of a directory 0600 (a stricter mode
+    stays), and leaves links and their targets, FIFOs (without blocking), sockets and
+    subdirectories as they were."""
+    import socket
+
+    outside = tmp_path / "outside"
+    outside.write_text("not ours\n")
+    outside.chmod(0o644)
+    state = tmp_path / "spool"
+    state.mkdir()
+    for name, mode in (("startd_history", 0o644), ("job_queue.db", 0o640), ("strict", 0o400)):
+        (state / name).write_text("x")
+        (state / name).chmod(mode)
+    (state / "link").symlink_to(outside)
+    os.mkfifo(state / "fifo", 0o644)
+    (state / "sub").mkdir(mode=0o755)
+    (state / "sub").chmod(0o755)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(state / "pool_control"))
+    (state / "pool_control").chmod(0o777)
+    try:
+        changed = persist.make_directory_private(str(state))
+    finally:
+        listener.close()
+    assert sorted(changed) == ["job_queue.db", "startd_history"]
+    modes = {p.name: p.lstat().st_mode & 0o777 for p in state.iterdir() if p.name != "link"}
+    assert modes == {
+        "startd_history": 0o600,
+        "job_queue.db": 0o600,
+        "strict": 0o400,
+        "fifo": 0o644,
+        "sub": 0o755,
+        "pool_control": 0o777,
+    }
+    assert outside.stat().st_mode & 0o777 == 0o644
+
+
+def test_the_history_tail_reads_only_whole_recent_records(tmp_path: Path) -> None:
+    """read_history with last_bytes reads the whole records within the file's end (the one
+    the cut falls in is left out), and with containing only those naming one of the strings."""
+    path = tmp_path / "startd_history"
+    for n in range(100):
+        persist.append_history(str(path), _record(n))
+    size = path.stat().st_size
+    tail = list(persist.read_history(str(path), last_bytes=size // 10))
+    assert 5 <= len(tail) <= 10
+    assert tail[-1] == _record(99)
+    assert [ad.evaluate("ProcId") for ad in tail] == list(range(100 - len(tail), 100))
+    assert list(persist.read_history(str(path), last_bytes=10 * size)) == [
+        _record(n) for n in range(100)
+    ]
+    assert list(persist.read_history(str(path), containing={"ProcId = 42;"})) == [_record(42)]
