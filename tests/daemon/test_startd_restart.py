@@ -15,7 +15,7 @@ from epcore.daemon.persist import read_claims
 pytestmark = pytest.mark.system
 
 JOB = """[ ClusterId = 7; ProcId = {proc}; Owner = "{owner}"; Cmd = "/bin/sh";
-  Arguments = "-c 'sleep 3; echo done {proc} > result.{proc}'"; Iwd = "{iwd}";
+  Arguments = "-c 'sleep 8; echo done {proc} > result.{proc}'"; Iwd = "{iwd}";
   RequestCpus = 0.5; RequestMemory = 64; RequestDisk = 1024 ]"""
 
 
