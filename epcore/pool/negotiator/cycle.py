@@ -44,6 +44,9 @@ from epcore.pool.negotiator.settings import NegotiatorSettings
 _NO_MATCH = "no match found"
 _SKIPPED = "not considered: another job of its autocluster found no match this cycle"
 _LIMIT = "insufficient priority: the submitter's share of the pool is used up"
+# The job expressions a cycle indexes first (the rest are reached through their names).
+_INDEXED = ("Requirements", "Rank")
+_FAILED = "not considered: the negotiator failed on this job (see the negotiator's log)"
 
 
 def job_id(job: ClassAd) -> str:
@@ -81,6 +84,7 @@ class _Run:
     queues: list[_Queue]
     matches: list[Match] = attrs.field(factory=list)
     rejections: dict[str, str] = attrs.field(factory=dict)
+    failures: dict[str, str] = attrs.field(factory=dict)
     considered: int = 0
     #: (principal, slots, slot weight) each match adds to or takes from usage.
     charges: list[tuple[str, int, float]] = attrs.field(factory=list)
@@ -98,7 +102,16 @@ class _Run:
                 self.rejections[ident] = _SKIPPED
                 continue
             self.considered += 1
-            choice = self.chooser.choose(job, queue.first + position, queue.bidder, limit)
+            try:
+                choice = self.chooser.choose(job, queue.first + position, queue.bidder, limit)
+            except Exception as error:
+                # One job's ad must not end the cycle for everyone: it and its autocluster
+                # sit this cycle out, and the daemon logs why.
+                queue.done[position] = True
+                queue.failed_clusters.add(cluster)
+                self.failures[ident] = f"{type(error).__name__}: {error}"
+                self.rejections[ident] = _FAILED
+                continue
             if choice.candidate is None:
                 if choice.limited:
                     self.rejections[ident] = _LIMIT
@@ -220,6 +233,8 @@ def run_cycle(
             )
             for entry in submitters
         ]
+    failures: dict[str, str] = {}
+    submitters = [_keyable(entry, failures) for entry in submitters]
     with_jobs = [entry for entry in submitters if entry.jobs]
     accountant = accountant.with_submitters(entry.submitter for entry in with_jobs)
     table = SlotTable.build(slots, settings.use_slot_weights)
@@ -256,7 +271,7 @@ def run_cycle(
         )
         start += count
     order = sorted(range(len(queues)), key=lambda i: (queues[i].bidder.eup, i))
-    run = _Run(settings, table, picker, [queues[i] for i in order])
+    run = _Run(settings, table, picker, [queues[i] for i in order], failures=failures)
     # NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT: only the slots it admits make the pie.
     pie = sum(
         weight
@@ -279,7 +294,35 @@ def run_cycle(
         autoclusters=len(set(clusters)),
         spins=spins,
     )
-    return Cycle(tuple(run.matches), accountant, slices, dict(run.rejections), stats)
+    return Cycle(
+        tuple(run.matches), accountant, slices, dict(run.rejections), stats, dict(run.failures)
+    )
+
+
+def _keyable(entry: SubmitterJobs, failures: dict[str, str]) -> SubmitterJobs:
+    """``entry`` without the jobs whose ads the cycle cannot even index (noted in failures).
+
+    Indexing walks every expression of every job; a job whose ad makes that fail would
+    otherwise end the whole cycle before any job is matched.
+    """
+    kept: list[ClassAd] = []
+    for job in entry.jobs:
+        try:
+            expressions = [job.lookup(name) for name in _INDEXED]
+            ReferenceIndex([job]).closure(e for e in expressions if e is not None)
+            kept.append(job)
+        except Exception as error:
+            failures[_safe_job_id(job)] = f"{type(error).__name__}: {error}"
+    if len(kept) == len(entry.jobs):
+        return entry
+    return attrs.evolve(entry, jobs=tuple(kept))
+
+
+def _safe_job_id(job: ClassAd) -> str:
+    try:
+        return job_id(job)
+    except Exception:
+        return "?.?"
 
 
 def negotiate(
