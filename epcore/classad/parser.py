@@ -435,6 +435,29 @@ def parse_uncached(text: str, source: str | None = None, *, old_strings: bool = 
         raise parser.error("expression nested too deeply for the stack left") from None
 
 
+#: Bracket levels that messages put around an ad's attributes: a reply's list of ads, a job
+#: ad inside a claim inside a list. An ad that daemons pass on must fit inside them.
+MESSAGE_LEVELS: Final = 4
+#: How deep an expression of such an ad may nest (the budget less those brackets).
+MESSAGE_NESTING: Final = MAX_NESTING - MESSAGE_LEVELS * _BRACKET_COST
+
+
+def check_nesting(node: ast.Node, reserve: int = MESSAGE_LEVELS) -> None:
+    """ClassAdSyntaxError unless ``node`` still parses inside ``reserve`` bracket levels.
+
+    An attribute that fits the budget on its own may not once a message wraps its ad (a
+    reply listing jobs): whoever accepts an ad that others will be sent checks it here.
+    """
+    from epcore.classad.unparse import unparse
+
+    parser = Parser(unparse(node))
+    parser.depth = reserve * _BRACKET_COST
+    try:
+        parser.parse_whole_expression()
+    except RecursionError:
+        raise parser.error("expression nested too deeply for the stack left") from None
+
+
 def parse_ad_node(text: str, source: str | None = None) -> ast.AdExpr:
     """Parse one new-syntax ad ``[ ... ]`` spanning the whole text."""
     parser = Parser(text, source)

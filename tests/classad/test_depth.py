@@ -30,7 +30,12 @@ from epcore.classad import (
     to_json,
 )
 from epcore.classad.formats import format_old
-from epcore.classad.parser import CONSUMER_FRAMES, MAX_NESTING
+from epcore.classad.parser import (
+    CONSUMER_FRAMES,
+    MAX_NESTING,
+    MESSAGE_NESTING,
+    check_nesting,
+)
 from epcore.pool.analysis import analyze_job
 from epcore.pool.jobqueue_codec import AdText, parse_stored_ad
 from epcore.pool.negotiator.references import analyse, fingerprint
@@ -215,3 +220,14 @@ def test_deliberate_difference_with_libclassad_on_depth() -> None:
         parse_ad(f"[ v = {_ternary(470)}; x = 1 ]")
     at_our_limit = f"[ v = {_ternary(MAX_NESTING)}; x = 1 ]"
     assert classad2.ClassAd(at_our_limit).eval("v") == parse_ad(at_our_limit).evaluate("v") == 1
+
+
+def test_an_ad_that_fits_message_nesting_travels_inside_a_reply() -> None:
+    """An attribute within MESSAGE_NESTING still parses inside the brackets of a reply (a list
+    of ads in an ad); check_nesting refuses one level more."""
+    deepest = parse_expr(_ternary(MESSAGE_NESTING))
+    check_nesting(deepest.node)
+    reply = parse_ad(f"[ Ok = true; Ads = {{ [ Claim = [ Job = [ v = {deepest} ] ] ] }} ]")
+    assert reply.evaluate("Ok") is True
+    with pytest.raises(ClassAdSyntaxError, match="nested too deeply"):
+        check_nesting(parse_expr(_ternary(MESSAGE_NESTING + 1)).node)

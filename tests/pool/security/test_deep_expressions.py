@@ -19,14 +19,14 @@ from pool_harness import PoolProcess, submit_as, user_home
 from security_support import assert_pool_serves
 
 from epcore.classad import ClassAd, parse_ad
+from epcore.classad.parser import MESSAGE_NESTING
 from epcore.starter import protocol
 
 pytestmark = pytest.mark.system
 
 REVIEWED_DEPTH = 470
-# Deep, and still within what the pool accepts inside a Submit request (the request's own
-# brackets spend some of the budget).
-ACCEPTED_DEPTH = 150
+# The deepest a job's expression may be: it must still fit when a reply lists the job.
+ACCEPTED_DEPTH = MESSAGE_NESTING
 
 
 def _ternary(levels: int, innermost: str) -> str:
@@ -91,6 +91,10 @@ def test_a_470_level_expression_is_refused_and_the_pool_serves(
     reply = _raw_submit(pool, attacker, attribute, _ternary(REVIEWED_DEPTH, "true"))
     assert reply.evaluate("Ok") is False
     assert "nested too deeply" in str(reply.evaluate("Error")), reply
+    # Deep enough to pass in the request, too deep for the replies that would list the job.
+    reply = _raw_submit(pool, attacker, attribute, _ternary(MESSAGE_NESTING + 1, "true"))
+    assert reply.evaluate("Ok") is False
+    assert f"{attribute} is nested too deeply" in str(reply.evaluate("Error")), reply
     assert pool.jobs() == []
     assert_pool_serves(pool, slot_users[3], shared_dir)
     assert pool.terminate() == 0
@@ -108,7 +112,8 @@ def test_a_deep_on_exit_hold_is_evaluated_when_the_job_ends(
     text = (
         "executable = /bin/true\n"
         f"on_exit_hold = {_ternary(ACCEPTED_DEPTH, 'true')}\n"
-        f"requirements = {_ternary(ACCEPTED_DEPTH, 'TARGET.Cpus >= 1')}\nqueue\n"
+        # ep submit puts the user's requirements inside its own (parentheses and && clauses).
+        f"requirements = {_ternary(ACCEPTED_DEPTH - 12, 'TARGET.Cpus >= 1')}\nqueue\n"
     )
     home = submit_as(pool, attacker, shared_dir, text)
     assert home.exists()
@@ -119,6 +124,8 @@ def test_a_deep_on_exit_hold_is_evaluated_when_the_job_ends(
 
     pool.wait_for(held, 60, "the deep job to end held by its OnExitHold")
     assert pool.jobs("ClusterId == 1")[0].evaluate("HoldReasonCode") == 3  # by policy
+    listed = pool.ep("q", "-l", user=attacker)  # a reply carrying the deep job parses
+    assert listed.status == 0 and "OnExitHold" in listed.stdout, listed.stderr
     assert_pool_serves(pool, slot_users[3], shared_dir)
     assert pool.terminate() == 0
     pool.start()
