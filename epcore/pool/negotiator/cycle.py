@@ -44,8 +44,6 @@ from epcore.pool.negotiator.settings import NegotiatorSettings
 _NO_MATCH = "no match found"
 _SKIPPED = "not considered: another job of its autocluster found no match this cycle"
 _LIMIT = "insufficient priority: the submitter's share of the pool is used up"
-# The job expressions a cycle indexes first (the rest are reached through their names).
-_INDEXED = ("Requirements", "Rank")
 _FAILED = "not considered: the negotiator failed on this job (see the negotiator's log)"
 
 
@@ -221,7 +219,32 @@ def run_cycle(
     now: float,
     chooser: Literal["indexed", "plain"] = "indexed",
 ) -> Cycle:
-    """:func:`negotiate` with a choice of chooser (``"plain"`` is the reference algorithm)."""
+    """:func:`negotiate` with a choice of chooser (``"plain"`` is the reference algorithm).
+
+    A job whose ad makes matching fail is skipped by the spin (see ``_Run.serve``). One that
+    makes the cycle fail before it (indexing walks every job's expressions) is found by
+    indexing the jobs one by one, which costs too much to do every cycle, and the cycle runs
+    again without it.
+    """
+    try:
+        return _cycle(config, accountant, slots, submitters, now, chooser, {})
+    except Exception:
+        failures: dict[str, str] = {}
+        kept = [_keyable(entry, failures) for entry in submitters]
+        if not failures:
+            raise
+        return _cycle(config, accountant, slots, kept, now, chooser, failures)
+
+
+def _cycle(
+    config: Config,
+    accountant: Accountant,
+    slots: Sequence[ClassAd],
+    submitters: Sequence[SubmitterJobs],
+    now: float,
+    chooser: Literal["indexed", "plain"],
+    failures: dict[str, str],
+) -> Cycle:
     settings = NegotiatorSettings.from_config(config, now)
     # NEGOTIATOR_SLOT_CONSTRAINT and NEGOTIATOR_JOB_CONSTRAINT hide ads from the whole cycle.
     slots = [slot for slot in slots if settings.admits(settings.slot_constraint, slot)]
@@ -233,8 +256,6 @@ def run_cycle(
             )
             for entry in submitters
         ]
-    failures: dict[str, str] = {}
-    submitters = [_keyable(entry, failures) for entry in submitters]
     with_jobs = [entry for entry in submitters if entry.jobs]
     accountant = accountant.with_submitters(entry.submitter for entry in with_jobs)
     table = SlotTable.build(slots, settings.use_slot_weights)
@@ -300,16 +321,13 @@ def run_cycle(
 
 
 def _keyable(entry: SubmitterJobs, failures: dict[str, str]) -> SubmitterJobs:
-    """``entry`` without the jobs whose ads the cycle cannot even index (noted in failures).
-
-    Indexing walks every expression of every job; a job whose ad makes that fail would
-    otherwise end the whole cycle before any job is matched.
-    """
+    """``entry`` without the jobs whose ads the cycle cannot index (noted in failures)."""
     kept: list[ClassAd] = []
     for job in entry.jobs:
         try:
-            expressions = [job.lookup(name) for name in _INDEXED]
-            ReferenceIndex([job]).closure(e for e in expressions if e is not None)
+            index = ReferenceIndex([job])
+            whole = index.closure(e for name in job if (e := job.lookup(name)) is not None)
+            whole.key(job)
             kept.append(job)
         except Exception as error:
             failures[_safe_job_id(job)] = f"{type(error).__name__}: {error}"
