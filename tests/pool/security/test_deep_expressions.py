@@ -132,11 +132,12 @@ def test_a_deep_on_exit_hold_is_evaluated_when_the_job_ends(
     assert_pool_serves(pool, slot_users[3], shared_dir)
 
 
-def test_a_job_the_schedd_cannot_finish_is_held_and_the_pool_carries_on(
+def test_a_deep_expression_behind_a_reference_chain_ends_the_job_and_the_pool_serves(
     pool_factory, slot_users, shared_dir: Path
 ) -> None:
-    """A job whose end the schedd cannot record (its OnExitHold names a stack-exhausting
-    chain of references) is still finished or held; another user is served, after a restart."""
+    """A job whose OnExitHold reaches a deep expression through 190 attributes referring one
+    to the next (near the end of the stack) still ends, completed or held (an evaluation that
+    runs out of stack is ERROR); another user is served, also after a restart."""
     pool = pool_factory()
     attacker = slot_users[0]
     chain = "".join(f"+Deep{i} = Deep{i + 1}\n" for i in range(190))
