@@ -83,7 +83,8 @@ class Expr:
         state, frame = _start(my, target, context, functions)
         try:
             return compile_node(self.node)(state, frame)
-        except EvaluationFailure:
+        except (EvaluationFailure, RecursionError):
+            # RecursionError: see ClassAd.evaluate.
             return ERROR
 
     def __str__(self) -> str:
@@ -251,7 +252,11 @@ class ClassAd(MutableMapping[str, Expr]):
             if binding is not None:
                 return evaluate_binding(state, frame, binding)
             return ref(state, frame, key)
-        except EvaluationFailure:
+        except (EvaluationFailure, RecursionError):
+            # An expression within the parser's budget evaluates in CONSUMER_FRAMES frames,
+            # but attribute references nest evaluations (up to runtime.MAX_DEPTH of them):
+            # when they exhaust the stack, the evaluation fails, as libclassad's does when it
+            # nests too deeply.
             return ERROR
 
     def copy(self) -> ClassAd:

@@ -108,6 +108,12 @@ class _Generator:
             fn.emit(f"{target} = unary({node.op!r}, {operand})")  # type: ignore[union-attr]
             return target
         if kind is ast.Binary:
+            # Dispatched here, not through binary(), so that each level of a long chain
+            # costs two frames of recursion (the parser's budget is counted on that).
+            if node.op in ("&&", "||"):  # type: ignore[union-attr]
+                if fn.indent > _MAX_NESTING:
+                    return self.call_helper(node, fn)
+                return self.logical(node, fn)  # type: ignore[arg-type]
             return self.binary(node, fn)  # type: ignore[arg-type]
         if kind in (ast.Ternary, ast.Elvis) and fn.indent > _MAX_NESTING:
             return self.call_helper(node, fn)
@@ -176,10 +182,6 @@ class _Generator:
 
     def binary(self, node: ast.Binary, fn: _Function) -> str:
         op = node.op
-        if op in ("&&", "||"):
-            if fn.indent > _MAX_NESTING:
-                return self.call_helper(node, fn)
-            return self.logical(node, fn)
         left = self.expression(node.left, fn)
         right = self.expression(node.right, fn)
         target = self.fresh()

@@ -5,8 +5,10 @@ Precedence, loosest first: ``? :`` (conditional, right-associative), ``||``, ``&
 shifts, additive, multiplicative, unary, then selection, subscripts, calls and the
 elvis operator ``?:``, which libclassad binds tightest of all.
 
-Nesting is bounded, as libclassad bounds it, so that hostile input yields a
-:class:`ClassAdSyntaxError` and never a ``RecursionError``.
+Nesting is bounded (:data:`MAX_NESTING`), so that hostile input yields a located
+:class:`ClassAdSyntaxError` and never a ``RecursionError``, here or in any later consumer of
+the tree: evaluation, compilation, printing, hashing and comparing, JSON and old syntax,
+match analysis and the job queue all walk it recursively.
 """
 
 from __future__ import annotations
@@ -68,9 +70,18 @@ _KEYWORD_LITERALS: Final[dict[str, ast.LiteralValue]] = {
     "error": ERROR,
 }
 
-# Nesting budget, spent as libclassad spends its own: about 500 unary operators or
-# about 165 levels of brackets.
-_MAX_DEPTH: Final = 500
+#: The nesting budget of one expression. Each operator, selection, subscript or elvis
+#: around an operand spends one level, and so does each operator of a chain (``a || b || c``
+#: is a left-deep tree); a bracket (parentheses, call, list, nested ad) spends three. So at
+#: most 200 operators or about 66 brackets deep. Every consumer of a tree within the budget
+#: needs fewer than :data:`CONSUMER_FRAMES` Python frames, which leaves the rest of Python's
+#: default recursion limit (1000) to the caller: a daemon's own stack, a thread, and
+#: attribute references evaluated one inside another. libclassad parses about 500 levels
+#: but fails to evaluate beyond 400; deeper expressions are refused here when read.
+MAX_NESTING: Final = 200
+#: The most Python frames any consumer (tests/classad/test_depth.py measures each) needs
+#: for an expression within :data:`MAX_NESTING`.
+CONSUMER_FRAMES: Final = 500
 _BRACKET_COST: Final = 3
 
 
@@ -107,8 +118,8 @@ class Parser:
     def enter(self, cost: int) -> None:
         """Spend nesting budget; fail cleanly when input nests too deeply."""
         self.depth += cost
-        if self.depth > _MAX_DEPTH:
-            raise self.error("expression nested too deeply")
+        if self.depth > MAX_NESTING:
+            raise self.error(f"expression nested too deeply (the limit is {MAX_NESTING} levels)")
 
     def leave(self, cost: int) -> None:
         """Give back nesting budget."""
@@ -190,13 +201,18 @@ class Parser:
         does, since its minus sign belongs to the literal.
         """
         node = self.selections(node)
-        while self.at_op("?:"):
-            self.advance()
-            self.enter(1)
-            fallback = self.selections(self._elvis_fallback())
-            self.leave(1)
-            node = ast.Elvis(node, fallback)
-        return node
+        chain = 0
+        try:
+            while self.at_op("?:"):
+                self.advance()
+                # a ?: b ?: c is a left-deep tree, like a chain of binary operators.
+                self.enter(1)
+                chain += 1
+                fallback = self.selections(self._elvis_fallback())
+                node = ast.Elvis(node, fallback)
+            return node
+        finally:
+            self.leave(chain)
 
     def _negative_number(self, minus: Token) -> ast.Literal | None:
         """The literal a minus sign (already consumed) makes with a number written against it.
@@ -414,16 +430,45 @@ def parse_uncached(text: str, source: str | None = None, *, old_strings: bool = 
     try:
         return parser.parse_whole_expression()
     except RecursionError:
-        raise parser.error("expression nested too deeply") from None
+        # Only a caller already deep in its own stack gets here: within the budget the
+        # parser needs fewer than CONSUMER_FRAMES frames.
+        raise parser.error("expression nested too deeply for the stack left") from None
+
+
+#: Bracket levels that messages put around an ad's attributes: a reply's list of ads, a job
+#: ad inside a claim inside a list. An ad that daemons pass on must fit inside them.
+MESSAGE_LEVELS: Final = 4
+#: How deep an expression of such an ad may nest (the budget less those brackets).
+MESSAGE_NESTING: Final = MAX_NESTING - MESSAGE_LEVELS * _BRACKET_COST
+
+
+def check_nesting(node: ast.Node, reserve: int = MESSAGE_LEVELS) -> None:
+    """ClassAdSyntaxError unless ``node`` still parses inside ``reserve`` bracket levels.
+
+    An attribute that fits the budget on its own may not once a message wraps its ad (a
+    reply listing jobs): whoever accepts an ad that others will be sent checks it here.
+    """
+    from epcore.classad.unparse import unparse
+
+    parser = Parser(unparse(node))
+    parser.depth = reserve * _BRACKET_COST
+    try:
+        parser.parse_whole_expression()
+    except RecursionError:
+        raise parser.error("expression nested too deeply for the stack left") from None
 
 
 def parse_ad_node(text: str, source: str | None = None) -> ast.AdExpr:
     """Parse one new-syntax ad ``[ ... ]`` spanning the whole text."""
     parser = Parser(text, source)
+    # The outermost brackets are free: an attribute of an ad has the budget of an expression.
+    parser.depth = -_BRACKET_COST
     try:
         node = parser.ad_literal()
     except RecursionError:
-        raise parser.error("expression nested too deeply") from None
+        # Only a caller already deep in its own stack gets here: within the budget the
+        # parser needs fewer than CONSUMER_FRAMES frames.
+        raise parser.error("expression nested too deeply for the stack left") from None
     if parser.token.kind != END:
         raise parser.error(f"unexpected {describe(parser.token)} after the ClassAd")
     return node
@@ -432,8 +477,11 @@ def parse_ad_node(text: str, source: str | None = None) -> ast.AdExpr:
 def iter_new_ads(text: str, source: str | None = None) -> Iterator[ast.AdExpr]:
     """Parse consecutive new-syntax ads ``[...] [...]`` until the end of the text."""
     parser = Parser(text, source)
+    parser.depth = -_BRACKET_COST  # as in parse_ad_node
     try:
         while parser.token.kind != END:
             yield parser.ad_literal()
     except RecursionError:
-        raise parser.error("expression nested too deeply") from None
+        # Only a caller already deep in its own stack gets here: within the budget the
+        # parser needs fewer than CONSUMER_FRAMES frames.
+        raise parser.error("expression nested too deeply for the stack left") from None

@@ -29,6 +29,8 @@ from epcore.daemon.startd import Startd
 from epcore.errors import EpError
 from epcore.starter import protocol
 
+#: A failure that repeats turn after turn is logged again every this many turns.
+REPEATED_FAILURE_NOTE = 1000
 _SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGCHLD)
 
 
@@ -93,6 +95,9 @@ class StartdLoop:
         self._old_handlers: dict[int, object] = {}
         self.next_poll = 0.0
         self.next_update = 0.0
+        # The last failed turn's (type, message, place), and how often it repeated since.
+        self.last_failure: tuple[str, str, tuple[str, int] | None] | None = None
+        self.repeated_failures = 0
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -313,6 +318,28 @@ class StartdLoop:
             if isinstance(key.fileobj, protocol.Channel) and key.fileobj.closed:
                 self._drop(key.fileobj)
 
+    def _turn_failed(self, error: Exception) -> None:
+        """Log a failed turn; the same failure turn after turn is logged once, then counted."""
+        where = error.__traceback__
+        while where is not None and where.tb_next is not None:
+            where = where.tb_next
+        signature = (
+            type(error).__name__,
+            str(error),
+            None if where is None else (where.tb_frame.f_code.co_filename, where.tb_lineno),
+        )
+        if signature != self.last_failure:
+            self.last_failure, self.repeated_failures = signature, 0
+            self.startd.log.exception("a turn of the startd's loop failed")
+            return
+        self.repeated_failures += 1
+        if self.repeated_failures % REPEATED_FAILURE_NOTE == 0:
+            self.startd.log.error(
+                "a turn of the startd's loop failed again (%d times in a row): %s",
+                self.repeated_failures + 1,
+                error,
+            )
+
     # -- running --------------------------------------------------------------------------
 
     @property
@@ -326,10 +353,11 @@ class StartdLoop:
             while not self.finished:
                 try:
                     self.turn()
-                except (OSError, EpError):
-                    # A full disk or no more descriptors or processes must not end the
-                    # startd and the jobs it watches; the next turn tries again.
-                    self.startd.log.exception("a turn of the startd's loop failed")
+                except Exception as error:
+                    # A full disk, no more descriptors or processes, or a fault on one job's
+                    # or request's data must not end the startd (and the pool sharing its
+                    # loop) and the jobs it watches; the next turn tries again.
+                    self._turn_failed(error)
             now = self.startd.clock()
             ads = self.startd.ads(self.startd.state, now).values()
             self.startd.sink.invalidate([str(ad.evaluate("Name")) for ad in ads], now)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import selectors
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from epcore.classad import ClassAd
@@ -80,6 +80,8 @@ class CentralManager:
         self.cycles = 0
         self.saved_generation = collector.persistent_generation
         self.last_cycle_stats = ClassAd()
+        # Jobs the last cycle failed on, with the error: logged when they start failing.
+        self.failed_jobs: dict[str, str] = {}
         startd.on_result = self._job_result
 
     # -- LoopCompanion --------------------------------------------------------------------
@@ -171,6 +173,7 @@ class CentralManager:
         if submitters:
             cycle = negotiate(self.config, self.accountant, slots, submitters, now)
             self.accountant = cycle.accountant
+            self._log_failures(cycle.failures)
             matches = len(cycle.matches)
             for match in cycle.matches:
                 self.negotiator_log.info(
@@ -205,6 +208,15 @@ class CentralManager:
         stats["LastNegotiationCycleNumIdleJobs0"] = jobs
         stats["LastNegotiationCycleTotalSlots0"] = len(slots)
         self.last_cycle_stats = stats
+
+    def _log_failures(self, failures: Mapping[str, str]) -> None:
+        """Log each job the cycle could not handle, once for as long as it keeps failing."""
+        for job, error in failures.items():
+            if self.failed_jobs.get(job) != error:
+                self.negotiator_log.error(
+                    "job %s skipped by the negotiation cycle (and its autocluster): %s", job, error
+                )
+        self.failed_jobs = dict(failures)
 
     def save_accountant(self) -> None:
         try:
@@ -270,12 +282,17 @@ class CentralManager:
 
     def handle(self, requester: Requester, request: ClassAd) -> ClassAd:
         """Answer one request from the pool's socket."""
+        from epcore.daemon.control import answer
+
         try:
             return handle_request(self, requester, request)
         except EpError as error:
-            from epcore.daemon.control import answer
-
             return answer(False, str(error))
+        except Exception as error:
+            # A request that trips a fault fails alone; the pool keeps serving the others.
+            command = request.evaluate("Command")
+            self.log.exception("request %r from %s failed", command, requester.name)
+            return answer(False, f"the pool failed on this request: {type(error).__name__}")
 
 
 def _super_users(config: Config) -> set[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Final
 
@@ -12,6 +13,9 @@ from epcore.classad.ast import AttrRef, Node
 from epcore.classad.functions._support import children
 from epcore.config import Config
 from epcore.errors import ClassAdSyntaxError, ConfigError, PoolError
+
+# The pool answers queries in the schedd's process; its log is the SchedLog.
+_log = logging.getLogger("epcore.schedd")
 
 #: HTCondor's built-in values (the knobs have no entry in the parameter table).
 DEFAULT_CLASSAD_LIFETIME: Final = 900
@@ -128,7 +132,15 @@ def matches(constraint: Expr | None, ad: ClassAd, now: float | None) -> bool:
     lets ``time()`` read the system clock."""
     if constraint is None:
         return True
-    return is_true(constraint.evaluate(ad, context=EvalContext(now=now)))
+    try:
+        return is_true(constraint.evaluate(ad, context=EvalContext(now=now)))
+    except Exception:
+        # One ad that trips a fault must not fail the query (or the loop) for every ad.
+        name = ad.evaluate("Name") if "Name" in ad else None
+        if name is None and "ClusterId" in ad:
+            name = f"job {ad.evaluate('ClusterId')}.{ad.evaluate('ProcId')}"
+        _log.exception("constraint %s failed on the ad of %s; left out", constraint, name)
+        return False
 
 
 def project(ad: ClassAd, projection: tuple[str, ...] | None) -> ClassAd:

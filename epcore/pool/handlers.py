@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from epcore.classad import ClassAd
+from epcore.classad.parser import MESSAGE_NESTING, check_nesting
 from epcore.daemon.control import (
     ControlError,
     answer,
@@ -21,7 +22,7 @@ from epcore.daemon.control import (
     optional_text,
     text_argument,
 )
-from epcore.errors import ConfigError, EpError
+from epcore.errors import ClassAdSyntaxError, ConfigError, EpError
 from epcore.pool.analysis import analyze_job, render_analysis
 from epcore.pool.jobqueue import JobId, JobStatus
 from epcore.pool.requests import ADMIN_COMMANDS, COMMANDS, SUBMIT_CHUNK
@@ -72,6 +73,7 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
     now = manager.clock()
     uid_domain = manager.schedd.uid_domain
     shared = _owned(cluster_ad, requester, uid_domain, now)
+    _fits_messages(shared, "ClusterAd")
     try:
         requirements = submit_requirements(manager.config)
     except ConfigError as error:
@@ -82,6 +84,7 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
     for index, proc in enumerate(procs):
         if not isinstance(proc, ClassAd):
             raise ControlError(f"Procs[{index}] is not a ClassAd")
+        _fits_messages(proc, f"Procs[{index}]")
         own = _checked_job(proc, shared, cluster_id, requester, uid_domain, now, index)
         if requirements:
             whole = shared.copy()
@@ -95,6 +98,22 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
     cluster = SubmittedCluster(cluster_id, shared, tuple(jobs))
     ids = manager.schedd.submit(cluster, requester.uid, now)
     return answer(True, JobIds=[str(job_id) for job_id in ids])
+
+
+def _fits_messages(ad: ClassAd, where: str) -> None:
+    """ControlError naming the attribute of ``ad`` too deep to travel inside the pool's
+    messages (a reply listing it among other jobs would be unreadable to whoever asked)."""
+    for name in ad:
+        expr = ad.lookup(name)
+        if expr is None:
+            continue
+        try:
+            check_nesting(expr.node)
+        except ClassAdSyntaxError as error:
+            raise ControlError(
+                f"{where}: {name} is nested too deeply (a job's expressions may nest"
+                f" {MESSAGE_NESTING} levels): {error}"
+            ) from error
 
 
 def _owned(ad: ClassAd, requester: Requester, uid_domain: str, now: float) -> ClassAd:

@@ -301,6 +301,11 @@ class Schedd:
                 self._record(job_id, result, now)
             except QueueError as error:
                 self.log.warning("job %s ended but the queue does not take it: %s", job_id, error)
+            except Exception as error:
+                # Held, not retried: a fault on this job's ad would otherwise come back with
+                # every restart that recovers it and stop the pool for everyone again.
+                self.log.exception("job %s ended but handling its end failed; holding it", job_id)
+                self._hold_failed(job_id, error, now)
             if running is not None:
                 self._next_on_claim(running, now)
 
@@ -332,6 +337,13 @@ class Schedd:
         else:
             self.queue.change_status(job_id, JobStatus.IDLE, now)
             self.now_idle(job_id)
+
+    def _hold_failed(self, job_id: JobId, error: Exception, now: float) -> None:
+        reason = f"The schedd failed to handle the end of this job: {type(error).__name__}"
+        try:
+            self._hold(job_id, reason, 0, now)
+        except Exception:
+            self.log.exception("job %s: holding it failed too", job_id)
 
     def _exited(self, job_id: JobId, job: ClassAd, now: float) -> None:
         context = EvalContext(now=now)

@@ -132,12 +132,14 @@ def _is_false(value: Value) -> bool:
 
 def _interesting(node: ast.Node) -> bool:
     """Whether a sub-expression says more than its text (it has a reference or a call)."""
-    kind = type(node)
-    if kind is ast.AttrRef or kind is ast.Call:
-        return True
-    if kind is ast.Literal:
-        return False
-    return any(_interesting(child) for child in _subnodes(node))
+    # Without recursion: _explain asks this at every level of a tree it already recurses into.
+    pending = [node]
+    while pending:
+        kind = type(current := pending.pop())
+        if kind is ast.AttrRef or kind is ast.Call:
+            return True
+        pending.extend(_subnodes(current))
+    return False
 
 
 def _subnodes(node: ast.Node) -> tuple[ast.Node, ...]:

@@ -1,20 +1,38 @@
-"""PCRE2 patterns run on Python's ``re``, with PCRE2's byte semantics.
+"""PCRE2 patterns run on the ``regex`` package, with PCRE2's byte semantics and a time bound.
 
 libclassad compiles patterns with PCRE2 in 8-bit, non-UTF mode: ``.`` is one byte and
 ``\\w``/``\\d``/``\\s`` and caseless matching are ASCII-only. Matching UTF-8 bytes with a
-bytes pattern gives exactly that. The syntax PCRE2 has and ``re`` lacks or spells
-differently is rewritten here; a pattern neither engine accepts is an error either way.
-Not translated (and so errors here): ``\\K``, ``\\G``, ``\\X``, ``\\p{..}``, forward
-references and leading ``(*VERB)`` items.
+bytes pattern gives exactly that. The syntax PCRE2 has and Python's ``re`` syntax lacks
+or spells differently is rewritten here; a pattern neither engine accepts is an error
+either way. ``\\K``, ``\\G``, ``\\X`` and ``\\p{..}`` pass through to the ``regex``
+package, which has them; forward references and leading ``(*VERB)`` items are errors here.
+
+Backtracking patterns can take exponential time (``^(a|aa)+$`` on a long run of ``a``), and
+one ClassAd is evaluated inside daemons that serve everyone. libclassad bounds PCRE2 with its
+match limit; here every match runs under :data:`MATCH_TIMEOUT`, and a match that exceeds it
+raises :class:`MatchTimeout`, which the ClassAd functions turn into ERROR. The pattern and
+subject of a timed-out match are remembered, so that evaluating the same expression again
+(a job's Requirements against every slot, every cycle) costs nothing more.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Final
 
 import attrs
+import regex
+
+from epcore.errors import ClassAdError
+
+#: Seconds one match of a ClassAd regular expression may run before it gives ERROR.
+MATCH_TIMEOUT: Final = 0.1
+# How many timed-out (pattern, options, subject) triples are remembered.
+_TIMED_OUT_KEPT: Final = 1024
 
 
 def _byte_set(spec: str) -> frozenset[int]:
@@ -45,12 +63,21 @@ _POSIX_CLASSES: Final = {
 _SET_ESCAPES: Final = {"h": r"\t \xa0", "v": r"\n\x0b\x0c\r\x85"}
 _INLINE_FLAGS: Final = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)")
 _NAMED_GROUP: Final = re.compile(r"\(\?(?:P?<([A-Za-z_][A-Za-z0-9_]*)>|'([A-Za-z_][A-Za-z0-9_]*)')")
-_FLAGS: Final = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_FLAGS: Final = {
+    "i": regex.IGNORECASE,
+    "m": regex.MULTILINE,
+    "s": regex.DOTALL,
+    "x": regex.VERBOSE,
+}
 _CLASS_SPECIALS: Final = "[&~|"
 
 
 class PatternError(ValueError):
     """A pattern that PCRE2 would refuse (or that this translation cannot express)."""
+
+
+class MatchTimeout(ClassAdError):
+    """A match ran longer than :data:`MATCH_TIMEOUT` (the function's value is ERROR)."""
 
 
 def _ranges(members: frozenset[int]) -> str:
@@ -246,8 +273,76 @@ def translate(pattern: str) -> str:
     return _Translator(pattern).run()
 
 
+Match = regex.Match[bytes]
+
+
+@attrs.frozen(eq=False)
+class BoundedPattern:
+    """A compiled pattern whose every match is bounded by :data:`MATCH_TIMEOUT`."""
+
+    compiled: regex.Pattern[bytes]
+    source: str
+    options: str
+
+    @property
+    def groups(self) -> int:
+        """The number of capturing groups."""
+        return self.compiled.groups
+
+    def search(self, target: bytes, pos: int = 0) -> Match | None:
+        """The first match at or after ``pos``; MatchTimeout when it takes too long."""
+        subject = self._refuse_known(target)
+        try:
+            return self.compiled.search(target, pos, timeout=MATCH_TIMEOUT)
+        except TimeoutError as error:
+            raise self._timed_out(subject) from error
+
+    def nonempty_at(self, target: bytes, pos: int) -> Match | None:
+        """PCRE2's ANCHORED|NOTEMPTY_ATSTART match: a non-empty match starting at ``pos``."""
+        subject = self._refuse_known(target)
+        try:
+            scanner = self.compiled.scanner(target, pos, timeout=MATCH_TIMEOUT)
+            found = scanner.match()
+            if found is not None and found.end() == pos:
+                # A second scan from the same place must advance, ruling the empty match out.
+                found = scanner.match()
+            return found
+        except TimeoutError as error:
+            raise self._timed_out(subject) from error
+
+    def finditer(self, target: bytes) -> list[Match]:
+        """Every non-overlapping match, each bounded."""
+        subject = self._refuse_known(target)
+        try:
+            return list(self.compiled.finditer(target, timeout=MATCH_TIMEOUT))
+        except TimeoutError as error:
+            raise self._timed_out(subject) from error
+
+    def _refuse_known(self, target: bytes) -> tuple[str, str, bytes]:
+        """The memo key of this match; MatchTimeout when the same match timed out before."""
+        # Long subjects are remembered by digest, so the memo stays small.
+        if len(target) > 64:
+            target = hashlib.blake2b(target, digest_size=16).digest()
+        subject = (self.source, self.options, target)
+        if subject in _TIMED_OUT:
+            raise MatchTimeout(f"pattern {self.source!r} timed out on this subject before")
+        return subject
+
+    def _timed_out(self, subject: tuple[str, str, bytes]) -> MatchTimeout:
+        with _TIMED_OUT_LOCK:
+            _TIMED_OUT[subject] = None
+            while len(_TIMED_OUT) > _TIMED_OUT_KEPT:
+                _TIMED_OUT.popitem(last=False)
+        return MatchTimeout(f"pattern {self.source!r} ran longer than {MATCH_TIMEOUT} s")
+
+
+# The oldest entries are forgotten first; a hit does not refresh an entry (no lock to read).
+_TIMED_OUT: OrderedDict[tuple[str, str, bytes], None] = OrderedDict()
+_TIMED_OUT_LOCK: Final = threading.Lock()
+
+
 @lru_cache(maxsize=256)
-def compile_pattern(pattern: str, options: str) -> re.Pattern[bytes]:
+def compile_pattern(pattern: str, options: str) -> BoundedPattern:
     """Compile a PCRE2 pattern with libclassad's option letters; raises PatternError."""
     flags = 0
     for letter, flag in _FLAGS.items():
@@ -255,6 +350,6 @@ def compile_pattern(pattern: str, options: str) -> re.Pattern[bytes]:
             flags |= flag
     try:
         source = translate(pattern).encode("utf-8", "surrogateescape")
-        return re.compile(source, flags)
-    except (re.error, ValueError, OverflowError) as exc:
+        return BoundedPattern(regex.compile(source, flags), pattern, options)
+    except (regex.error, ValueError, OverflowError) as exc:
         raise PatternError(str(exc)) from exc

@@ -6,14 +6,18 @@ These receive their arguments unevaluated and decide what to evaluate and where.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from epcore.classad.ast import AdExpr, AttrRef, Literal, Node
 from epcore.classad.classad import ClassAd
-from epcore.classad.functions._pcre import PatternError, compile_pattern
+from epcore.classad.functions._pcre import (
+    BoundedPattern,
+    MatchTimeout,
+    PatternError,
+    compile_pattern,
+)
 from epcore.classad.functions._pretty import pretty_in_ad_order
 from epcore.classad.functions._support import arity_ok, children, map_children
 from epcore.classad.functions._text import to_string
@@ -175,7 +179,7 @@ def unresolved(call: FunctionCall) -> Value:
     target = call.resolve(call.args[0])
     if target is None:
         return UNDEFINED
-    pattern: re.Pattern[bytes] | None = None
+    pattern: BoundedPattern | None = None
     if len(call.args) == 2:
         text = call.value(1)
         if type(text) is not str:
@@ -194,7 +198,10 @@ def unresolved(call: FunctionCall) -> Value:
         names = []
     if pattern is None:
         return ",".join(names)
-    return any(found.group(0) for name in names for found in pattern.finditer(to_bytes(name)))
+    try:
+        return any(found.group(0) for name in names for found in pattern.finditer(to_bytes(name)))
+    except MatchTimeout:
+        return ERROR
 
 
 def _blind(node: Node) -> Node:

@@ -3,16 +3,24 @@
 Option letters (libclassad reads only lower case): ``i`` caseless, ``m`` multiline,
 ``s`` dot matches newline, ``x`` extended; for substitution also ``f`` (return the
 whole target with the match replaced) and ``g`` (every non-overlapping match).
+
+A match that runs longer than :data:`~epcore.classad.functions._pcre.MATCH_TIMEOUT` makes
+the function's value ERROR, as a match that hits PCRE2's match limit does in libclassad.
 """
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
-from epcore.classad.functions._pcre import PatternError, compile_pattern
+from epcore.classad.functions._pcre import (
+    BoundedPattern,
+    Match,
+    MatchTimeout,
+    PatternError,
+    compile_pattern,
+)
 from epcore.classad.functions._support import arity_ok, strict_strings
 from epcore.classad.functions.strings import from_bytes, to_bytes
 from epcore.classad.values import ERROR, UNDEFINED, Value
@@ -32,7 +40,7 @@ class _Outcome:
     value: Value
 
 
-def _highest_group(match: re.Match[bytes]) -> int:
+def _highest_group(match: Match) -> int:
     """PCRE2's match count: one more than the highest-numbered group that took part."""
     for index in range(match.re.groups, 0, -1):
         if match.start(index) >= 0:
@@ -40,7 +48,7 @@ def _highest_group(match: re.Match[bytes]) -> int:
     return 1
 
 
-def _expand(template: bytes, match: re.Match[bytes]) -> bytes:
+def _expand(template: bytes, match: Match) -> bytes:
     """libclassad's replacement: ``\\0``-``\\9`` name groups, any other backslash is kept."""
     count = _highest_group(match)
     out = bytearray()
@@ -59,19 +67,8 @@ def _expand(template: bytes, match: re.Match[bytes]) -> bytes:
     return bytes(out)
 
 
-def _nonempty_at(pattern: re.Pattern[bytes], target: bytes, pos: int) -> re.Match[bytes] | None:
-    """PCRE2's ANCHORED|NOTEMPTY_ATSTART match: a non-empty match starting exactly at ``pos``."""
-    # Pattern.scanner is undocumented but stable (re.finditer is built on it).
-    scanner: Any = pattern.scanner(target, pos)  # type: ignore[attr-defined]
-    found: re.Match[bytes] | None = scanner.match()
-    if found is not None and found.end() == pos:
-        # A second scan from the same place must advance, which rules the empty match out.
-        found = scanner.match()
-    return found
-
-
 def _substitute(
-    pattern: re.Pattern[bytes], target: bytes, template: bytes, whole: bool, every: bool
+    pattern: BoundedPattern, target: bytes, template: bytes, whole: bool, every: bool
 ) -> bytes:
     """libclassad's replacement loop, including its quirks around empty matches."""
     out = bytearray()
@@ -82,7 +79,7 @@ def _substitute(
             # PCRE2 rejects a start offset past the end of the subject.
             raise _Failed
         if after_empty:
-            found = _nonempty_at(pattern, target, index)
+            found = pattern.nonempty_at(target, index)
             if found is None:
                 # libclassad copies one byte (the terminating NUL at the very end) and moves on.
                 out += target[index : index + 1] or b"\x00"
@@ -142,10 +139,9 @@ def match_pattern(call: FunctionCall) -> Value:
         return ERROR
     assert isinstance(pattern, str) and isinstance(target, str)
     try:
-        compiled = compile_pattern(pattern, options)
-    except PatternError:
+        return compile_pattern(pattern, options).search(to_bytes(target)) is not None
+    except (PatternError, MatchTimeout):
         return ERROR
-    return compiled.search(to_bytes(target)) is not None
 
 
 def match_pattern_member(call: FunctionCall) -> Value:
@@ -159,7 +155,7 @@ def match_pattern_member(call: FunctionCall) -> Value:
         return ERROR
     assert isinstance(pattern, str) and isinstance(targets, list)
     try:
-        compiled: re.Pattern[bytes] | None = compile_pattern(pattern, options)
+        compiled: BoundedPattern | None = compile_pattern(pattern, options)
     except PatternError:
         # libclassad tries the bad pattern on each element and counts no match.
         compiled = None
@@ -171,8 +167,11 @@ def match_pattern_member(call: FunctionCall) -> Value:
             maybe = True
             continue
         assert isinstance(target, str)
-        if compiled is not None and compiled.search(to_bytes(target)) is not None:
-            return True
+        try:
+            if compiled is not None and compiled.search(to_bytes(target)) is not None:
+                return True
+        except MatchTimeout:
+            return ERROR
     return UNDEFINED if maybe else False
 
 
@@ -193,7 +192,7 @@ def _substituter(implied: str) -> FunctionImpl:
             result = _substitute(
                 compiled, to_bytes(target), to_bytes(template), "f" in options, "g" in options
             )
-        except (PatternError, _Failed):
+        except (PatternError, _Failed, MatchTimeout):
             return ERROR
         return from_bytes(result)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from epcore.classad.functions._pcre import PatternError, compile_pattern
+from epcore.classad.functions._pcre import MatchTimeout, PatternError, compile_pattern
 from epcore.classad.functions._support import arity_ok, c_int64, strtod
 from epcore.classad.functions.strings import ascii_lower, to_bytes
 from epcore.classad.values import ERROR, UNDEFINED, Value
@@ -160,7 +160,10 @@ def string_list_regexp_member(call: FunctionCall) -> Value:
     items = tokens(args[1], delimiters)
     if not items:
         return UNDEFINED
-    return any(pattern.search(to_bytes(item)) is not None for item in items)
+    try:
+        return any(pattern.search(to_bytes(item)) is not None for item in items)
+    except MatchTimeout:
+        return ERROR
 
 
 def string_lists_intersect(call: FunctionCall) -> Value:

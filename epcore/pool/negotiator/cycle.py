@@ -44,6 +44,7 @@ from epcore.pool.negotiator.settings import NegotiatorSettings
 _NO_MATCH = "no match found"
 _SKIPPED = "not considered: another job of its autocluster found no match this cycle"
 _LIMIT = "insufficient priority: the submitter's share of the pool is used up"
+_FAILED = "not considered: the negotiator failed on this job (see the negotiator's log)"
 
 
 def job_id(job: ClassAd) -> str:
@@ -81,6 +82,7 @@ class _Run:
     queues: list[_Queue]
     matches: list[Match] = attrs.field(factory=list)
     rejections: dict[str, str] = attrs.field(factory=dict)
+    failures: dict[str, str] = attrs.field(factory=dict)
     considered: int = 0
     #: (principal, slots, slot weight) each match adds to or takes from usage.
     charges: list[tuple[str, int, float]] = attrs.field(factory=list)
@@ -98,7 +100,16 @@ class _Run:
                 self.rejections[ident] = _SKIPPED
                 continue
             self.considered += 1
-            choice = self.chooser.choose(job, queue.first + position, queue.bidder, limit)
+            try:
+                choice = self.chooser.choose(job, queue.first + position, queue.bidder, limit)
+            except Exception as error:
+                # One job's ad must not end the cycle for everyone: it and its autocluster
+                # sit this cycle out, and the daemon logs why.
+                queue.done[position] = True
+                queue.failed_clusters.add(cluster)
+                self.failures[ident] = f"{type(error).__name__}: {error}"
+                self.rejections[ident] = _FAILED
+                continue
             if choice.candidate is None:
                 if choice.limited:
                     self.rejections[ident] = _LIMIT
@@ -208,7 +219,32 @@ def run_cycle(
     now: float,
     chooser: Literal["indexed", "plain"] = "indexed",
 ) -> Cycle:
-    """:func:`negotiate` with a choice of chooser (``"plain"`` is the reference algorithm)."""
+    """:func:`negotiate` with a choice of chooser (``"plain"`` is the reference algorithm).
+
+    A job whose ad makes matching fail is skipped by the spin (see ``_Run.serve``). One that
+    makes the cycle fail before it (indexing walks every job's expressions) is found by
+    indexing the jobs one by one, which costs too much to do every cycle, and the cycle runs
+    again without it.
+    """
+    try:
+        return _cycle(config, accountant, slots, submitters, now, chooser, {})
+    except Exception:
+        failures: dict[str, str] = {}
+        kept = [_keyable(entry, failures) for entry in submitters]
+        if not failures:
+            raise
+        return _cycle(config, accountant, slots, kept, now, chooser, failures)
+
+
+def _cycle(
+    config: Config,
+    accountant: Accountant,
+    slots: Sequence[ClassAd],
+    submitters: Sequence[SubmitterJobs],
+    now: float,
+    chooser: Literal["indexed", "plain"],
+    failures: dict[str, str],
+) -> Cycle:
     settings = NegotiatorSettings.from_config(config, now)
     # NEGOTIATOR_SLOT_CONSTRAINT and NEGOTIATOR_JOB_CONSTRAINT hide ads from the whole cycle.
     slots = [slot for slot in slots if settings.admits(settings.slot_constraint, slot)]
@@ -256,7 +292,7 @@ def run_cycle(
         )
         start += count
     order = sorted(range(len(queues)), key=lambda i: (queues[i].bidder.eup, i))
-    run = _Run(settings, table, picker, [queues[i] for i in order])
+    run = _Run(settings, table, picker, [queues[i] for i in order], failures=failures)
     # NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT: only the slots it admits make the pie.
     pie = sum(
         weight
@@ -279,7 +315,32 @@ def run_cycle(
         autoclusters=len(set(clusters)),
         spins=spins,
     )
-    return Cycle(tuple(run.matches), accountant, slices, dict(run.rejections), stats)
+    return Cycle(
+        tuple(run.matches), accountant, slices, dict(run.rejections), stats, dict(run.failures)
+    )
+
+
+def _keyable(entry: SubmitterJobs, failures: dict[str, str]) -> SubmitterJobs:
+    """``entry`` without the jobs whose ads the cycle cannot index (noted in failures)."""
+    kept: list[ClassAd] = []
+    for job in entry.jobs:
+        try:
+            index = ReferenceIndex([job])
+            whole = index.closure(e for name in job if (e := job.lookup(name)) is not None)
+            whole.key(job)
+            kept.append(job)
+        except Exception as error:
+            failures[_safe_job_id(job)] = f"{type(error).__name__}: {error}"
+    if len(kept) == len(entry.jobs):
+        return entry
+    return attrs.evolve(entry, jobs=tuple(kept))
+
+
+def _safe_job_id(job: ClassAd) -> str:
+    try:
+        return job_id(job)
+    except Exception:
+        return "?.?"
 
 
 def negotiate(

@@ -68,7 +68,9 @@ class Cycle:
     """What one negotiation cycle decided.
 
     ``pie`` is each submitter's first slice of the pool's slot weight (after its ceiling);
-    ``rejections`` says, per job id, why a job that was considered got no slot.
+    ``rejections`` says, per job id, why a job that was considered got no slot; ``failures``
+    names the jobs the cycle could not handle at all (an exception while keying or matching
+    them), with the error: they and their autoclusters were skipped, the rest negotiated.
     """
 
     matches: tuple[Match, ...]
@@ -76,3 +78,4 @@ class Cycle:
     pie: Mapping[str, float]
     rejections: Mapping[str, str]
     stats: CycleStats
+    failures: Mapping[str, str] = attrs.field(factory=dict)

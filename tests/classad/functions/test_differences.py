@@ -2,7 +2,7 @@
 
 Every entry names the reason. They are all places where exact parity would need something
 the pure core does not have (a zone database, the passwd file, libclassad's lazily evaluated
-lists) or a regex feature Python's re lacks.
+lists).
 """
 
 from __future__ import annotations
@@ -22,26 +22,7 @@ def _oracle(text: str) -> object:
     return holder.lookup("__e").eval(classad2.ClassAd(), classad2.ClassAd())
 
 
-REGEX = "Python's re has no \\K, \\G, \\X or \\p{...}: such patterns are errors (ERROR)"
 PASSWD = "the pure core reads no passwd file: without context.user_home every user is unknown"
-
-CASES: list[tuple[str, str, object, object]] = [
-    ('regexp("a\\\\Kb", "ab")', REGEX, ERROR, True),
-    ('regexp("\\\\G", "a")', REGEX, ERROR, True),
-    ('regexp("\\\\X", "a")', REGEX, ERROR, True),
-    ('regexp("\\\\p{L}", "a")', REGEX, ERROR, True),
-]
-
-
-@pytest.mark.parametrize(("text", "reason", "ours", "theirs"), CASES)
-def test_deliberate_difference(
-    text: str, reason: str, ours: object, theirs: object, world: World
-) -> None:
-    """epcore gives its documented value, classad2 its own, for the reason stated."""
-    got_ours = evaluate(text)
-    got_theirs = _oracle(text)
-    assert got_ours == ours, f"epcore on {text}: {got_ours!r} ({reason})"
-    assert got_theirs == theirs, f"classad2 on {text}: {got_theirs!r} ({reason})"
 
 
 def test_user_home_without_resolver() -> None:

@@ -1,4 +1,4 @@
-"""Regular expressions (PCRE2 semantics on Python's re) and version comparisons agree."""
+"""Regular expressions (PCRE2 semantics on the regex package) and version comparisons agree."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ MATCHING = [
     'regexpMember("a", "a")', 'regexpMember("(", {"a"})', 'regexpMember("(", {})',
     'regexpMember("A", {"a"}, "i")', 'regexpMember("A", {"a"}, undefined)',
     'regexpMember("A", {"a"}, 1)', 'regexpMember(undefined, {"a"})', 'regexpMember(1, {"a"})',
+    'regexp("a\\\\Kb", "ab")', 'regexp("\\\\G", "a")', 'regexp("\\\\X", "a")',
+    'regexp("\\\\p{L}", "a")', 'regexp("\\\\p{L}", "1")',
 ]  # fmt: skip
 
 SUBSTITUTION = [
@@ -52,7 +54,8 @@ SUBSTITUTION = [
     'replace("é", "café!", "e")', 'replaceAll("(\\\\w+)@(\\\\w+)", "a@b c@d", "\\\\2/\\\\1")',
     'regexps("a", "a", undefined)', 'regexps("a", error, undefined)', 'regexps("a", "a", 1)',
     'regexps("a", "a", "b", 1)', 'regexps("a", "a")', 'replace("(", "a", "b")',
-    'regexps("a", "a", "b", "c", "d")',
+    'regexps("a", "a", "b", "c", "d")', 'regexps("a\\\\Kb", "ab", "x")',
+    'replace("a\\\\Kb", "zab", "x")',
 ]  # fmt: skip
 
 VERSIONS = [
