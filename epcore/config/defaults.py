@@ -1661,6 +1661,12 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "int",
         "Longest time in seconds a claimed partitionable slot stays claimed.",
     ),
+    _k(
+        "MAX_PERIODIC_EXPR_INTERVAL",
+        "1200",
+        "int",
+        "Longest time in seconds between two evaluations of the queue's periodic expressions.",
+    ),
     _k("MAX_PROCD_LOG", "1000000", "string", "Size at which condor_procd's log is rotated."),
     _k(
         "MAX_SCHEDD_LOG",
@@ -2050,6 +2056,21 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "((time() - LastPeriodicCheckpoint)/60.0) > (180.0 + $RANDOM_INTEGER(-30,30,1))",
         "string",
         "Startd policy: start a periodic checkpoint of a running job when true.",
+    ),
+    _k(
+        "PERIODIC_EXPR_INTERVAL",
+        "60",
+        "int",
+        (
+            "Seconds between two evaluations of the jobs' periodic_* and SYSTEM_PERIODIC_* "
+            "expressions; 0 turns the evaluation off."
+        ),
+    ),
+    _k(
+        "PERIODIC_EXPR_TIMESLICE",
+        "0.01",
+        "double",
+        "Largest share of the schedd's time the periodic expressions may take (0 to 1).",
     ),
     _k(
         "PER_JOB_NAMESPACES",
@@ -2781,6 +2802,12 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         minimum=0,
     ),
     _k(
+        "SYSTEM_MAX_RELEASES",
+        "-1",
+        "int",
+        "Holds after which SYSTEM_PERIODIC_RELEASE and periodic_release no longer release a job.",
+    ),
+    _k(
         "SYSTEM_ON_VACATE_COOL_DOWN",
         None,
         "string",
@@ -2806,6 +2833,12 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         None,
         "string",
         "Schedd expression removing matching jobs; no default.",
+    ),
+    _k(
+        "SYSTEM_PERIODIC_VACATE",
+        None,
+        "string",
+        "Schedd expression evicting matching running jobs back to idle; no default.",
     ),
     _k(
         "SYSTEM_PROTECTED_JOB_ATTRS",

@@ -99,6 +99,7 @@ class CentralManager:
         elif self.schedd.wants_negotiation:
             due = min(due, self.last_cycle + self._min_interval())
         wait = min(due, self.next_housekeeping, self.next_ads) - tick
+        wait = min(wait, self.schedd.periodic.wait(self.clock()))
         if self.schedd.pending:
             wait = min(wait, 1.0)
         return max(wait, 0.0)

@@ -7,7 +7,8 @@ exit completes the job (unless its OnExitHold or OnExitRemove say otherwise), a 
 the starter holds it with the starter's code and reason, an eviction (vacate, preemption,
 shutdown, a lost starter) puts it back to idle. A preempting claim, or a claim on a
 partitionable slot waiting for the dynamic slots it preempts to go, is activated once the
-startd has the slot ready.
+startd has the slot ready. Every PERIODIC_EXPR_INTERVAL it applies the jobs' periodic_* and
+the pool's SYSTEM_PERIODIC_* expressions (:mod:`epcore.pool.schedd_policy`).
 
 The startd is reached through :class:`ScheddStartd`, which :class:`~epcore.daemon.startd.
 Startd` implements, so the schedd runs in the same process as the startd (``ep run``).
@@ -37,6 +38,7 @@ from epcore.pool.schedd_jobs import (
     short_name,
     submitter_of,
 )
+from epcore.pool.schedd_policy import PeriodicPolicy
 from epcore.pool.submit import SubmittedCluster, expand_match_references
 
 #: HoldReasonCode 3: held by a policy expression (OnExitHold, periodic_hold).
@@ -115,6 +117,7 @@ class Schedd:
         #: Clusters handed out by new_cluster, and who may queue jobs in them.
         self.open_clusters: dict[int, int] = {}
         self.started_clusters: set[int] = set()
+        self.periodic = PeriodicPolicy(config, log)
         for job in queue.jobs(statuses=(JobStatus.IDLE,)):
             self.idle.add(job, submitter_of(job, self.uid_domain))
 
@@ -406,9 +409,12 @@ class Schedd:
         if job_id not in {r.job_id for r in self.running.values()}:
             self.queue.finish(job_id, now)
 
-    def hold(self, job_id: JobId, reason: str, now: float, code: int = 1) -> None:
-        """condor_hold (HoldReasonCode 1 for a user's hold): a running job is stopped."""
-        self.queue.change_status(job_id, JobStatus.HELD, now, reason=reason, code=code)
+    def hold(self, job_id: JobId, reason: str, now: float, code: int = 1, subcode: int = 0) -> None:
+        """condor_hold (HoldReasonCode 1 for a user's hold), or a hold by policy: a running
+        job is stopped."""
+        self.queue.change_status(
+            job_id, JobStatus.HELD, now, reason=reason, code=code, subcode=subcode
+        )
         self.stop_running(job_id)
 
     def release(self, job_id: JobId, reason: str, now: float) -> None:
@@ -416,6 +422,15 @@ class Schedd:
         self.queue.change_status(job_id, JobStatus.IDLE, now, reason=reason)
         self.now_idle(job_id)
         self.wants_negotiation = True
+
+    def running_slot(self, job_id: JobId) -> str | None:
+        """The slot running ``job_id``, or None."""
+        found = (r.slot for r in self.running.values() if r.job_id == job_id and r.slot != "?")
+        return next(found, None)
+
+    def vacate_slot(self, slot: str) -> None:
+        """Evict the job on ``slot`` (periodic_vacate): it comes back as idle."""
+        self.startd.vacate(slot)
 
     def stop_running(self, job_id: JobId) -> None:
         """Have the startd stop ``job_id`` (rm or hold of a running job): its claim goes back."""
@@ -436,6 +451,7 @@ class Schedd:
         leases of held claims alive (every ALIVE_INTERVAL / 3)."""
         for job_id, pending in list(self.pending.items()):
             self._try_pending(job_id, pending, now)
+        self.periodic.run(self, now)
         if now >= self.next_alive:
             interval = max(self.config.get_float("ALIVE_INTERVAL", 300.0) / 3, 1.0)
             self.next_alive = now + interval
