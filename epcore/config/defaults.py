@@ -1644,6 +1644,30 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "Run-time limit in seconds used by the job-runtime policy template; no default.",
     ),
     _k(
+        "MAX_JOBS_PER_OWNER",
+        "100000",
+        "int",
+        "Most jobs one owner may have in the schedd's queue; a submission beyond it is refused.",
+    ),
+    _k(
+        "MAX_JOBS_PER_SUBMISSION",
+        "20000",
+        "int",
+        "Most jobs one submission (cluster) may add to the queue; more is refused.",
+    ),
+    _k(
+        "MAX_JOBS_RUNNING",
+        "MIN({$(DETECTED_MEMORY), 10000})",
+        "int",
+        "Most jobs the schedd runs at once; beyond it, it claims no more slots.",
+    ),
+    _k(
+        "MAX_JOBS_SUBMITTED",
+        "2147483647",
+        "int",
+        "Most jobs the schedd's queue holds; a submission beyond it is refused.",
+    ),
+    _k(
         "MAX_MASTER_LOG",
         "$(MAX_DEFAULT_LOG)",
         "string",

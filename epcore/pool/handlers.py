@@ -68,7 +68,10 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
             raise ControlError(f"Procs[{index}] is not a ClassAd")
         jobs.append(_checked_job(proc, shared, cluster_id, requester, uid_domain, now, index))
     cluster = SubmittedCluster(cluster_id, shared, tuple(jobs))
-    ids = manager.schedd.submit(cluster, requester.uid, now)
+    announced = argument(request, "SubmissionSize", int, required=False)
+    ids = manager.schedd.submit(
+        cluster, requester.uid, now, announced=announced if isinstance(announced, int) else None
+    )
     return answer(True, JobIds=[str(job_id) for job_id in ids])
 
 

@@ -8,7 +8,9 @@ the starter holds it with the starter's code and reason, an eviction (vacate, pr
 shutdown, a lost starter) puts it back to idle. A preempting claim, or a claim on a
 partitionable slot waiting for the dynamic slots it preempts to go, is activated once the
 startd has the slot ready. Every PERIODIC_EXPR_INTERVAL it applies the jobs' periodic_* and
-the pool's SYSTEM_PERIODIC_* expressions (:mod:`epcore.pool.schedd_policy`).
+the pool's SYSTEM_PERIODIC_* expressions (:mod:`epcore.pool.schedd_policy`). It keeps the
+MAX_JOBS_* limits (:mod:`epcore.pool.limits`, which also says how one owner's reused claims
+give way to other submitters).
 
 The startd is reached through :class:`ScheddStartd`, which :class:`~epcore.daemon.startd.
 Startd` implements, so the schedd runs in the same process as the startd (``ep run``).
@@ -28,6 +30,7 @@ from epcore.config import Config
 from epcore.daemon.control import StartdControl
 from epcore.errors import EpError, PoolError, QueueError
 from epcore.pool.jobqueue import JobId, JobQueue, JobStatus
+from epcore.pool.limits import QueueLimits, check_submission
 from epcore.pool.negotiator import Match, SubmitterJobs
 from epcore.pool.schedd_jobs import (
     IdleIndex,
@@ -117,6 +120,10 @@ class Schedd:
         #: Clusters handed out by new_cluster, and who may queue jobs in them.
         self.open_clusters: dict[int, int] = {}
         self.started_clusters: set[int] = set()
+        #: Jobs each open cluster has queued so far (MAX_JOBS_PER_SUBMISSION).
+        self.submitted: dict[int, int] = {}
+        self.limits = QueueLimits.from_config(config)
+        self.limits_config = config
         self.periodic = PeriodicPolicy(config, log)
         for job in queue.jobs(statuses=(JobStatus.IDLE,)):
             self.idle.add(job, submitter_of(job, self.uid_domain))
@@ -138,8 +145,10 @@ class Schedd:
 
     def idle_jobs(self) -> list[SubmitterJobs]:
         """Every submitter's idle jobs in the schedd's order (JobPrio, then QDate, cluster,
-        proc), for the negotiator."""
+        proc), for the negotiator; none while MAX_JOBS_RUNNING jobs run."""
         busy = self.busy_jobs()
+        if not self.queue_limits().may_start(len(busy)):
+            return []
         by_submitter: dict[str, list[ClassAd]] = {}
         for job in self.queue.jobs(statuses=(JobStatus.IDLE,)):
             job_id = job_id_of(job)
@@ -160,11 +169,16 @@ class Schedd:
 
     def take_matches(self, matches: Sequence[Match], now: float) -> None:
         """Claim the slots of this cycle's matches and start their jobs."""
+        limits = self.queue_limits()
         with self.queue.batch():
             for match in matches:
                 job_id = JobId.parse(match.job_id)
-                if job_id in self.busy_jobs():
+                busy = self.busy_jobs()
+                if job_id in busy:
                     continue
+                if not limits.may_start(len(busy)):
+                    self.log.info("MAX_JOBS_RUNNING (%d) reached", limits.max_jobs_running)
+                    break
                 try:
                     job = self.queue.get(job_id)
                 except QueueError:
@@ -374,19 +388,45 @@ class Schedd:
 
     # -- users' actions -------------------------------------------------------------------
 
+    def queue_limits(self) -> QueueLimits:
+        """The MAX_JOBS_* limits of the current configuration."""
+        if self.limits_config is not self.config:
+            self.limits = QueueLimits.from_config(self.config)
+            self.limits_config = self.config
+        return self.limits
+
     def new_cluster(self, uid: int) -> int:
         """A new cluster id for a submission by ``uid`` (never used before, even across
-        restarts); only ``uid`` may queue jobs in it."""
+        restarts); only ``uid`` may queue jobs in it. QueueError when the queue is full
+        (MAX_JOBS_SUBMITTED)."""
+        refusal = self.queue_limits().new_cluster_refusal(self.queue.count())
+        if refusal is not None:
+            raise QueueError(refusal)
         cluster_id = self.queue.next_cluster_id()
         self.open_clusters[cluster_id] = uid
         return cluster_id
 
-    def submit(self, cluster: SubmittedCluster, uid: int, now: float) -> list[JobId]:
+    def submit(
+        self, cluster: SubmittedCluster, uid: int, now: float, *, announced: int | None = None
+    ) -> list[JobId]:
         """Queue the jobs of ``cluster`` (built by ``epcore.pool.submit``), or more of them
-        (a large submission comes in parts); the cluster must be one ``uid`` opened."""
+        (a large submission comes in parts); the cluster must be one ``uid`` opened.
+        ``announced``: how many jobs the whole submission has, when its first part says so,
+        so that a submission over a MAX_JOBS_* limit is refused before any of it is queued."""
         cluster_id = cluster.cluster_id
         if self.open_clusters.get(cluster_id) != uid:
             raise QueueError(f"cluster {cluster_id} was not opened by this user (NewCluster)")
+        try:
+            check_submission(
+                self.queue_limits(),
+                self.queue,
+                cluster,
+                submitted=self.submitted.get(cluster_id, 0),
+                announced=announced,
+            )
+        except QueueError as refusal:
+            self.log.info("cluster %d refused: %s", cluster_id, refusal)
+            raise
         with self.queue.batch():
             if cluster_id in self.started_clusters:
                 ids = self.queue.extend(cluster_id, cluster.cluster_ad, cluster.procs)
@@ -396,6 +436,7 @@ class Schedd:
             for job_id in ids:
                 if self.queue.get(job_id).evaluate("JobStatus") == int(JobStatus.IDLE):
                     self.now_idle(job_id)
+        self.submitted[cluster_id] = self.submitted.get(cluster_id, 0) + len(ids)
         self.wants_negotiation = True
         self.log.info("submitted %d job(s) in cluster %d", len(ids), cluster.cluster_id)
         return ids
