@@ -128,8 +128,7 @@ def test_system_periodic_remove_and_release_act_on_idle_and_held_jobs(
         pool,
         user,
         shared_dir,
-        "executable = /bin/true\nhold = true\nqueue\n"
-        "request_cpus = 2000\nhold = false\nqueue\n",
+        "executable = /bin/true\nhold = true\nqueue\nrequest_cpus = 2000\nhold = false\nqueue\n",
     )
     pool.wait_for(lambda: _job(pool, "1.1") is None, 30, "the unmatchable job's removal")
     removed = _job(pool, "1.1", history=True)
@@ -139,8 +138,10 @@ def test_system_periodic_remove_and_release_act_on_idle_and_held_jobs(
         "'JobStatus == 1 && RequestCpus > 1000' evaluated to TRUE"
     )
     pool.wait_for(
-        lambda: (done := _job(pool, "1.0", history=True)) is not None
-        and done.evaluate("JobStatus") == 4,
+        lambda: (
+            (done := _job(pool, "1.0", history=True)) is not None
+            and done.evaluate("JobStatus") == 4
+        ),
         60,
         "the job submitted on hold to be released and complete",
     )
@@ -160,8 +161,10 @@ def test_a_user_hold_is_never_released_by_policy(
     pool.wait_for(lambda: not _sleeps(user), 30, "the held job's process to end")
     submit_as(pool, user, shared_dir, "executable = /bin/true\nhold = true\nqueue\n")
     pool.wait_for(
-        lambda: (done := _job(pool, "2.0", history=True)) is not None
-        and done.evaluate("JobStatus") == 4,
+        lambda: (
+            (done := _job(pool, "2.0", history=True)) is not None
+            and done.evaluate("JobStatus") == 4
+        ),
         60,
         "the job submitted on hold to be released by policy and complete",
     )
@@ -188,9 +191,11 @@ def test_periodic_vacate_evicts_the_job_back_to_idle_and_it_runs_again(
     )
     _wait_status(pool, 2, "the job to run")
     pool.wait_for(
-        lambda: (job := _job(pool)) is not None
-        and job.evaluate("NumJobStarts") == 2
-        and job.evaluate("JobStatus") == 2,
+        lambda: (
+            (job := _job(pool)) is not None
+            and job.evaluate("NumJobStarts") == 2
+            and job.evaluate("JobStatus") == 2
+        ),
         60,
         "the vacated job to run a second time",
     )
