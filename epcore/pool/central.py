@@ -157,7 +157,7 @@ class CentralManager:
         reserved = self.schedd.reserved_slots()
         if reserved:
             slots = [s for s in slots if str(s.evaluate("Name")).split("@", 1)[0] not in reserved]
-        submitters = self.schedd.idle_jobs()
+        submitters = self.schedd.negotiable_jobs()
         matches = 0
         if submitters:
             cycle = negotiate(self.config, self.accountant, slots, submitters, now)

@@ -145,10 +145,8 @@ class Schedd:
 
     def idle_jobs(self) -> list[SubmitterJobs]:
         """Every submitter's idle jobs in the schedd's order (JobPrio, then QDate, cluster,
-        proc), for the negotiator; none while MAX_JOBS_RUNNING jobs run."""
+        proc)."""
         busy = self.busy_jobs()
-        if not self.queue_limits().may_start(len(busy)):
-            return []
         by_submitter: dict[str, list[ClassAd]] = {}
         for job in self.queue.jobs(statuses=(JobStatus.IDLE,)):
             job_id = job_id_of(job)
@@ -159,6 +157,13 @@ class Schedd:
             SubmitterJobs(name, tuple(sorted(jobs, key=queue_order)))
             for name, jobs in sorted(by_submitter.items())
         ]
+
+    def negotiable_jobs(self) -> list[SubmitterJobs]:
+        """The idle jobs to offer the negotiator: none while MAX_JOBS_RUNNING jobs run, as
+        HTCondor's schedd asks for no more slots then."""
+        if not self.queue_limits().may_start(len(self.busy_jobs())):
+            return []
+        return self.idle_jobs()
 
     def reserved_slots(self) -> set[str]:
         """Partitionable slots held back for a pending claim: the resources their preempted

@@ -51,7 +51,7 @@ def test_submissions_over_the_limits_are_refused_whole(
 ) -> None:
     """551 jobs pass MAX_JOBS_PER_SUBMISSION, 550 + 51 pass MAX_JOBS_PER_OWNER, and another
     user's 151 pass MAX_JOBS_SUBMITTED: each is refused naming the limit, with nothing of it
-    queued; what fits is queued."""
+    queued; what fits is queued, and once the queue is full no cluster is opened."""
     pool = pool_factory(LIMITS)
     alice, bob = slot_users[0], slot_users[1]
     held = "executable = /bin/true\nhold = true\n"
@@ -75,9 +75,15 @@ def test_submissions_over_the_limits_are_refused_whole(
     assert status != 0
     assert "Number of submitted jobs would exceed MAX_JOBS_SUBMITTED" in said, said
     assert _owned(pool, bob) == 0
-    status, said = _submit(pool, bob, shared_dir, held + "queue 50\n")
+    status, said = _submit(pool, bob, shared_dir, held + "queue 150\n")
     assert status == 0, said
-    assert _owned(pool, bob) == 50
+    assert _owned(pool, bob) == 150
+
+    status, said = _submit(pool, bob, shared_dir, held + "queue 1\n")
+    assert status != 0
+    assert "MAX_JOBS_SUBMITTED exceeded. Current=700, Limit=700" in said, said
+    assert len(pool.jobs()) == 700
+    assert pool.ep("rm", bob.name, user=bob).status == 0  # room for the bystander's job
     assert_pool_serves(pool, slot_users[3], shared_dir)
 
 
