@@ -31,6 +31,7 @@ from epcore.pool.handlers import handle_request
 from epcore.pool.jobqueue import JobStatus
 from epcore.pool.negotiator import Accountant, negotiate
 from epcore.pool.schedd import Schedd
+from epcore.pool.schedd_jobs import match_capacity
 from epcore.pool.server import PoolServer, Requester
 from epcore.pool.setup import PoolPaths
 
@@ -157,7 +158,7 @@ class CentralManager:
         reserved = self.schedd.reserved_slots()
         if reserved:
             slots = [s for s in slots if str(s.evaluate("Name")).split("@", 1)[0] not in reserved]
-        submitters = self.schedd.negotiable_jobs()
+        submitters = self.schedd.negotiable_jobs(match_capacity(slots))
         matches = 0
         if submitters:
             cycle = negotiate(self.config, self.accountant, slots, submitters, now)
@@ -241,8 +242,8 @@ class CentralManager:
         negotiator["Name"] = name
         ads = [schedd_ad, negotiator]
         tallies: dict[str, dict[str, int]] = {}
-        for submitter in self.schedd.idle_jobs():
-            tallies.setdefault(submitter.submitter, {})["IdleJobs"] = len(submitter.jobs)
+        for submitter_name, idle in self.schedd.idle_counts().items():
+            tallies.setdefault(submitter_name, {})["IdleJobs"] = idle
         for running in self.schedd.running.values():
             tally = tallies.setdefault(running.submitter, {})
             tally["RunningJobs"] = tally.get("RunningJobs", 0) + 1

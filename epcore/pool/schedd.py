@@ -34,8 +34,9 @@ from epcore.pool.limits import QueueLimits, check_submission
 from epcore.pool.negotiator import Match, SubmitterJobs
 from epcore.pool.schedd_jobs import (
     IdleIndex,
+    JobKinds,
+    ReuseKey,
     job_id_of,
-    queue_order,
     result_values,
     reuse_key,
     short_name,
@@ -71,7 +72,7 @@ class RunningJob:
     claim_id: str
     slot: str
     submitter: str
-    key: tuple[str, ...]
+    key: ReuseKey
     started_at: float
     #: The slot ad the claim was matched with (for $$() in the next jobs on the claim); None
     #: for a job taken back after a restart.
@@ -117,6 +118,7 @@ class Schedd:
         self.wants_negotiation = False
         self.next_alive = 0.0
         self.idle = IdleIndex()
+        self.kinds = JobKinds(self.uid_domain)
         #: Clusters handed out by new_cluster, and who may queue jobs in them.
         self.open_clusters: dict[int, int] = {}
         self.started_clusters: set[int] = set()
@@ -143,27 +145,33 @@ class Schedd:
         """Jobs running or waiting for a pending claim (not offered to the negotiator)."""
         return {r.job_id for r in self.running.values()} | set(self.pending)
 
+    def idle_ids(self) -> list[JobId]:
+        """The idle jobs not running nor waiting for a pending claim."""
+        busy = self.busy_jobs()
+        return [i for i in self.queue.job_ids(statuses=(JobStatus.IDLE,)) if i not in busy]
+
     def idle_jobs(self) -> list[SubmitterJobs]:
         """Every submitter's idle jobs in the schedd's order (JobPrio, then QDate, cluster,
         proc)."""
-        busy = self.busy_jobs()
-        by_submitter: dict[str, list[ClassAd]] = {}
-        for job in self.queue.jobs(statuses=(JobStatus.IDLE,)):
-            job_id = job_id_of(job)
-            if job_id in busy:
-                continue
-            by_submitter.setdefault(submitter_of(job, self.uid_domain), []).append(job)
+        groups = self.kinds.by_submitter(self.idle_ids(), self.queue.get)
         return [
-            SubmitterJobs(name, tuple(sorted(jobs, key=queue_order)))
-            for name, jobs in sorted(by_submitter.items())
+            SubmitterJobs(name, tuple(self.queue.get(job_id) for _, job_id in group))
+            for name, group in sorted(groups.items())
         ]
 
-    def negotiable_jobs(self) -> list[SubmitterJobs]:
+    def idle_counts(self) -> dict[str, int]:
+        """How many idle jobs each submitter has (without reading their ads again)."""
+        groups = self.kinds.by_submitter(self.idle_ids(), self.queue.get)
+        return {name: len(group) for name, group in groups.items()}
+
+    def negotiable_jobs(self, capacity: int) -> list[SubmitterJobs]:
         """The idle jobs to offer the negotiator: none while MAX_JOBS_RUNNING jobs run, as
-        HTCondor's schedd asks for no more slots then."""
+        HTCondor's schedd asks for no more slots then, and of each submitter's jobs that are
+        alike only as many as the slots could take (``capacity``, :func:`match_capacity`;
+        :class:`JobKinds`), so that a cycle's cost does not grow with one user's queue."""
         if not self.queue_limits().may_start(len(self.busy_jobs())):
             return []
-        return self.idle_jobs()
+        return self.kinds.offered(self.idle_ids(), capacity, self.queue.get)
 
     def reserved_slots(self) -> set[str]:
         """Partitionable slots held back for a pending claim: the resources their preempted
