@@ -31,7 +31,6 @@ from epcore.pool.handlers import handle_request
 from epcore.pool.jobqueue import JobStatus
 from epcore.pool.negotiator import Accountant, negotiate
 from epcore.pool.schedd import Schedd
-from epcore.pool.schedd_jobs import match_capacity
 from epcore.pool.server import PoolServer, Requester
 from epcore.pool.setup import PoolPaths
 
@@ -158,7 +157,7 @@ class CentralManager:
         reserved = self.schedd.reserved_slots()
         if reserved:
             slots = [s for s in slots if str(s.evaluate("Name")).split("@", 1)[0] not in reserved]
-        submitters = self.schedd.negotiable_jobs(match_capacity(slots))
+        submitters = self.schedd.negotiable_jobs(slots, now)
         matches = 0
         if submitters:
             cycle = negotiate(self.config, self.accountant, slots, submitters, now)

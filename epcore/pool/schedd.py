@@ -37,6 +37,8 @@ from epcore.pool.schedd_jobs import (
     JobKinds,
     ReuseKey,
     job_id_of,
+    match_capacity,
+    matching_names,
     result_values,
     reuse_key,
     short_name,
@@ -164,14 +166,19 @@ class Schedd:
         groups = self.kinds.by_submitter(self.idle_ids(), self.queue.get)
         return {name: len(group) for name, group in groups.items()}
 
-    def negotiable_jobs(self, capacity: int) -> list[SubmitterJobs]:
-        """The idle jobs to offer the negotiator: none while MAX_JOBS_RUNNING jobs run, as
-        HTCondor's schedd asks for no more slots then, and of each submitter's jobs that are
-        alike only as many as the slots could take (``capacity``, :func:`match_capacity`;
-        :class:`JobKinds`), so that a cycle's cost does not grow with one user's queue."""
+    def negotiable_jobs(self, slots: Sequence[ClassAd], now: float) -> list[SubmitterJobs]:
+        """The idle jobs to offer the negotiator for ``slots``: none while MAX_JOBS_RUNNING
+        jobs run, as HTCondor's schedd asks for no more slots then, and of each submitter's
+        jobs that the slots cannot tell apart only as many as they could take
+        (:func:`match_capacity`, :class:`JobKinds`), so that a cycle's cost does not grow
+        with one user's queue."""
         if not self.queue_limits().may_start(len(self.busy_jobs())):
             return []
-        return self.kinds.offered(self.idle_ids(), capacity, self.queue.get)
+        kinds = self.kinds
+        known = [i for i in kinds.representatives() if i in self.queue]
+        names = matching_names(self.config, slots, [self.queue.get(i) for i in known], now)
+        kinds.distinguish(names)
+        return kinds.offered(self.idle_ids(), match_capacity(slots), self.queue.get)
 
     def reserved_slots(self) -> set[str]:
         """Partitionable slots held back for a pending claim: the resources their preempted

@@ -9,9 +9,16 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from epcore.classad import ClassAd, Expr
+from epcore.config import Config
 from epcore.errors import PoolError
 from epcore.pool.jobqueue import JobId
 from epcore.pool.negotiator import SubmitterJobs
+from epcore.pool.negotiator.references import (
+    SLOT_STATE_ATTRIBUTES,
+    ReferenceIndex,
+    consumption_names,
+)
+from epcore.pool.negotiator.settings import NegotiatorSettings
 
 
 def submitter_of(job: ClassAd, uid_domain: str) -> str:
@@ -99,27 +106,60 @@ class IdleFacts:
     kind: int
 
 
+def matching_names(
+    config: Config, slots: Sequence[ClassAd], jobs: Sequence[ClassAd], now: float
+) -> tuple[str, ...] | None:
+    """The names of the job attributes a cycle on ``slots`` may read (the negotiator's own
+    analysis: what the slots', the ``jobs``' and the negotiator's expressions name, and what
+    those names' bindings name in turn); None when an expression can read any attribute."""
+    settings = NegotiatorSettings.from_config(config, now)
+    index = ReferenceIndex([*slots, *jobs])
+    extra = (*SLOT_STATE_ATTRIBUTES, *consumption_names(slots))
+    return index.closure(settings.expressions(), extra).names
+
+
 class JobKinds:
     """The :class:`IdleFacts` of the idle jobs, each worked out once per job: reading and
     comparing the ads of thousands of jobs at every negotiation cycle would cost more than the
-    cycle. None of these attributes changes while a job is queued."""
+    cycle. Two jobs are of one kind when their :func:`reuse_key` and their expressions for
+    every name matchmaking may read (:func:`matching_names`) are the same: the slots cannot
+    tell them apart. None of these attributes changes while a job is queued."""
 
     def __init__(self, uid_domain: str) -> None:
         self.uid_domain = uid_domain
         self.of_job: dict[JobId, IdleFacts] = {}
-        self.numbers: dict[ReuseKey, int] = {}
+        self.numbers: dict[tuple[object, ...], int] = {}
         #: Kinds whose jobs ask for less than one CPU: a slot may take any number of them.
         self.uncounted: set[int] = set()
+        #: The first job seen of each kind (whose ad tells what the kind's jobs name).
+        self.first: dict[int, JobId] = {}
+        #: The names the kinds tell apart; None: every job is a kind of its own.
+        self.names: tuple[str, ...] | None = ()
+
+    def distinguish(self, names: tuple[str, ...] | None) -> None:
+        """Tell jobs apart by their expressions for ``names`` from now on."""
+        if names != self.names:
+            self.names = names
+            self.of_job, self.numbers, self.uncounted, self.first = {}, {}, set(), {}
+
+    def representatives(self) -> list[JobId]:
+        """One job of each kind."""
+        return list(self.first.values())
 
     def facts(self, job_id: JobId, load: Callable[[JobId], ClassAd]) -> IdleFacts:
         """The facts of ``job_id``, from its ad (``load``) the first time."""
         found = self.of_job.get(job_id)
         if found is None:
             job = load(job_id)
-            key = reuse_key(job)
+            key: tuple[object, ...]
+            if self.names is None:
+                key = (job_id,)
+            else:
+                key = (*reuse_key(job), *(job.lookup(name) for name in self.names))
             kind = self.numbers.get(key)
             if kind is None:
                 kind = self.numbers[key] = len(self.numbers)
+                self.first[kind] = job_id
                 cpus = job.evaluate("RequestCpus")
                 if not isinstance(cpus, int | float) or isinstance(cpus, bool) or cpus < 1:
                     self.uncounted.add(kind)
@@ -138,9 +178,11 @@ class JobKinds:
             found = kept[job_id] = self.facts(job_id, load)
             groups.setdefault(found.submitter, []).append((found, job_id))
         self.of_job = kept
-        if len(self.numbers) > 2 * len({f.kind for f in kept.values()}) + 64:
+        kinds = {found.kind for found in kept.values()}
+        self.first = {kind: job for kind, job in self.first.items() if kind in kinds}
+        if len(self.numbers) > 2 * len(kinds) + 64:
             # Kinds no job has any more: numbered afresh as the jobs come again.
-            self.numbers, self.uncounted, self.of_job = {}, set(), {}
+            self.of_job, self.numbers, self.uncounted, self.first = {}, {}, set(), {}
         for group in groups.values():
             group.sort(key=lambda entry: entry[0].order)
         return groups
@@ -149,10 +191,10 @@ class JobKinds:
         self, ids: Sequence[JobId], capacity: int, load: Callable[[JobId], ClassAd]
     ) -> list[SubmitterJobs]:
         """Each submitter's idle jobs (``ids``) in queue order, cut to the first ``capacity``
-        of each kind: jobs alike beyond that many cannot match in one cycle, so the
-        negotiator need not read them (HTCondor's schedd sends it one request per
-        autocluster, with a count). A kind whose jobs ask for less than one CPU is not cut.
-        Only the ads offered are read."""
+        of each kind: jobs the slots cannot tell apart beyond that many cannot match in one
+        cycle, so the negotiator need not read them (HTCondor's schedd sends it one request
+        per autocluster, with a count). A kind whose jobs ask for less than one CPU is not
+        cut. Only the ads offered are read."""
         offered: list[SubmitterJobs] = []
         for submitter, group in sorted(self.by_submitter(ids, load).items()):
             taken: dict[int, int] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from epcore.classad import ClassAd, parse_ad
+from epcore.config import Config
 from epcore.errors import PoolError
 from epcore.pool.jobqueue import JobId
 from epcore.pool.negotiator import SubmitterJobs
@@ -13,6 +14,7 @@ from epcore.pool.schedd_jobs import (
     JobKinds,
     job_id_of,
     match_capacity,
+    matching_names,
     queue_order,
     result_values,
     reuse_key,
@@ -174,3 +176,29 @@ def test_the_facts_are_read_once_and_kept_only_for_jobs_still_idle() -> None:
     assert reads == [JobId(1, 0), JobId(1, 1)]
     kinds.offered([JobId(1, 0), JobId(1, 1), JobId(1, 2)], 2, load)
     assert set(kinds.of_job) == {JobId(1, 0), JobId(1, 1), JobId(1, 2)}
+
+
+def test_jobs_the_slots_can_tell_apart_are_each_offered() -> None:
+    """When a slot's START reads the job's ProcId, jobs alike otherwise are of different
+    kinds, and none is cut: a later job may match where the first ones do not."""
+    slot = parse_ad(
+        '[ Name = "slot1@h"; Cpus = 1; START = TARGET.ProcId >= 40; Requirements = START ]'
+    )
+    jobs = _jobs(50)
+    names = matching_names(Config.from_text("", subsystem="NEGOTIATOR"), [slot], jobs[:1], 0.0)
+    assert names is not None and "procid" in names
+    kinds = JobKinds("d")
+    kinds.distinguish(names)
+    [offered] = _offer(kinds, jobs, match_capacity([slot]))
+    assert len(offered.jobs) == 50
+
+
+def test_an_expression_that_can_read_anything_leaves_every_job_its_own_kind() -> None:
+    """A slot expression calling eval() defeats the analysis: nothing is cut."""
+    slot = parse_ad('[ Name = "slot1@h"; Cpus = 1; START = eval("true"); Requirements = START ]')
+    names = matching_names(Config.from_text("", subsystem="NEGOTIATOR"), [slot], [], 0.0)
+    assert names is None
+    kinds = JobKinds("d")
+    kinds.distinguish(names)
+    [offered] = _offer(kinds, _jobs(30), 2)
+    assert len(offered.jobs) == 30
