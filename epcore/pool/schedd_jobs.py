@@ -137,7 +137,11 @@ class JobKinds:
         self.names: tuple[str, ...] | None = ()
 
     def distinguish(self, names: tuple[str, ...] | None) -> None:
-        """Tell jobs apart by their expressions for ``names`` from now on."""
+        """Tell jobs apart by their expressions for ``names`` from now on, and for the names
+        they were told apart by before: a name too many only makes kinds smaller, whereas
+        working out every job's kind again costs seconds in a long queue."""
+        if names is not None and self.names is not None:
+            names = tuple(sorted({*self.names, *names}))
         if names != self.names:
             self.names = names
             self.of_job, self.numbers, self.uncounted, self.first = {}, {}, set(), {}

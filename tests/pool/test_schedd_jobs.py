@@ -202,3 +202,16 @@ def test_an_expression_that_can_read_anything_leaves_every_job_its_own_kind() ->
     kinds.distinguish(names)
     [offered] = _offer(kinds, _jobs(30), 2)
     assert len(offered.jobs) == 30
+
+
+def test_names_once_told_apart_stay_so_without_working_the_kinds_out_again() -> None:
+    """A name no longer read keeps telling jobs apart, so the jobs' kinds are not worked out
+    again; a new name makes them be."""
+    kinds = JobKinds("d")
+    jobs = {job_id_of(job): job for job in _jobs(10)}
+    kinds.distinguish(("procid",))
+    kinds.offered(list(jobs), 2, jobs.__getitem__)
+    kinds.distinguish(())
+    assert kinds.names == ("procid",) and len(kinds.of_job) == 10
+    kinds.distinguish(("imagesize",))
+    assert kinds.names == ("imagesize", "procid") and kinds.of_job == {}
