@@ -133,7 +133,9 @@ def _send(
 ) -> list[str]:
     ids: list[str] = []
     for start in range(0, len(procs), SUBMIT_CHUNK):
-        ids.extend(client.submit(cluster_id, cluster_ad, procs[start : start + SUBMIT_CHUNK]))
+        size = len(procs) if start == 0 else None
+        part = procs[start : start + SUBMIT_CHUNK]
+        ids.extend(client.submit(cluster_id, cluster_ad, part, submission_size=size))
     return ids
 
 

@@ -1644,6 +1644,30 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "Run-time limit in seconds used by the job-runtime policy template; no default.",
     ),
     _k(
+        "MAX_JOBS_PER_OWNER",
+        "100000",
+        "int",
+        "Most jobs one owner may have in the schedd's queue; a submission beyond it is refused.",
+    ),
+    _k(
+        "MAX_JOBS_PER_SUBMISSION",
+        "20000",
+        "int",
+        "Most jobs one submission (cluster) may add to the queue; more is refused.",
+    ),
+    _k(
+        "MAX_JOBS_RUNNING",
+        "MIN({$(DETECTED_MEMORY), 10000})",
+        "int",
+        "Most jobs the schedd runs at once; beyond it, it claims no more slots.",
+    ),
+    _k(
+        "MAX_JOBS_SUBMITTED",
+        "2147483647",
+        "int",
+        "Most jobs the schedd's queue holds; a submission beyond it is refused.",
+    ),
+    _k(
         "MAX_MASTER_LOG",
         "$(MAX_DEFAULT_LOG)",
         "string",
@@ -1660,6 +1684,12 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "3600",
         "int",
         "Longest time in seconds a claimed partitionable slot stays claimed.",
+    ),
+    _k(
+        "MAX_PERIODIC_EXPR_INTERVAL",
+        "1200",
+        "int",
+        "Longest time in seconds between two evaluations of the queue's periodic expressions.",
     ),
     _k("MAX_PROCD_LOG", "1000000", "string", "Size at which condor_procd's log is rotated."),
     _k(
@@ -2050,6 +2080,21 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "((time() - LastPeriodicCheckpoint)/60.0) > (180.0 + $RANDOM_INTEGER(-30,30,1))",
         "string",
         "Startd policy: start a periodic checkpoint of a running job when true.",
+    ),
+    _k(
+        "PERIODIC_EXPR_INTERVAL",
+        "60",
+        "int",
+        (
+            "Seconds between two evaluations of the jobs' periodic_* and SYSTEM_PERIODIC_* "
+            "expressions; 0 turns the evaluation off."
+        ),
+    ),
+    _k(
+        "PERIODIC_EXPR_TIMESLICE",
+        "0.01",
+        "double",
+        "Largest share of the schedd's time the periodic expressions may take (0 to 1).",
     ),
     _k(
         "PER_JOB_NAMESPACES",
@@ -2781,6 +2826,12 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         minimum=0,
     ),
     _k(
+        "SYSTEM_MAX_RELEASES",
+        "-1",
+        "int",
+        "Holds after which SYSTEM_PERIODIC_RELEASE and periodic_release no longer release a job.",
+    ),
+    _k(
         "SYSTEM_ON_VACATE_COOL_DOWN",
         None,
         "string",
@@ -2806,6 +2857,12 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         None,
         "string",
         "Schedd expression removing matching jobs; no default.",
+    ),
+    _k(
+        "SYSTEM_PERIODIC_VACATE",
+        None,
+        "string",
+        "Schedd expression evicting matching running jobs back to idle; no default.",
     ),
     _k(
         "SYSTEM_PROTECTED_JOB_ATTRS",

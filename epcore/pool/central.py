@@ -111,6 +111,7 @@ class CentralManager:
         elif self.schedd.wants_negotiation:
             due = min(due, self.last_cycle + self._min_interval())
         wait = min(due, self.next_housekeeping, self.next_ads) - tick
+        wait = min(wait, self.schedd.periodic.wait(self.clock()))
         if self.schedd.pending:
             wait = min(wait, 1.0)
         return max(wait, 0.0)
@@ -168,7 +169,7 @@ class CentralManager:
         reserved = self.schedd.reserved_slots()
         if reserved:
             slots = [s for s in slots if str(s.evaluate("Name")).split("@", 1)[0] not in reserved]
-        submitters = self.schedd.idle_jobs()
+        submitters = self.schedd.negotiable_jobs(slots, now)
         matches = 0
         if submitters:
             cycle = negotiate(self.config, self.accountant, slots, submitters, now)
@@ -262,8 +263,8 @@ class CentralManager:
         negotiator["Name"] = name
         ads = [schedd_ad, negotiator]
         tallies: dict[str, dict[str, int]] = {}
-        for submitter in self.schedd.idle_jobs():
-            tallies.setdefault(submitter.submitter, {})["IdleJobs"] = len(submitter.jobs)
+        for submitter_name, idle in self.schedd.idle_counts().items():
+            tallies.setdefault(submitter_name, {})["IdleJobs"] = idle
         for running in self.schedd.running.values():
             tally = tallies.setdefault(running.submitter, {})
             tally["RunningJobs"] = tally.get("RunningJobs", 0) + 1

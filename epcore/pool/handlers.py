@@ -96,7 +96,10 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
                 raise ControlError(verdict.refusal)
         jobs.append(own)
     cluster = SubmittedCluster(cluster_id, shared, tuple(jobs))
-    ids = manager.schedd.submit(cluster, requester.uid, now)
+    announced = argument(request, "SubmissionSize", int, required=False)
+    ids = manager.schedd.submit(
+        cluster, requester.uid, now, announced=announced if isinstance(announced, int) else None
+    )
     return answer(True, JobIds=[str(job_id) for job_id in ids])
 
 

@@ -337,6 +337,14 @@ class JobQueue:
         """The ids of the queued jobs with this Owner, User and status, without reading ads."""
         return self._select_ids(owner, submitter, statuses)
 
+    def count(self, *, owner: str | None = None) -> int:
+        """How many jobs are queued (with this Owner), without reading ads."""
+        if owner is None:
+            return sum(self._counts.values())
+        self._flush()
+        row = self._db.execute("SELECT COUNT(*) FROM jobs WHERE owner = ?", (owner,)).fetchone()
+        return int(row[0])
+
     def _select_ids(
         self, owner: str | None, submitter: str | None, statuses: Collection[JobStatus] | None
     ) -> list[JobId]:

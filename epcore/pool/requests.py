@@ -9,7 +9,9 @@ own user always) may act on every job and change priorities, vacate and drain.
 
 Requests and their arguments:
 
-- ``NewCluster`` -> ``ClusterId``; ``Submit`` (ClusterId, ClusterAd, Procs) -> ``JobIds``
+- ``NewCluster`` -> ``ClusterId``; ``Submit`` (ClusterId, ClusterAd, Procs, optional
+  SubmissionSize: how many jobs the whole submission has, in its first part, so that one over
+  a MAX_JOBS_* limit is refused before any of it is queued) -> ``JobIds``
 - ``QueryJobs`` (optional Constraint, Projection, History, Limit) -> ``Ads``
 - ``Remove`` / ``Hold`` / ``Release`` (JobIds or Constraint, optional Reason) -> ``Done``
   (the job ids acted on) and ``Refused`` (why others were not)
@@ -104,9 +106,19 @@ class PoolClient(ControlClient):
         assert isinstance(value, int)
         return value
 
-    def submit(self, cluster_id: int, cluster_ad: ClassAd, procs: Sequence[ClassAd]) -> list[str]:
+    def submit(
+        self,
+        cluster_id: int,
+        cluster_ad: ClassAd,
+        procs: Sequence[ClassAd],
+        *,
+        submission_size: int | None = None,
+    ) -> list[str]:
         differences = [proc_differences(cluster_ad, proc) for proc in procs]
-        reply = self.call("Submit", ClusterId=cluster_id, ClusterAd=cluster_ad, Procs=differences)
+        extra = {} if submission_size is None else {"SubmissionSize": submission_size}
+        reply = self.call(
+            "Submit", ClusterId=cluster_id, ClusterAd=cluster_ad, Procs=differences, **extra
+        )
         return _texts(reply, "JobIds")
 
     def query_jobs(

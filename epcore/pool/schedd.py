@@ -7,7 +7,10 @@ exit completes the job (unless its OnExitHold or OnExitRemove say otherwise), a 
 the starter holds it with the starter's code and reason, an eviction (vacate, preemption,
 shutdown, a lost starter) puts it back to idle. A preempting claim, or a claim on a
 partitionable slot waiting for the dynamic slots it preempts to go, is activated once the
-startd has the slot ready.
+startd has the slot ready. Every PERIODIC_EXPR_INTERVAL it applies the jobs' periodic_* and
+the pool's SYSTEM_PERIODIC_* expressions (:mod:`epcore.pool.schedd_policy`). It keeps the
+MAX_JOBS_* limits (:mod:`epcore.pool.limits`, which also says how one owner's reused claims
+give way to other submitters).
 
 The startd is reached through :class:`ScheddStartd`, which :class:`~epcore.daemon.startd.
 Startd` implements, so the schedd runs in the same process as the startd (``ep run``).
@@ -27,16 +30,21 @@ from epcore.config import Config
 from epcore.daemon.control import StartdControl
 from epcore.errors import EpError, PoolError, QueueError
 from epcore.pool.jobqueue import JobId, JobQueue, JobStatus
+from epcore.pool.limits import QueueLimits, check_submission
 from epcore.pool.negotiator import Match, SubmitterJobs
 from epcore.pool.schedd_jobs import (
     IdleIndex,
+    JobKinds,
+    ReuseKey,
     job_id_of,
-    queue_order,
+    match_capacity,
+    matching_names,
     result_values,
     reuse_key,
     short_name,
     submitter_of,
 )
+from epcore.pool.schedd_policy import PeriodicPolicy
 from epcore.pool.submit import SubmittedCluster, expand_match_references
 
 #: HoldReasonCode 3: held by a policy expression (OnExitHold, periodic_hold).
@@ -66,7 +74,7 @@ class RunningJob:
     claim_id: str
     slot: str
     submitter: str
-    key: tuple[str, ...]
+    key: ReuseKey
     started_at: float
     #: The slot ad the claim was matched with (for $$() in the next jobs on the claim); None
     #: for a job taken back after a restart.
@@ -129,9 +137,15 @@ class Schedd:
         self.wants_negotiation = False
         self.next_alive = 0.0
         self.idle = IdleIndex()
+        self.kinds = JobKinds(self.uid_domain)
         #: Clusters handed out by new_cluster, and who may queue jobs in them.
         self.open_clusters: dict[int, int] = {}
         self.started_clusters: set[int] = set()
+        #: Jobs each open cluster has queued so far (MAX_JOBS_PER_SUBMISSION).
+        self.submitted: dict[int, int] = {}
+        self.limits = QueueLimits.from_config(config)
+        self.limits_config = config
+        self.periodic = PeriodicPolicy(config, log)
         for job in queue.jobs(statuses=(JobStatus.IDLE,)):
             self.idle.add(job, submitter_of(job, self.uid_domain))
 
@@ -150,20 +164,38 @@ class Schedd:
         """Jobs running or waiting for a pending claim (not offered to the negotiator)."""
         return {r.job_id for r in self.running.values()} | set(self.pending)
 
+    def idle_ids(self) -> list[JobId]:
+        """The idle jobs not running nor waiting for a pending claim."""
+        busy = self.busy_jobs()
+        return [i for i in self.queue.job_ids(statuses=(JobStatus.IDLE,)) if i not in busy]
+
     def idle_jobs(self) -> list[SubmitterJobs]:
         """Every submitter's idle jobs in the schedd's order (JobPrio, then QDate, cluster,
-        proc), for the negotiator."""
-        busy = self.busy_jobs()
-        by_submitter: dict[str, list[ClassAd]] = {}
-        for job in self.queue.jobs(statuses=(JobStatus.IDLE,)):
-            job_id = job_id_of(job)
-            if job_id in busy:
-                continue
-            by_submitter.setdefault(submitter_of(job, self.uid_domain), []).append(job)
+        proc)."""
+        groups = self.kinds.by_submitter(self.idle_ids(), self.queue.get)
         return [
-            SubmitterJobs(name, tuple(sorted(jobs, key=queue_order)))
-            for name, jobs in sorted(by_submitter.items())
+            SubmitterJobs(name, tuple(self.queue.get(job_id) for _, job_id in group))
+            for name, group in sorted(groups.items())
         ]
+
+    def idle_counts(self) -> dict[str, int]:
+        """How many idle jobs each submitter has (without reading their ads again)."""
+        groups = self.kinds.by_submitter(self.idle_ids(), self.queue.get)
+        return {name: len(group) for name, group in groups.items()}
+
+    def negotiable_jobs(self, slots: Sequence[ClassAd], now: float) -> list[SubmitterJobs]:
+        """The idle jobs to offer the negotiator for ``slots``: none while MAX_JOBS_RUNNING
+        jobs run, as HTCondor's schedd asks for no more slots then, and of each submitter's
+        jobs that the slots cannot tell apart only as many as they could take
+        (:func:`match_capacity`, :class:`JobKinds`), so that a cycle's cost does not grow
+        with one user's queue."""
+        if not self.queue_limits().may_start(len(self.busy_jobs())):
+            return []
+        kinds = self.kinds
+        known = [i for i in kinds.representatives() if i in self.queue]
+        names = matching_names(self.config, slots, [self.queue.get(i) for i in known], now)
+        kinds.distinguish(names)
+        return kinds.offered(self.idle_ids(), match_capacity(slots), self.queue.get)
 
     def reserved_slots(self) -> set[str]:
         """Partitionable slots held back for a pending claim: the resources their preempted
@@ -174,11 +206,16 @@ class Schedd:
 
     def take_matches(self, matches: Sequence[Match], now: float) -> None:
         """Claim the slots of this cycle's matches and start their jobs."""
+        limits = self.queue_limits()
         with self.queue.batch():
             for match in matches:
                 job_id = JobId.parse(match.job_id)
-                if job_id in self.busy_jobs():
+                busy = self.busy_jobs()
+                if job_id in busy:
                     continue
+                if not limits.may_start(len(busy)):
+                    self.log.info("MAX_JOBS_RUNNING (%d) reached", limits.max_jobs_running)
+                    break
                 try:
                     job = self.queue.get(job_id)
                 except QueueError:
@@ -407,19 +444,45 @@ class Schedd:
 
     # -- users' actions -------------------------------------------------------------------
 
+    def queue_limits(self) -> QueueLimits:
+        """The MAX_JOBS_* limits of the current configuration."""
+        if self.limits_config is not self.config:
+            self.limits = QueueLimits.from_config(self.config)
+            self.limits_config = self.config
+        return self.limits
+
     def new_cluster(self, uid: int) -> int:
         """A new cluster id for a submission by ``uid`` (never used before, even across
-        restarts); only ``uid`` may queue jobs in it."""
+        restarts); only ``uid`` may queue jobs in it. QueueError when the queue is full
+        (MAX_JOBS_SUBMITTED)."""
+        refusal = self.queue_limits().new_cluster_refusal(self.queue.count())
+        if refusal is not None:
+            raise QueueError(refusal)
         cluster_id = self.queue.next_cluster_id()
         self.open_clusters[cluster_id] = uid
         return cluster_id
 
-    def submit(self, cluster: SubmittedCluster, uid: int, now: float) -> list[JobId]:
+    def submit(
+        self, cluster: SubmittedCluster, uid: int, now: float, *, announced: int | None = None
+    ) -> list[JobId]:
         """Queue the jobs of ``cluster`` (built by ``epcore.pool.submit``), or more of them
-        (a large submission comes in parts); the cluster must be one ``uid`` opened."""
+        (a large submission comes in parts); the cluster must be one ``uid`` opened.
+        ``announced``: how many jobs the whole submission has, when its first part says so,
+        so that a submission over a MAX_JOBS_* limit is refused before any of it is queued."""
         cluster_id = cluster.cluster_id
         if self.open_clusters.get(cluster_id) != uid:
             raise QueueError(f"cluster {cluster_id} was not opened by this user (NewCluster)")
+        try:
+            check_submission(
+                self.queue_limits(),
+                self.queue,
+                cluster,
+                submitted=self.submitted.get(cluster_id, 0),
+                announced=announced,
+            )
+        except QueueError as refusal:
+            self.log.info("cluster %d refused: %s", cluster_id, refusal)
+            raise
         with self.queue.batch():
             if cluster_id in self.started_clusters:
                 ids = self.queue.extend(cluster_id, cluster.cluster_ad, cluster.procs)
@@ -429,6 +492,7 @@ class Schedd:
             for job_id in ids:
                 if self.queue.get(job_id).evaluate("JobStatus") == int(JobStatus.IDLE):
                     self.now_idle(job_id)
+        self.submitted[cluster_id] = self.submitted.get(cluster_id, 0) + len(ids)
         self.wants_negotiation = True
         self.log.info("submitted %d job(s) in cluster %d", len(ids), cluster.cluster_id)
         return ids
@@ -442,9 +506,12 @@ class Schedd:
         if job_id not in {r.job_id for r in self.running.values()}:
             self.queue.finish(job_id, now)
 
-    def hold(self, job_id: JobId, reason: str, now: float, code: int = 1) -> None:
-        """condor_hold (HoldReasonCode 1 for a user's hold): a running job is stopped."""
-        self.queue.change_status(job_id, JobStatus.HELD, now, reason=reason, code=code)
+    def hold(self, job_id: JobId, reason: str, now: float, code: int = 1, subcode: int = 0) -> None:
+        """condor_hold (HoldReasonCode 1 for a user's hold), or a hold by policy: a running
+        job is stopped."""
+        self.queue.change_status(
+            job_id, JobStatus.HELD, now, reason=reason, code=code, subcode=subcode
+        )
         self.stop_running(job_id)
 
     def release(self, job_id: JobId, reason: str, now: float) -> None:
@@ -452,6 +519,15 @@ class Schedd:
         self.queue.change_status(job_id, JobStatus.IDLE, now, reason=reason)
         self.now_idle(job_id)
         self.wants_negotiation = True
+
+    def running_slot(self, job_id: JobId) -> str | None:
+        """The slot running ``job_id``, or None."""
+        found = (r.slot for r in self.running.values() if r.job_id == job_id and r.slot != "?")
+        return next(found, None)
+
+    def vacate_slot(self, slot: str) -> None:
+        """Evict the job on ``slot`` (periodic_vacate): it comes back as idle."""
+        self.startd.vacate(slot)
 
     def stop_running(self, job_id: JobId) -> None:
         """Have the startd stop ``job_id`` (rm or hold of a running job): its claim goes back."""
@@ -472,6 +548,7 @@ class Schedd:
         leases of held claims alive (every ALIVE_INTERVAL / 3)."""
         for job_id, pending in list(self.pending.items()):
             self._try_pending(job_id, pending, now)
+        self.periodic.run(self, now)
         if now >= self.next_alive:
             interval = max(self.config.get_float("ALIVE_INTERVAL", 300.0) / 3, 1.0)
             self.next_alive = now + interval
