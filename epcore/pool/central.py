@@ -22,6 +22,7 @@ from pathlib import Path
 
 from epcore.classad import ClassAd
 from epcore.config import Config
+from epcore.daemon.connections import ConnectionLimits
 from epcore.daemon.persist import write_ad_lines
 from epcore.daemon.startd import Startd
 from epcore.errors import EpError
@@ -69,6 +70,7 @@ class CentralManager:
             self.handle,
             super_users=_super_users(self.config),
             log=log,
+            limits=ConnectionLimits.from_config(self.config),
         )
         self.last_cycle = -1e9
         self.next_cycle = 0.0
@@ -101,13 +103,14 @@ class CentralManager:
         wait = min(due, self.next_housekeeping, self.next_ads) - tick
         if self.schedd.pending:
             wait = min(wait, 1.0)
-        return max(wait, 0.0)
+        return max(min(wait, self.server.timeout()), 0.0)
 
     def tick(self) -> None:
         now = self.clock()
         tick = self.monotonic()
         if self.startd.config is not self.config:
             self._reconfigured(self.startd.config)
+        self.server.work()
         self.schedd.tick(now)
         if tick >= self.next_housekeeping:
             self.collector.expire(now)
@@ -145,6 +148,7 @@ class CentralManager:
         self.schedd.config = config
         self.collector.reconfig(config)
         self.server.super_users = self.server.super_users | _super_users(config)
+        self.server.limits = ConnectionLimits.from_config(config)
         self.log.info("reconfigured")
 
     def negotiate(self, now: float) -> None:
