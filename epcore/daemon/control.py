@@ -16,6 +16,7 @@ the whole of the access control, as for any local Unix socket service.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -249,7 +250,10 @@ class ControlClient:
             try:
                 with protocol.socket_address(self.path) as address:
                     sock.connect(address)
-                sock.sendall(protocol.encode(request(command, **arguments)))
+                # The daemon may refuse a request before taking all of it (too long, too many
+                # connections): then its answer says why.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    sock.sendall(protocol.encode(request(command, **arguments)))
                 data = protocol.read_line(sock)
             except OSError as error:
                 why = f"cannot reach the {self.daemon} at {self.path}: {error}"
