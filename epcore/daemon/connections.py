@@ -124,7 +124,9 @@ class ThrottledLog:
         self._last: dict[str, float] = {}
         self._held: dict[str, int] = {}
 
-    def warning(self, kind: str, text: str, *args: object) -> None:
+    def warning(self, kind: str, text: str, *args: object, exc_info: bool = False) -> None:
+        """Log ``text % args`` unless a line of ``kind`` went out less than ``period`` ago
+        (``exc_info``: with the exception being handled)."""
         now = self.monotonic()
         last = self._last.get(kind)
         if last is not None and now - last < self.period:
@@ -135,7 +137,7 @@ class ThrottledLog:
         self._last[kind] = now
         held = self._held.pop(kind, 0)
         suffix = f" ({held} more like it in the last {self.period:.0f} s)" if held else ""
-        self.log.warning(text + suffix, *args)
+        self.log.warning(text + suffix, *args, exc_info=exc_info)
 
 
 @attrs.define(eq=False)
@@ -170,17 +172,18 @@ def _refusal(reason: str) -> ClassAd:
 class RequestServer(Generic[Requester]):
     """Serves request ads on ``listener`` with ``handle`` within ``limits`` (module docstring).
 
-    ``identify`` says who a new connection's peer is: their uid (connections are counted per
-    uid) and what ``handle`` gets with each of their requests. ``prefix`` is how the limits'
-    knobs start, for messages. The loop calls :meth:`open` once, :meth:`ready` for each of the
-    server's sockets the selector reports, :meth:`work` once per turn, and :meth:`timeout` to
-    know how long it may wait.
+    ``identify`` says who a new connection's peer is (their uid: connections are counted per
+    uid), and ``describe`` what ``handle`` gets with each request of an admitted one.
+    ``prefix`` is how the limits' knobs start, for messages. The loop calls :meth:`open` once,
+    :meth:`ready` for each of the server's sockets the selector reports, :meth:`work` once per
+    turn, and :meth:`timeout` to know how long it may wait.
     """
 
     def __init__(
         self,
         handle: Callable[[Requester, ClassAd], ClassAd],
-        identify: Callable[[socket.socket], tuple[int, Requester]],
+        identify: Callable[[socket.socket], int],
+        describe: Callable[[int], Requester],
         *,
         limits: ConnectionLimits,
         log: logging.Logger,
@@ -189,6 +192,7 @@ class RequestServer(Generic[Requester]):
     ) -> None:
         self.handle = handle
         self.identify = identify
+        self.describe = describe
         self.limits = limits
         self.log = log
         self.throttled = ThrottledLog(log, monotonic=monotonic)
@@ -303,7 +307,7 @@ class RequestServer(Generic[Requester]):
 
     def _admit(self, sock: socket.socket) -> None:
         try:
-            user, requester = self.identify(sock)
+            user = self.identify(sock)
         except OSError:
             sock.close()
             return
@@ -340,7 +344,8 @@ class RequestServer(Generic[Requester]):
             max_line=limits.max_request,
             limit_name=limits.knob("max_request", self.prefix),
         )
-        self.connections[channel] = Connection(channel, user, requester, self.monotonic())
+        connection = Connection(channel, user, self.describe(user), self.monotonic())
+        self.connections[channel] = connection
         self.per_user[user] = self.per_user.get(user, 0) + 1
         self._register(channel, selectors.EVENT_READ)
 
@@ -453,7 +458,12 @@ class RequestServer(Generic[Requester]):
         try:
             reply = self.handle(connection.requester, request)
         except Exception as error:  # one bad request must not take the daemon down
-            self.log.exception("request of uid %d failed", connection.user)
+            self.throttled.warning(
+                f"failed {connection.user}",
+                "a request of uid %d failed",
+                connection.user,
+                exc_info=True,
+            )
             reply = _refusal(f"internal error: {error!r}")
         channel.send(reply)
         self._check(connection)

@@ -91,7 +91,8 @@ class StartdLoop:
         # The control socket is root's only (mode 0600), and still bounded like the pool's.
         self.control_server: RequestServer[None] = RequestServer(
             lambda _who, request: dispatch(self.startd, request),
-            lambda sock: (0, None),
+            lambda sock: 0,
+            lambda uid: None,
             limits=ConnectionLimits(),
             log=startd.log,
             prefix="STARTD_CONTROL",

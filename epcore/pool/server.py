@@ -71,7 +71,7 @@ class PoolServer:
         self.super_users = frozenset(super_users) | {"root", user_name(os.getuid())}
         self.log = log
         self.requests: RequestServer[Requester] = RequestServer(
-            handler, self._identify, limits=limits or ConnectionLimits(), log=log
+            handler, peer_uid, self._requester, limits=limits or ConnectionLimits(), log=log
         )
 
     @property
@@ -82,10 +82,9 @@ class PoolServer:
     def limits(self, limits: ConnectionLimits) -> None:
         self.requests.limits = limits
 
-    def _identify(self, sock: socket.socket) -> tuple[int, Requester]:
-        uid = peer_uid(sock)
+    def _requester(self, uid: int) -> Requester:
         name = user_name(uid)
-        return uid, Requester(uid, name, uid == 0 or name in self.super_users)
+        return Requester(uid, name, uid == 0 or name in self.super_users)
 
     def open(self, selector: selectors.BaseSelector, data: object) -> None:
         self.requests.open(listen(self.path, mode=0o666), selector, data)
