@@ -3,7 +3,9 @@
 Each connection's user comes from SO_PEERCRED when it is accepted, so a request cannot
 claim to come from someone else. Requests and answers are one ClassAd per line
 (:mod:`epcore.starter.protocol`); the socket is served by the startd's loop (the central
-manager is its :class:`~epcore.daemon.loop.LoopCompanion`).
+manager is its :class:`~epcore.daemon.loop.LoopCompanion`) within the POOL_* limits of
+:class:`~epcore.daemon.connections.ConnectionLimits`, so that no user can take the loop from
+the others.
 """
 
 from __future__ import annotations
