@@ -11,8 +11,9 @@ with these bounds (:class:`ConnectionLimits`, epcore's own knobs for the pool's 
 - a connection whose answers wait unsent beyond ``max_unsent`` bytes is not read from until
   its peer takes them (the kernel's buffer then stops the peer), and one whose peer neither
   sends nor takes anything for ``client_timeout`` seconds is closed;
-- at most ``max_connections`` connections, and ``max_connections_per_user`` of one user, are
-  kept: the excess is accepted, told why in an error ad and closed;
+- at most ``max_connections`` connections (and half the process's descriptor limit), and
+  ``max_connections_per_user`` of one user, are kept: the excess is accepted, told why in an
+  error ad and closed;
 - out of descriptors (EMFILE, ENFILE), the listener is not polled for :data:`ACCEPT_BACKOFF`
   seconds, and a descriptor held in reserve lets the daemon accept-and-refuse meanwhile;
 - requests are taken one at a time, round robin between users (and between the connections
@@ -29,6 +30,7 @@ import contextlib
 import errno
 import logging
 import os
+import resource
 import selectors
 import socket
 import time
@@ -207,6 +209,9 @@ class RequestServer(Generic[Requester]):
         self.resume_accepting = 0.0
         self.listening = False
         self._reserve: int | None = None
+        # Half the descriptors the process may open, whatever the knob says: the rest are
+        # for its starters, files and the jobs it watches.
+        self.descriptor_cap = limits.max_connections
         self._served = 0
         self._next_sweep = 0.0
 
@@ -220,6 +225,9 @@ class RequestServer(Generic[Requester]):
         selector.register(listener, selectors.EVENT_READ, data)
         self.listening = True
         self._hold_reserve()
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft != resource.RLIM_INFINITY:
+            self.descriptor_cap = max(soft // 2, 1)
 
     def _hold_reserve(self) -> None:
         if self._reserve is None:
@@ -312,7 +320,7 @@ class RequestServer(Generic[Requester]):
             sock.close()
             return
         limits = self.limits
-        if len(self.connections) >= limits.max_connections:
+        if len(self.connections) >= min(limits.max_connections, self.descriptor_cap):
             self.throttled.warning(
                 "connections",
                 "refusing a connection of uid %d: %d connections are open (%s)",

@@ -93,7 +93,7 @@ class StartdLoop:
             lambda _who, request: dispatch(self.startd, request),
             lambda sock: 0,
             lambda uid: None,
-            limits=ConnectionLimits(),
+            limits=ConnectionLimits.from_config(startd.config, "STARTD_CONTROL"),
             log=startd.log,
             prefix="STARTD_CONTROL",
             monotonic=monotonic,

@@ -234,7 +234,10 @@ class Channel:
             if found > self.max_line:
                 raise self._too_long()
             line = bytes(self._inbox[:found])
-            del self._inbox[: found + 1]
+            if found + 1 == len(self._inbox):
+                self._inbox = bytearray()  # give back the memory of a long message
+            else:
+                del self._inbox[: found + 1]
             self._scanned = 0
             if line.strip():
                 return decode(line, self._known)

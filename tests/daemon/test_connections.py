@@ -7,6 +7,7 @@ import os
 import resource
 import selectors
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from epcore.daemon.connections import (
     RequestServer,
     ThrottledLog,
 )
-from epcore.daemon.control import listen, request
+from epcore.daemon.control import ControlClient, ControlError, listen, request
 from epcore.starter import protocol
 
 
@@ -298,3 +299,24 @@ def test_out_of_descriptors_refuses_with_the_reserve_and_rests(make) -> None:
     harness.turn(3)
     assert harness.server.listening
     assert len(harness.server.connections) == 5
+
+
+def test_a_client_sending_an_over_long_request_reads_the_refusal(make) -> None:
+    """A blocking ControlClient whose request is cut short by the server's refusal raises
+    ControlError with the server's reason (naming the knob), not a broken pipe."""
+    harness = make(max_request=64 * 1024)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            harness.turn()
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        client = ControlClient(harness.path, timeout=10)
+        with pytest.raises(ControlError, match=r"POOL_MAX_REQUEST_SIZE"):
+            client.call("Query", Blob="x" * (4 * 1024 * 1024))
+    finally:
+        stop.set()
+        server.join(10)
