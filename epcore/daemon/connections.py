@@ -459,6 +459,9 @@ class RequestServer(Generic[Requester]):
         except protocol.ProtocolError as error:
             self._refuse_connection(connection, str(error), "unreadable")
             return
+        except Exception as error:  # a line the parser chokes on costs only its connection
+            self._refuse_connection(connection, f"unreadable request: {error!r}", "unreadable")
+            return
         finally:
             self._count_unread(connection)
         if request is None:
