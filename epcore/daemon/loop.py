@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from epcore.daemon.connections import ConnectionLimits, RequestServer
+from epcore.daemon.connection_limits import ConnectionLimits
+from epcore.daemon.connections import RequestServer
 from epcore.daemon.control import dispatch, listen
 from epcore.daemon.startd import Startd
 from epcore.errors import EpError

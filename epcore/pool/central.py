@@ -22,7 +22,7 @@ from pathlib import Path
 
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.daemon.connections import ConnectionLimits
+from epcore.daemon.connection_limits import ConnectionLimits
 from epcore.daemon.persist import write_ad_lines
 from epcore.daemon.startd import Startd
 from epcore.errors import EpError

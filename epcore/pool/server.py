@@ -22,7 +22,8 @@ from collections.abc import Callable, Collection
 import attrs
 
 from epcore.classad import ClassAd
-from epcore.daemon.connections import ConnectionLimits, RequestServer
+from epcore.daemon.connection_limits import ConnectionLimits
+from epcore.daemon.connections import RequestServer
 from epcore.daemon.control import listen
 
 
