@@ -25,7 +25,7 @@ LOG_PERIOD: Final = 10.0
 class ConnectionLimits:
     """How much a socket's connections may hold (module docstring); sizes in bytes."""
 
-    max_request: int = 512 * 1024
+    max_request: int = 256 * 1024
     max_unread: int = 32 * 1024 * 1024
     max_unsent: int = 1024 * 1024
     max_connections: int = 512

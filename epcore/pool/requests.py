@@ -53,7 +53,7 @@ COMMANDS = (
 #: Procs per Submit request a client sends at most (a request is one line).
 SUBMIT_CHUNK = 500
 #: About the most bytes of job ads a client puts in one Submit request: well within the
-#: pool's POOL_MAX_REQUEST_SIZE (512 KB by default), so that a big submission goes as several
+#: pool's POOL_MAX_REQUEST_SIZE (256 KB by default), so that a big submission goes as several
 #: requests, each cheap to parse, rather than one that holds the pool's loop.
 SUBMIT_REQUEST_BYTES = 128 * 1024
 
