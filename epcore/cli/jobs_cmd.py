@@ -20,7 +20,7 @@ from epcore.cli.pool_access import PoolCommandError, connect, pool_config, pool_
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.pool.jobqueue import JobStatus
-from epcore.pool.requests import SUBMIT_CHUNK, PoolClient
+from epcore.pool.requests import PoolClient
 from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 from epcore.pool.tables import render_hold_reasons, render_queue
 from epcore.slots.status import format_autoformat, format_json, format_long
@@ -131,12 +131,8 @@ def _config_or_defaults() -> Config:
 def _send(
     client: PoolClient, cluster_id: int, cluster_ad: ClassAd, procs: Sequence[ClassAd]
 ) -> list[str]:
-    ids: list[str] = []
-    for start in range(0, len(procs), SUBMIT_CHUNK):
-        size = len(procs) if start == 0 else None
-        part = procs[start : start + SUBMIT_CHUNK]
-        ids.extend(client.submit(cluster_id, cluster_ad, part, submission_size=size))
-    return ids
+    # The client splits the jobs into requests; the first says how many there are in all.
+    return client.submit(cluster_id, cluster_ad, procs, submission_size=len(procs))
 
 
 # -- ep q ------------------------------------------------------------------------------------

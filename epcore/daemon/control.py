@@ -11,12 +11,13 @@ the startd and its starters (:mod:`epcore.starter.protocol`).
 
 The socket (STARTD_CONTROL_SOCKET, default ``$(LOCK)/startd_control``) is made with mode
 0600: only its owner (the startd's user, normally root) may connect; that file permission is
-the whole of the access control, as for any local Unix socket service.
+the whole of the access control, as for any local Unix socket service. The startd's loop serves
+it with :class:`~epcore.daemon.connections.RequestServer`, within the STARTD_CONTROL_* limits.
 """
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import os
 import socket
 import stat
@@ -172,25 +173,6 @@ def dispatch(startd: StartdControl, request: ClassAd) -> ClassAd:
     return answer(True)
 
 
-def serve(
-    channel: protocol.Channel, handle: Callable[[ClassAd], ClassAd], log: logging.Logger
-) -> None:
-    """Answer every request that has arrived on ``channel`` with ``handle``; a request that
-    fails unexpectedly is logged and answered ``Ok = false``, an unreadable one closes the
-    connection after saying why."""
-    try:
-        for incoming in channel.receive():
-            try:
-                reply = handle(incoming)
-            except Exception as error:  # one bad request must not take the daemon down
-                log.exception("request failed: %s", incoming)
-                reply = answer(False, f"internal error: {error!r}")
-            channel.send(reply)
-    except protocol.ProtocolError as error:
-        channel.send(answer(False, str(error)))
-        channel.close()
-
-
 def request(command: str, **arguments: object) -> ClassAd:
     """A request ad."""
     ad = ClassAd()
@@ -249,7 +231,10 @@ class ControlClient:
             try:
                 with protocol.socket_address(self.path) as address:
                     sock.connect(address)
-                sock.sendall(protocol.encode(request(command, **arguments)))
+                # The daemon may refuse a request before taking all of it (too long, too many
+                # connections): then its answer says why.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    sock.sendall(protocol.encode(request(command, **arguments)))
                 data = protocol.read_line(sock)
             except OSError as error:
                 why = f"cannot reach the {self.daemon} at {self.path}: {error}"

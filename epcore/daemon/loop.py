@@ -24,7 +24,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from epcore.daemon.control import dispatch, listen, serve
+from epcore.daemon.connection_limits import ConnectionLimits
+from epcore.daemon.connections import RequestServer
+from epcore.daemon.control import dispatch, listen
 from epcore.daemon.startd import Startd
 from epcore.errors import EpError
 from epcore.starter import protocol
@@ -89,7 +91,16 @@ class StartdLoop:
         self.pending_signals: list[int] = []
         self.terms = 0
         self.control: socket.socket | None = None
-        self.clients: list[protocol.Channel] = []
+        # The control socket is root's only (mode 0600), and still bounded like the pool's.
+        self.control_server: RequestServer[None] = RequestServer(
+            lambda _who, request: dispatch(self.startd, request),
+            lambda sock: 0,
+            lambda uid: None,
+            limits=ConnectionLimits.from_config(startd.config, "STARTD_CONTROL"),
+            log=startd.log,
+            prefix="STARTD_CONTROL",
+            monotonic=monotonic,
+        )
         self._wake_read: socket.socket | None = None
         self._wake_write: socket.socket | None = None
         self._old_handlers: dict[int, object] = {}
@@ -108,7 +119,7 @@ class StartdLoop:
         """Listen on both sockets, install the signal handlers, take back surviving starters."""
         startd = self.startd
         self.control = listen(startd.paths.control_socket)
-        self.selector.register(self.control, selectors.EVENT_READ, "control")
+        self.control_server.open(self.control, self.selector, self.control_server)
         starters = startd.starters.listen()
         self.selector.register(starters, selectors.EVENT_READ, "starters")
         self._wake_read, self._wake_write = socket.socketpair()
@@ -140,6 +151,7 @@ class StartdLoop:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     os.close(sock.fileno())
+        self.control_server.close_in_child()
 
     def close(self) -> None:
         """Stop listening and restore the signal handlers."""
@@ -153,6 +165,7 @@ class StartdLoop:
             with contextlib.suppress(OSError):
                 key.fileobj.close()  # type: ignore[union-attr]
         self.selector.close()
+        self.control_server.close_in_child()
         if self._wake_write is not None:
             self._wake_write.close()
         for path in (self.startd.paths.control_socket, self.startd.paths.starter_socket):
@@ -173,6 +186,7 @@ class StartdLoop:
             soonest = min(soonest, now + max(timer - startd.clock(), 0.0))
         for companion in self.companions:
             soonest = min(soonest, now + companion.timeout())
+        soonest = min(soonest, now + self.control_server.timeout())
         # Starters are checked at least every second (an adopted one is not our child).
         return max(0.0, min(soonest - now, 1.0))
 
@@ -184,13 +198,12 @@ class StartdLoop:
         if "signal" in labels:
             self._drain_wakeups()
         self._signals()
-        if "control" in labels:
-            self._accept_control()
         # A connection closed while serving another frees its descriptor number for the next
         # accepted one, so connections are told apart by the object registered, not the fd.
         for key, _ in ready:
-            if key.data == "client" and isinstance(key.fileobj, protocol.Channel):
-                self._serve_control(key.fileobj)
+            if key.data is self.control_server:
+                self.control_server.ready(key.fileobj)
+        self.control_server.work()
         if "starters" in labels:
             for channel in startd.starters.accept():
                 self._register(channel, "starter")
@@ -236,22 +249,6 @@ class StartdLoop:
                 self.startd.log.info("shutting down (fast)")
                 self.startd.shutdown(True)
 
-    def _accept_control(self) -> None:
-        assert self.control is not None
-        while True:
-            try:
-                sock, _ = self.control.accept()
-            except BlockingIOError:
-                return
-            channel = protocol.Channel(sock, None)
-            self.clients.append(channel)
-            self._register(channel, "client")
-
-    def _serve_control(self, channel: protocol.Channel) -> None:
-        serve(channel, lambda request: dispatch(self.startd, request), self.startd.log)
-        if channel.closed:
-            self._drop(channel)
-
     def _register(self, channel: protocol.Channel, kind: str) -> None:
         register_channel(self.selector, channel, kind)
 
@@ -264,8 +261,6 @@ class StartdLoop:
     def _drop(self, channel: protocol.Channel) -> None:
         self._unregister(channel)
         channel.close()
-        if channel in self.clients:
-            self.clients.remove(channel)
 
     def _read_starter(self, channel: protocol.Channel) -> None:
         if channel.closed:
@@ -306,11 +301,10 @@ class StartdLoop:
                 self.next_update = tick + self._interval("UPDATE_INTERVAL", 300.0)
 
     def _flush(self) -> None:
-        for channel in [*self.clients, *self.startd.starters.channels()]:
+        self.control_server.flush()
+        for channel in self.startd.starters.channels():
             if channel.pending:
                 channel.flush()
-        for channel in [c for c in self.clients if c.closed]:
-            self._drop(channel)
 
     def _sweep(self) -> None:
         """Unregister every connection that closed (by its peer or by being forgotten)."""

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from epcore.classad import ClassAd
 from epcore.config import Config
+from epcore.daemon.connection_limits import ConnectionLimits
 from epcore.daemon.persist import read_history, write_ad_lines
 from epcore.daemon.startd import Startd
 from epcore.errors import EpError
@@ -72,6 +73,7 @@ class CentralManager:
             self.handle,
             super_users=_super_users(self.config),
             log=log,
+            limits=ConnectionLimits.from_config(self.config),
         )
         self.last_cycle = -1e9
         self.next_cycle = 0.0
@@ -114,13 +116,14 @@ class CentralManager:
         wait = min(wait, self.schedd.periodic.wait(self.clock()))
         if self.schedd.pending:
             wait = min(wait, 1.0)
-        return max(wait, 0.0)
+        return max(min(wait, self.server.timeout()), 0.0)
 
     def tick(self) -> None:
         now = self.clock()
         tick = self.monotonic()
         if self.startd.config is not self.config:
             self._reconfigured(self.startd.config)
+        self.server.work()
         self.schedd.tick(now)
         if tick >= self.next_housekeeping:
             self.collector.expire(now)
@@ -158,6 +161,7 @@ class CentralManager:
         self.schedd.config = config
         self.collector.reconfig(config)
         self.server.super_users = self.server.super_users | _super_users(config)
+        self.server.limits = ConnectionLimits.from_config(config)
         self.log.info("reconfigured")
 
     def negotiate(self, now: float) -> None:

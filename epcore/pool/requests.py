@@ -54,6 +54,10 @@ COMMANDS = (
 
 #: Procs per Submit request a client sends at most (a request is one line).
 SUBMIT_CHUNK = 500
+#: About the most bytes of job ads a client puts in one Submit request: well within the
+#: pool's POOL_MAX_REQUEST_SIZE (256 KB by default), so that a big submission goes as several
+#: requests, each cheap to parse, rather than one that holds the pool's loop.
+SUBMIT_REQUEST_BYTES = 128 * 1024
 
 #: The requests only QUEUE_SUPER_USERS may make.
 ADMIN_COMMANDS = frozenset(
@@ -95,6 +99,25 @@ def proc_differences(cluster_ad: ClassAd, proc_ad: ClassAd) -> ClassAd:
     return differences
 
 
+def submit_chunks(cluster_size: int, differences: Sequence[ClassAd]) -> list[list[ClassAd]]:
+    """``differences`` split into requests of at most SUBMIT_CHUNK jobs and, with the cluster
+    ad's ``cluster_size`` characters, about SUBMIT_REQUEST_BYTES (a job ad larger than that
+    goes alone, and the pool says when it is too large)."""
+    chunks: list[list[ClassAd]] = []
+    current: list[ClassAd] = []
+    size = cluster_size
+    for proc in differences:
+        proc_size = len(str(proc).encode()) + 2
+        if current and (len(current) >= SUBMIT_CHUNK or size + proc_size > SUBMIT_REQUEST_BYTES):
+            chunks.append(current)
+            current, size = [], cluster_size
+        current.append(proc)
+        size += proc_size
+    if current:
+        chunks.append(current)
+    return chunks
+
+
 class PoolClient(ControlClient):
     """A blocking client of a running pool (``path``: its POOL_CONTROL_SOCKET); each method
     raises ControlError with the pool's answer when it refuses."""
@@ -114,12 +137,21 @@ class PoolClient(ControlClient):
         *,
         submission_size: int | None = None,
     ) -> list[str]:
+        """Submit ``procs`` to the cluster, in as many requests as SUBMIT_CHUNK and
+        SUBMIT_REQUEST_BYTES call for; the job ids. ``submission_size`` (the whole
+        submission's job count, for MAX_JOBS_PER_SUBMISSION and the owner limits) goes with
+        the first request only."""
         differences = [proc_differences(cluster_ad, proc) for proc in procs]
-        extra = {} if submission_size is None else {"SubmissionSize": submission_size}
-        reply = self.call(
-            "Submit", ClusterId=cluster_id, ClusterAd=cluster_ad, Procs=differences, **extra
-        )
-        return _texts(reply, "JobIds")
+        ids: list[str] = []
+        size = submission_size
+        for chunk in submit_chunks(len(str(cluster_ad).encode()), differences):
+            extra = {} if size is None else {"SubmissionSize": size}
+            reply = self.call(
+                "Submit", ClusterId=cluster_id, ClusterAd=cluster_ad, Procs=chunk, **extra
+            )
+            ids.extend(_texts(reply, "JobIds"))
+            size = None
+        return ids
 
     def query_jobs(
         self,

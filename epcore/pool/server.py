@@ -3,7 +3,9 @@
 Each connection's user comes from SO_PEERCRED when it is accepted, so a request cannot
 claim to come from someone else. Requests and answers are one ClassAd per line
 (:mod:`epcore.starter.protocol`); the socket is served by the startd's loop (the central
-manager is its :class:`~epcore.daemon.loop.LoopCompanion`).
+manager is its :class:`~epcore.daemon.loop.LoopCompanion`) within the POOL_* limits of
+:class:`~epcore.daemon.connections.ConnectionLimits`, so that no user can take the loop from
+the others.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from collections.abc import Callable, Collection
 import attrs
 
 from epcore.classad import ClassAd
-from epcore.daemon.control import listen, serve
-from epcore.daemon.loop import register_channel
-from epcore.starter import protocol
+from epcore.daemon.connection_limits import ConnectionLimits
+from epcore.daemon.connections import RequestServer
+from epcore.daemon.control import listen
 
 
 @attrs.frozen
@@ -54,7 +56,9 @@ Handler = Callable[[Requester, ClassAd], ClassAd]
 
 
 class PoolServer:
-    """Listens on ``path`` (mode 0666), and answers each request with ``handler``."""
+    """Listens on ``path`` (mode 0666), and answers each request with ``handler``, within
+    ``limits`` (:class:`~epcore.daemon.connections.RequestServer`: one user's connections
+    and requests cannot take the pool from the others)."""
 
     def __init__(
         self,
@@ -63,69 +67,47 @@ class PoolServer:
         *,
         super_users: Collection[str],
         log: logging.Logger,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.path = path
         self.handler = handler
         self.super_users = frozenset(super_users) | {"root", user_name(os.getuid())}
         self.log = log
-        self.listener: socket.socket | None = None
-        self.channels: dict[protocol.Channel, Requester] = {}
+        self.requests: RequestServer[Requester] = RequestServer(
+            handler, peer_uid, self._requester, limits=limits or ConnectionLimits(), log=log
+        )
+
+    @property
+    def limits(self) -> ConnectionLimits:
+        return self.requests.limits
+
+    @limits.setter
+    def limits(self, limits: ConnectionLimits) -> None:
+        self.requests.limits = limits
+
+    def _requester(self, uid: int) -> Requester:
+        name = user_name(uid)
+        return Requester(uid, name, uid == 0 or name in self.super_users)
 
     def open(self, selector: selectors.BaseSelector, data: object) -> None:
-        self.listener = listen(self.path, mode=0o666)
-        selector.register(self.listener, selectors.EVENT_READ, data)
-        self.selector = selector
-        self.data = data
+        self.requests.open(listen(self.path, mode=0o666), selector, data)
 
     def ready(self, fileobj: object) -> None:
-        """``fileobj`` (the listener or a connection) is readable."""
-        if fileobj is self.listener:
-            self._accept()
-        elif isinstance(fileobj, protocol.Channel) and fileobj in self.channels:
-            self._serve(fileobj)
+        """``fileobj`` (the listener or a connection) is ready."""
+        self.requests.ready(fileobj)
 
-    def _accept(self) -> None:
-        assert self.listener is not None
-        while True:
-            try:
-                sock, _ = self.listener.accept()
-            except BlockingIOError:
-                return
-            uid = peer_uid(sock)
-            name = user_name(uid)
-            requester = Requester(uid, name, uid == 0 or name in self.super_users)
-            channel = protocol.Channel(sock, None)
-            self.channels[channel] = requester
-            register_channel(self.selector, channel, self.data)
+    def work(self) -> None:
+        """Answer the requests waiting for their turn."""
+        self.requests.work()
 
-    def _serve(self, channel: protocol.Channel) -> None:
-        requester = self.channels[channel]
-        serve(channel, lambda request: self.handler(requester, request), self.log)
-        if channel.closed:
-            self._drop(channel)
-
-    def _drop(self, channel: protocol.Channel) -> None:
-        key = self.selector.get_map().get(channel.fileno())
-        if key is not None and key.fileobj is channel:
-            self.selector.unregister(channel)
-        channel.close()
-        self.channels.pop(channel, None)
+    def timeout(self) -> float:
+        return self.requests.timeout()
 
     def flush(self) -> None:
         """Send what the connections did not take yet; forget the closed ones."""
-        for channel in list(self.channels):
-            if channel.pending:
-                channel.flush()
-            if channel.closed:
-                self._drop(channel)
+        self.requests.flush()
 
     def close(self) -> None:
-        for channel in list(self.channels):
-            self._drop(channel)
-        if self.listener is not None:
-            with contextlib.suppress(KeyError, ValueError):
-                self.selector.unregister(self.listener)
-            self.listener.close()
-            self.listener = None
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
+        self.requests.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.pool.requests import proc_differences
+from epcore.pool.requests import SUBMIT_CHUNK, SUBMIT_REQUEST_BYTES, proc_differences, submit_chunks
 from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 
 
@@ -60,3 +60,19 @@ def test_the_cluster_ad_and_the_differences_give_back_each_job(
         rebuilt = cluster_ad.copy()
         rebuilt.update(proc_differences(cluster_ad, proc))
         assert rebuilt == proc
+
+
+def test_a_submission_is_split_by_size_as_well_as_by_count() -> None:
+    """submit_chunks keeps each request within SUBMIT_REQUEST_BYTES (a job too large for it
+    goes alone) and SUBMIT_CHUNK jobs, and keeps every job in order."""
+    small = [ClassAd({"ProcId": n}) for n in range(1200)]
+    chunks = submit_chunks(100, small)
+    assert [len(c) for c in chunks] == [SUBMIT_CHUNK, SUBMIT_CHUNK, 200]
+    wide = [ClassAd({"ProcId": n, "Args": "a" * 1000}) for n in range(600)]
+    chunks = submit_chunks(5000, wide)
+    assert len(chunks) > 2
+    for chunk in chunks:
+        assert 5000 + sum(len(str(ad)) + 2 for ad in chunk) <= SUBMIT_REQUEST_BYTES
+    assert [ad for chunk in chunks for ad in chunk] == wide
+    huge = [ClassAd({"ProcId": 0, "Args": "a" * (2 * SUBMIT_REQUEST_BYTES)}), small[1]]
+    assert [len(c) for c in submit_chunks(10, huge)] == [1, 1]

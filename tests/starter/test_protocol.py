@@ -260,3 +260,91 @@ def test_long_socket_path_binds_and_connects(tmp_path: Path) -> None:
                 assert accepted.recv(4096) == protocol.encode(_hello(1))
     # The directory descriptors the long path needed are closed again.
     assert set(os.listdir("/proc/self/fd")) == fds_before
+
+
+# -- framing for servers: fill with a budget, one message at a time -------------------------
+
+
+@given(
+    ads=st.lists(_ads(1), min_size=1, max_size=3),
+    cuts=st.lists(st.integers(16, 400), min_size=1, max_size=30),
+    budget=st.integers(64, 5000),
+)
+def test_messages_cut_anywhere_come_out_whole_and_in_order(
+    ads: list[ClassAd], cuts: list[int], budget: int
+) -> None:
+    """Messages sent in pieces of any sizes, read with any budget and taken one at a time,
+    come out exactly as sent, in order, and the inbox ends empty."""
+    sent = [protocol.message(protocol.UPDATE, ad) for ad in ads]
+    data = b"".join(protocol.encode(ad) for ad in sent)
+    ours, theirs = socket.socketpair()
+    channel = Channel(ours, protocol.STARTER_COMMANDS)
+    received: list[ClassAd] = []
+
+    def take() -> None:
+        while (ad := channel.next_message()) is not None:
+            received.append(ad)
+
+    try:
+        position, index = 0, 0
+        while position < len(data):
+            size = cuts[index % len(cuts)]
+            theirs.sendall(data[position : position + size])
+            position, index = position + size, index + 1
+            channel.fill(budget)
+            take()
+        while channel.fill(budget):
+            take()
+        take()
+        assert received == sent
+        assert channel.unread == 0
+    finally:
+        channel.close()
+        theirs.close()
+
+
+def test_fill_reads_about_its_budget(pair: tuple[Channel, socket.socket]) -> None:
+    """fill(limit) takes no more than ``limit`` bytes of a long line at a time."""
+    channel, peer = pair
+    peer.sendall(b"x" * 200_000)
+    assert channel.fill(50_000) == 50_000
+    assert channel.unread == 50_000
+    assert not channel.has_message
+
+
+def test_an_over_long_line_names_its_limit_and_leaves_the_channel_open(
+    pair: tuple[Channel, socket.socket],
+) -> None:
+    """A line over max_line raises ProtocolError naming the limit, drops what was read, and
+    leaves the channel open so that the refusal can be sent."""
+    ours, peer = pair[0].sock, pair[1]
+    channel = Channel(ours, None, max_line=1000, limit_name="POOL_MAX_REQUEST_SIZE")
+    peer.sendall(b"y" * 5000)
+    with pytest.raises(ProtocolError, match=r"longer than 1000 bytes \(POOL_MAX_REQUEST_SIZE\)"):
+        channel.fill(100_000)
+    assert not channel.closed and channel.unread == 0
+    channel.send(protocol.message(protocol.ACK))
+    assert peer.recv(100).startswith(b"[")
+
+
+def test_a_complete_line_over_the_limit_is_refused_too(
+    pair: tuple[Channel, socket.socket],
+) -> None:
+    """A line that arrives whole (newline included) but is longer than max_line is refused."""
+    ours, peer = pair[0].sock, pair[1]
+    channel = Channel(ours, None, max_line=100)
+    peer.sendall(b"[ A = " + b"1" * 200 + b" ]\n")
+    with pytest.raises(ProtocolError, match="longer than 100 bytes"):
+        channel.fill(100_000)
+
+
+def test_unsent_counts_what_waits_for_the_peer(pair: tuple[Channel, socket.socket]) -> None:
+    """unsent is the number of queued bytes, down to 0 once the peer took everything."""
+    channel, peer = pair
+    big = protocol.message(protocol.ACK, ClassAd({"Blob": "x" * (1024 * 1024)}))
+    channel.send(big)
+    assert 0 < channel.unsent <= len(protocol.encode(big))
+    while channel.pending:
+        peer.recv(1 << 20)
+        channel.flush()
+    assert channel.unsent == 0
