@@ -102,6 +102,8 @@ def integer_value(text: str) -> int:
     prefix = digits.group(0) if digits else ""
     if prefix in ("", "+", "-"):
         return 0
+    if len(prefix.lstrip("+-").lstrip("0")) > len(str(INT64_MAX)):
+        return 0  # out of range; and int() refuses more than 4300 digits with a ValueError
     value = int(prefix, 10)
     if value < INT64_MIN or value > INT64_MAX:
         return 0

@@ -50,13 +50,16 @@ def test_unparse_matches_libclassad_layout(text: str, expected: str) -> None:
     assert str(parse_expr(text)) == expected
 
 
-INTEGERS = [
+INTEGERS: list[object] = [
     ("0", 0),
     ("9223372036854775807", 9223372036854775807),
     ("9223372036854775808", 0),
     ("-9223372036854775808", -9223372036854775808),
     ("-9223372036854775809", 0),
     ("100000000000000000000", 0),
+    # Past Python's 4300-digit limit for int(): still 0, not a ValueError out of the parser.
+    pytest.param("9" * 5000, 0, id="5000-digits"),
+    pytest.param("-" + "1" * 5000, 0, id="minus-5000-digits"),
 ]
 
 

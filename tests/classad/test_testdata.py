@@ -1,14 +1,18 @@
-"""HTCondor's own ClassAd test data (shared/reference/htcondor-testdata) run through epcore.
+"""HTCondor's own ClassAd test data run through epcore.
 
-functional_tests.txt asserts its outcomes itself (``same``/``diff``/``sameq``/``diffq``); its XML
-lines are out of scope and reported as skipped. tests.txt carries no expected values: its
+Its two files, functional_tests.txt and tests.txt, are kept converted in tests/data
+(classad_functional_tests.toml and classad_tests.toml, with their attribution); test ids and
+:data:`STALE_LINES` give the lines of the original files.
+
+functional_tests.txt asserts its outcomes itself (``same``/``diff``/``sameq``/``diffq``); its
+XML lines are out of scope and reported as skipped. tests.txt carries no expected values: its
 ``evaluate`` lines are compared with classad2, its ``test-match`` lines with both the stated
 expectation and classad2, and its ``test-lexer-one-token`` lines are checked through parse_expr.
 """
 
 from __future__ import annotations
 
-import re
+import tomllib
 from pathlib import Path
 
 import attrs
@@ -37,56 +41,9 @@ from epcore.classad import (
 
 pytestmark = pytest.mark.oracle
 
-TESTDATA = Path(__file__).resolve().parents[3] / "shared" / "reference" / "htcondor-testdata"
-FUNCTIONAL = TESTDATA / "functional_tests.txt"
-TESTS = TESTDATA / "tests.txt"
-
-_OPENERS, _CLOSERS = "([{", ")]}"
-_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def _scan(text: str) -> list[tuple[int, str, int]]:
-    """(index, character, depth before it) for each character outside string literals."""
-    out, depth, quote, escaped = [], 0, "", False
-    for index, char in enumerate(text):
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-            continue
-        if char in "\"'":
-            quote = char
-            continue
-        out.append((index, char, depth))
-        if char in _OPENERS:
-            depth += 1
-        elif char in _CLOSERS:
-            depth -= 1
-    return out
-
-
-def _depth(text: str) -> int:
-    scanned = _scan(text)
-    if not scanned:
-        return 0
-    _index, char, depth = scanned[-1]
-    return depth + (char in _OPENERS) - (char in _CLOSERS)
-
-
-def _split_pair(text: str) -> tuple[str, str]:
-    """``A, B`` split at the first top-level comma, with B's trailing junk removed.
-
-    The original tester parsed B with the ClassAd parser and ignored what followed it, so some
-    lines carry a stray ``;`` or ``)`` after B.
-    """
-    comma = next(i for i, char, depth in _scan(text) if char == "," and depth == 0)
-    left, right = text[:comma].strip(), text[comma + 1 :]
-    cut = next((i for i, char, depth in _scan(right) if char in _CLOSERS and depth == 0), None)
-    right = right if cut is None else right[:cut]
-    return left, right.strip().rstrip(";").strip()
+DATA = Path(__file__).resolve().parents[1] / "data"
+FUNCTIONAL = DATA / "classad_functional_tests.toml"
+TESTS = DATA / "classad_tests.toml"
 
 
 @attrs.frozen
@@ -101,38 +58,8 @@ class ScriptLine:
 
 
 def _functional_script() -> list[ScriptLine]:
-    lines = FUNCTIONAL.read_text(encoding="utf-8").splitlines()
-    variables: dict[str, str] = {}
-    xml_variables: set[str] = set()
-    out: list[ScriptLine] = []
-    index = 0
-    while index < len(lines):
-        number, text = index + 1, lines[index].strip()
-        index += 1
-        if not text or text.startswith(("//", "#")):
-            continue
-        while _depth(text) > 0 and index < len(lines):
-            text += "\n" + lines[index]
-            index += 1
-        command, _, rest = text.partition(" ")
-        if command == "echo":
-            continue
-        if command in ("writexml", "readxml"):
-            if command == "readxml":
-                xml_variables.add(rest.split()[0])
-            out.append(ScriptLine(number, command, rest, skip="XML is out of scope"))
-            continue
-        used = set(_VARIABLE.findall(rest))
-        substituted = _VARIABLE.sub(lambda m: variables.get(m.group(1), m.group(0)), rest)
-        if used & xml_variables:
-            out.append(ScriptLine(number, command, rest, skip="uses a value read from XML"))
-        elif command == "eval":
-            name, _, expr = substituted.partition("=")
-            variables[name.strip()] = f"({expr.strip()})"
-            out.append(ScriptLine(number, command, expr.strip()))
-        else:
-            out.append(ScriptLine(number, command, *_split_pair(substituted)))
-    return out
+    cases = tomllib.loads(FUNCTIONAL.read_text(encoding="utf-8"))["case"]
+    return [ScriptLine(**case) for case in cases]
 
 
 def _script_param(item: ScriptLine) -> object:
@@ -226,30 +153,16 @@ class Corpus:
 
 
 def _tests_file() -> Corpus:
-    result = Corpus([], {}, [], [])
-    lines = TESTS.read_text(encoding="utf-8").splitlines()
-    index = 0
-    while index < len(lines):
-        number, text = index + 1, lines[index].strip()
-        index += 1
-        words = text.split()
-        if not words or text.startswith("#"):
-            continue
-        if words[0] == "test-lexer-one-token":
-            token_text, token = text[len(words[0]) :].strip().rsplit(None, 1)
-            result.tokens.append((number, token_text, token))
-        elif words[0] == "begin-classad":
-            body = []
-            while lines[index].strip() != "end-classad":
-                body.append(lines[index])
-                index += 1
-            result.ads[words[1]] = "\n".join(body)
-        elif words[0] == "evaluate":
-            expr = text.split(None, 2)[2].rstrip(";").strip()
-            result.evaluations.append((number, words[1], expr))
-        elif words[0] == "test-match":
-            result.matches.append((number, words[1], words[2], words[3], words[4]))
-    return result
+    data = tomllib.loads(TESTS.read_text(encoding="utf-8"))
+    return Corpus(
+        [(token["line"], token["text"], token["token"]) for token in data["token"]],
+        data["ads"],
+        [(item["line"], item["ad"], item["expr"]) for item in data["evaluation"]],
+        [
+            (item["line"], item["kind"], item["left"], item["right"], item["expect"])
+            for item in data["match"]
+        ],
+    )
 
 
 TESTS_FILE = _tests_file()

@@ -1,6 +1,7 @@
 """The configuration examples of the seed documents, found at test time.
 
-The seeds are the specification (see /work/shared/seeds/README.md). Two extractors find their
+The seeds are the specification; they are not part of the project, and the tests find them
+where EPCORE_SEEDS_DIR says (``tests/seed_documents.py``). Two extractors find their
 configuration examples:
 
 - reStructuredText (000): every ``.. code-block:: LANGUAGE`` directive; the block is the run of

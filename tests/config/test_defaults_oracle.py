@@ -3,14 +3,15 @@
 With an empty configuration file, every knob of KNOB_DEFAULTS must read the same through
 ``Config.get`` as through htcondor2.param, for the startd, the negotiator and the schedd. The
 oracle is asked once per subsystem for every name; the table is also checked for completeness
-against section (c) of the requirements inventory. The numeric bounds the table records are
-checked by setting knobs outside them: HTCondor's typed read and epcore's ``get_int`` /
-``get_float`` must both give the bound.
+against the knobs the seed documents name (tests/data/seed_knobs.toml). The numeric bounds the
+table records are checked by setting knobs outside them: HTCondor's typed read and epcore's
+``get_int`` / ``get_float`` must both give the bound.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,12 +22,12 @@ from epcore.builtin.host import LocalHost
 from epcore.config import Config
 from epcore.config.defaults import DETECTED_KNOBS, KNOB_DEFAULTS, KnobDefault
 
-INVENTORY = Path(__file__).resolve().parents[3] / "shared" / "reference" / "inventory.md"
+SEED_KNOBS = Path(__file__).resolve().parents[1] / "data" / "seed_knobs.toml"
 
 SUBSYSTEMS = ("STARTD", "NEGOTIATOR", "SCHEDD")
 
-#: Names in the inventory's knob section that are debug categories (values of the *_DEBUG
-#: knobs), not configuration variables.
+#: Names among the seeds' knobs that are debug categories (values of the *_DEBUG knobs), not
+#: configuration variables.
 NOT_KNOBS = frozenset({"D_FULLDEBUG", "D_LOAD"})
 
 #: The Python type htcondor2.param.get returns for each declared kind.
@@ -168,30 +169,17 @@ def test_every_macro_reference_has_an_entry() -> None:
     assert not missing
 
 
-def _inventory_knob_names(text: str) -> list[str]:
-    """Concrete knob names of inventory section (c), without families and [recon] rows."""
-    section = text[text.index("## (c)") : text.index("## (d)")]
-    names: list[str] = []
-    for line in section.splitlines():
-        if not line.startswith("| `") or "[recon]" in line:
-            continue
-        cell = re.fullmatch(r"`([^`]*)`", line.split("|")[1].strip())
-        if cell is None:
-            continue
-        parts = [part.strip() for part in cell.group(1).split("/")]
-        for part in parts:
-            # "GANGLIAD_DEFAULT_CLUSTER / _MACHINE / _IP" abbreviates sibling names.
-            name = parts[0].rsplit("_", 1)[0] + part if part.startswith("_") else part
-            if "<" not in name and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
-                names.append(name)
-    return names
+def _seed_knob_names() -> list[str]:
+    """The concrete knob names the seed documents name (families and reconstructed names are
+    not in the list)."""
+    data = tomllib.loads(SEED_KNOBS.read_text(encoding="utf-8"))
+    return [knob["name"] for knob in data["knob"]]
 
 
 def test_every_inventory_knob_is_in_the_table() -> None:
     """Every concrete knob the seeds name is a table entry or a detected knob."""
-    assert INVENTORY.exists(), f"the requirements inventory is missing: {INVENTORY}"
-    names = _inventory_knob_names(INVENTORY.read_text(encoding="utf-8"))
-    assert len(names) > 200, "the inventory's knob section was not found"
+    names = _seed_knob_names()
+    assert len(names) > 200, f"{SEED_KNOBS} lists too few knobs"
     known = {entry.name.upper() for entry in KNOB_DEFAULTS}
     known |= {name.upper() for name in DETECTED_KNOBS}
     missing = [name for name in names if name not in NOT_KNOBS and name.upper() not in known]

@@ -1,10 +1,12 @@
 """Shared helpers of the slot-model tests: configurations on a fake host, machines built
-directly as MachineInventory records, and the seed text the examples come from."""
+directly as MachineInventory records, and the seed text the examples come from (read from
+the seed documents EPCORE_SEEDS_DIR names, see tests/seed_documents.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+
+from seed_documents import seed_file
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config, HostFacts, MemoryHost
@@ -12,9 +14,6 @@ from epcore.slots.inventory import custom_resources
 from epcore.slots.layout import SlotPlan, plan
 from epcore.slots.model import Slot, SlotResources
 from epcore.types import DetectedResource, MachineInventory, ResourceDevice
-
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
-SEED_FILES = {path.name[:3]: path for path in SEEDS.glob("[0-9][0-9][0-9]_*")}
 
 #: The EXECUTE directory of every test configuration (the default table's is $(LOCAL_DIR)/...).
 EXECUTE = "/execute"
@@ -100,6 +99,8 @@ def job(text: str) -> ClassAd:
 
 def seed_lines(seed: str, first: int, last: int) -> str:
     """Lines ``first``..``last`` (1-based, inclusive) of seed ``seed`` ("000"), each without
-    its indentation (the rst blocks mix tabs and spaces; configuration ignores indentation)."""
-    lines = SEED_FILES[seed].read_text().splitlines()[first - 1 : last]
+    its indentation (the rst blocks mix tabs and spaces; configuration ignores indentation).
+
+    The seeds are read where EPCORE_SEEDS_DIR says; without it the calling test skips."""
+    lines = seed_file(seed).read_text(encoding="utf-8").splitlines()[first - 1 : last]
     return "\n".join(line.strip() for line in lines) + "\n"

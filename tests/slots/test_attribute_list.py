@@ -1,15 +1,16 @@
-"""Must-show 2: section (d) of the requirements inventory, walked attribute by attribute.
+"""Must-show 2: the machine attributes the seed documents name, walked one by one.
 
-Every attribute row of the inventory's machine-attribute table is either in the slot-ad table
-of epcore.slots.attributes or in EXCLUDED below with the reason it is not the ad builder's to
-publish. Every attribute of the table is then checked, by presence and ClassAd type, in ads
-built for a static, a partitionable and a dynamic slot, each in a state where the attribute
-exists (a claim and a running job for the claim and job attributes).
+Every attribute of tests/data/seed_attributes.toml (section (d) of the requirements inventory,
+its machine-attribute table) is either in the slot-ad table of epcore.slots.attributes or in
+EXCLUDED below with the reason it is not the ad builder's to publish. Every attribute of the
+table is then checked, by presence and ClassAd type, in ads built for a static, a
+partitionable and a dynamic slot, each in a state where the attribute exists (a claim and a
+running job for the claim and job attributes).
 """
 
 from __future__ import annotations
 
-import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,12 +31,12 @@ from epcore.slots.model import Slot, SlotLayout
 from epcore.slots.resource_attrs import device_attribute
 from epcore.slots.slot_status import SlotStatus
 
-INVENTORY = Path(__file__).parents[3] / "shared" / "reference" / "inventory.md"
+SEED_ATTRIBUTES = Path(__file__).resolve().parents[1] / "data" / "seed_attributes.toml"
 
-#: Inventory rows whose names the table spells differently.
+#: Seed attributes whose names the table spells differently.
 ALIASES = {"gpu property attrs": "<name>_<id>"}
 
-#: Inventory attributes the slot-ad builder does not publish, and why.
+#: Seed attributes the slot-ad builder does not publish, and why.
 EXCLUDED = {
     "VirtualMachineID": "obsolete: Condor 6.8's name for SlotID (HTCondor publishes it only "
     "with ALLOW_VM_CRUFT)",
@@ -65,31 +66,18 @@ EXCLUDED = {
     "Absent": "collector-only: the collector marks ads of machines that went away",
 }
 
-_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|([^|]*)\|([^|]*)\|")
-
 
 def inventory_rows() -> list[tuple[str, str]]:
-    """(attribute name, status) of every row of section (d)'s machine-attribute table."""
-    text = INVENTORY.read_text(encoding="utf-8")
-    section = text.split("## (d) Machine / slot ClassAd attributes", 1)[1]
-    section = section.split("\n### ", 1)[0]
-    rows = []
-    for line in section.splitlines():
-        match = _ROW.match(line)
-        if match is None:
-            continue
-        cell, status = match.group(1), match.group(3).strip()
-        cell = re.sub(r"\s*\(.*\)\s*$", "", cell)
-        for name in cell.split(" / "):
-            rows.append((name.strip(), status))
-    return rows
+    """(attribute name, status) of every machine attribute the seeds name."""
+    data = tomllib.loads(SEED_ATTRIBUTES.read_text(encoding="utf-8"))
+    return [(row["name"], row["status"]) for row in data["attribute"]]
 
 
 ROWS = inventory_rows()
 
 
 def test_inventory_table_is_found() -> None:
-    """The parser finds section (d)'s table (it lists more than seventy names)."""
+    """The seeds' attribute list is read whole (it holds more than seventy names)."""
     assert len(ROWS) > 70
     assert ("Name", "modern (format changed)") in ROWS
 

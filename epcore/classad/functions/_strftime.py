@@ -5,11 +5,17 @@ of range (they come from a user-supplied ad), so Python's ``time.strftime`` (whi
 validates its tuple and depends on the platform's C library) cannot stand in for it.
 This module follows glibc: flags ``_ - 0 ^ #``, a field width, the ``E``/``O``
 modifiers, ``?`` for out-of-range names, and bad conversions copied literally.
+
+libclassad formats into a 1024-byte buffer (``strftime(buffer, 1023, ...)``), so its longest
+result is :data:`MAX_BYTES`; past that the buffer's content is undefined. Here a longer result
+is None, found before it is built: a field width is only a few characters of the format, and
+``"%9999999999Y"`` must not make the engine allocate ten gigabytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 import attrs
 
@@ -41,6 +47,8 @@ _SUBFORMATS = {
     "X": "%H:%M:%S",
 }
 _FLAGS = "_-0^#"
+#: The longest text libclassad's formatTime can give, in UTF-8 bytes (see the module docstring).
+MAX_BYTES: Final = 1022
 _BIG_ENOUGH_MULTIPLE_OF_7 = (366 // 7 + 2) * 7
 
 
@@ -70,14 +78,19 @@ class _Spec:
     modifier: str = ""
 
 
-def strftime(fmt: str, tm: Tm) -> str:
-    """Format ``tm`` as glibc's ``strftime`` does in the C locale."""
+def strftime(fmt: str, tm: Tm) -> str | None:
+    """Format ``tm`` as glibc's ``strftime`` does in the C locale, or None when the text would
+    be longer than MAX_BYTES."""
     out: list[str] = []
+    size = 0
     i = 0
     while i < len(fmt):
         char = fmt[i]
         if char != "%":
             out.append(char)
+            size += len(char.encode("utf-8", "surrogatepass"))
+            if size > MAX_BYTES:
+                return None
             i += 1
             continue
         start = i
@@ -96,7 +109,11 @@ def strftime(fmt: str, tm: Tm) -> str:
         while i < len(fmt) and fmt[i].isdigit():
             i += 1
         if i > digits_start:
+            if i - digits_start > len(str(MAX_BYTES)):
+                return None  # a width this long pads past the limit (and int() would balk)
             spec.width = int(fmt[digits_start:i])
+            if spec.width > MAX_BYTES:
+                return None
         if i < len(fmt) and fmt[i] in "EO":
             spec.modifier = fmt[i]
             i += 1
@@ -107,6 +124,9 @@ def strftime(fmt: str, tm: Tm) -> str:
             end = i + 1 if conversion else i
             text = _pad_text(fmt[start:end], spec)
         out.append(text)
+        size += len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_BYTES:
+            return None
         i += 1
     return "".join(out)
 
@@ -205,7 +225,9 @@ def _convert(conversion: str, spec: _Spec, tm: Tm) -> str | None:
     if conversion == "B":
         return _name(_MONTHS, tm.month0, None, spec)
     if conversion in _SUBFORMATS:
-        return _pad_text(strftime(_SUBFORMATS[conversion], tm), spec)
+        expanded = strftime(_SUBFORMATS[conversion], tm)
+        assert expanded is not None, "a fixed subformat's text is short"
+        return _pad_text(expanded, spec)
     if conversion == "C":
         return _number(c_div(tm.year, 100) - (c_mod(tm.year, 100) < 0), 1, spec)
     if conversion == "y":

@@ -213,7 +213,7 @@ def format_time(call: FunctionCall) -> Value:
             zone=_zone_name(call, offset),
             mktime=lambda: now,
         )
-        return strftime(_DEFAULT_FORMAT, tm)
+        return _formatted(_DEFAULT_FORMAT, tm)
     if len(call.args) > 2:
         return ERROR
     value = call.value(0)
@@ -243,12 +243,18 @@ def format_time(call: FunctionCall) -> Value:
         mktime=lambda: fields_secs - _standard_offset(call, fields_secs),
     )
     if len(call.args) == 1:
-        return strftime(_DEFAULT_FORMAT, tm)
+        return _formatted(_DEFAULT_FORMAT, tm)
     fmt = call.value(1)
     if type(fmt) is not str:
         return ERROR
     assert isinstance(fmt, str)
-    return strftime(fmt, tm)
+    return _formatted(fmt, tm)
+
+
+def _formatted(fmt: str, tm: Tm) -> Value:
+    """strftime's text, or ERROR where libclassad's buffer would hold undefined bytes."""
+    text = strftime(fmt, tm)
+    return ERROR if text is None else text
 
 
 def _convert_time(relative: bool) -> FunctionImpl:

@@ -10,7 +10,7 @@ import pytest
 from fn_oracle import assert_agree
 from oracle import World, canon_oracle, local_offset
 
-from epcore.classad import ClassAdSyntaxError
+from epcore.classad import ERROR, ClassAdSyntaxError, parse_expr
 from epcore.classad.parser import parse_uncached
 from epcore.classad.timetext import parse_abs_time, parse_rel_time
 
@@ -156,3 +156,38 @@ def test_field_extraction(name: str, world: World) -> None:
 def test_split_and_format(text: str, world: World) -> None:
     """splitTime() builds libclassad's ad; formatTime() is glibc's strftime on its fields."""
     assert_agree([text], world)
+
+
+#: formatTime formats whose text is exactly 1022 bytes, and some that are one byte more or far
+#: more, by id.
+FULL_BUFFER = {
+    "width": "%1022Y",
+    "width-no-pad": "%-1022d",
+    "width-space-pad": "%_1022e",
+    "unknown-conversion": "%1022Q",
+    "width-and-literals": "%1019Y%%%%%%",
+    "ascii": "x" * 1022,
+    "two-byte-characters": "\u00e9" * 511,
+}
+PAST_THE_BUFFER = {
+    "width": "%1023Y",
+    "width-and-literals": "%1021Y%%%%",
+    "ascii": "x" * 1023,
+    "two-byte-characters": "\u00e9" * 512,
+    "many-fields": "%c" * 50,
+    "eleven-digit-width": "%99999999999Y",
+    "ten-digit-width-no-pad": "%-9999999999d",
+}
+
+
+@pytest.mark.parametrize("fmt", FULL_BUFFER.values(), ids=FULL_BUFFER.keys())
+def test_formatted_time_fills_libclassads_buffer(fmt: str, world: World) -> None:
+    """A formatTime text of up to 1022 bytes, libclassad's buffer, is the one classad2 gives."""
+    assert_agree([f'formatTime(1700000000, "{fmt}")'], world)
+
+
+@pytest.mark.parametrize("fmt", PAST_THE_BUFFER.values(), ids=PAST_THE_BUFFER.keys())
+def test_formatted_time_past_the_buffer_is_an_error(fmt: str) -> None:
+    """Past 1022 bytes (where libclassad's buffer holds undefined bytes) formatTime is ERROR,
+    found before the text is built: a width of eleven digits allocates nothing."""
+    assert parse_expr(f'formatTime(1700000000, "{fmt}")').evaluate() is ERROR
