@@ -260,12 +260,18 @@ def bitwise(op: str, left: Value, right: Value) -> Value:
         return a | b
     if op == "^":
         return a ^ b
-    count = b & 63  # x86 masks the shift count to six bits
+    # libclassad shifts with C++'s << and >>, whose count x86 masks to six bits; a negative
+    # value it shifts differently (operators.cpp), and those rules are kept here exactly.
     if op == "<<":
-        return wrap_int(a << count)
+        return wrap_int(a << (b & 63))
+    if a >= 0:
+        return a >> (b & 63)
     if op == ">>":
-        return a >> count
-    return wrap_int((a & _MASK64) >> count)
+        # One place at a time, min(64, count) times: a count of zero or less changes nothing.
+        return a >> min(b, 64) if b > 0 else a
+    # One place without the sign, then count - 1 more places (masked), so a count of 0 or 64
+    # shifts 64 places in all and gives 0.
+    return ((a & _MASK64) >> 1) >> ((b - 1) & 63)
 
 
 # -- unary --------------------------------------------------------------------------------
