@@ -73,10 +73,18 @@ def _time_arithmetic(op: str, left: Value, right: Value) -> Value:
             return RelTime(right.secs * factor)
         return ERROR
     if op == "/" and isinstance(left, RelTime) and scale is not None and type(right) is not bool:
-        if scale == 0:
-            return ERROR
-        return RelTime(left.secs / scale)
+        return RelTime(_ieee_divide(left.secs, float(scale)))
     return ERROR
+
+
+def _ieee_divide(a: float, b: float) -> float:
+    # A relative time divided by zero is C's double division (libclassad checks no divisor
+    # there): infinity with the sign of a / b, or NaN for 0 / 0.
+    if b != 0.0:
+        return a / b
+    if a == 0.0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
 def arithmetic(op: str, left: Value, right: Value) -> Value:

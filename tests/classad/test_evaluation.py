@@ -137,6 +137,12 @@ OPERATORS: list[tuple[str, Value]] = [
     ("absTime(5) < absTime(6)", True),
     ("-relTime(5)", RelTime(-5.0)),
     ("-absTime(5)", ERROR),
+    # A relative time divided by zero is C's double division, not ERROR.
+    ("relTime(5) / 0", RelTime(math.inf)),
+    ("relTime(-5) / 0", RelTime(-math.inf)),
+    ("relTime(5) / -0.0", RelTime(-math.inf)),
+    ("-relTime(0) / 0 =?= relTime(0) / 0", False),
+    ("isRelTime(relTime(0) / 0)", True),
 ]
 
 
