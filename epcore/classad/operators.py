@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Final
 
+from epcore.classad.cnum import c_int32
 from epcore.classad.values import (
     ERROR,
     INT64_MAX,
@@ -48,11 +49,13 @@ def _real_result(result: float) -> Value:
 
 
 def _time_arithmetic(op: str, left: Value, right: Value) -> Value:
+    # libclassad moves an absolute time by (int) of the relative seconds: a C int, so a
+    # relative time beyond 32 bits (or NaN) moves it by INT32_MIN, as x86 converts it.
     if op == "+":
         if isinstance(left, AbsTime) and isinstance(right, RelTime):
-            return AbsTime(left.secs + int(right.secs), left.offset)
+            return AbsTime(left.secs + c_int32(right.secs), left.offset)
         if isinstance(left, RelTime) and isinstance(right, AbsTime):
-            return AbsTime(right.secs + int(left.secs), right.offset)
+            return AbsTime(right.secs + c_int32(left.secs), right.offset)
         if isinstance(left, RelTime) and isinstance(right, RelTime):
             return RelTime(left.secs + right.secs)
         return ERROR
@@ -60,7 +63,7 @@ def _time_arithmetic(op: str, left: Value, right: Value) -> Value:
         if isinstance(left, AbsTime) and isinstance(right, AbsTime):
             return RelTime(float(left.secs - right.secs))
         if isinstance(left, AbsTime) and isinstance(right, RelTime):
-            return AbsTime(left.secs - int(right.secs), left.offset)
+            return AbsTime(left.secs - c_int32(right.secs), left.offset)
         if isinstance(left, RelTime) and isinstance(right, RelTime):
             return RelTime(left.secs - right.secs)
         return ERROR

@@ -143,6 +143,13 @@ OPERATORS: list[tuple[str, Value]] = [
     ("relTime(5) / -0.0", RelTime(-math.inf)),
     ("-relTime(0) / 0 =?= relTime(0) / 0", False),
     ("isRelTime(relTime(0) / 0)", True),
+    # An absolute time moves by (int) of the relative seconds: INT32_MIN beyond 32 bits.
+    ("absTime(0) + relTime(2147483649.0)", AbsTime(-2147483648, 0)),
+    ("-relTime(2147483649.0) + absTime(0)", AbsTime(-2147483648, 0)),
+    ("absTime(0) - relTime(3000000000.0)", AbsTime(2147483648, 0)),
+    ("absTime(0) + relTime(2.9)", AbsTime(2, 0)),
+    ("absTime(0) - relTime(-2.9)", AbsTime(2, 0)),
+    ("absTime(0) + relTime(0) / 0", AbsTime(-2147483648, 0)),
 ]
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from epcore.classad.ast import AdExpr, AttrRef, Literal, Node
+from epcore.classad.ast import AdExpr, AttrRef, Call, Literal, Node
 from epcore.classad.classad import ClassAd
 from epcore.classad.functions._pcre import (
     BoundedPattern,
@@ -204,12 +204,26 @@ def unresolved(call: FunctionCall) -> Value:
         return ERROR
 
 
+#: Functions that read their argument as a reference, not as a value.
+_TAKE_A_REFERENCE: Final = frozenset({"unparse", "unresolved"})
+
+
 def _blind(node: Node) -> Node:
-    """``node`` with every attribute reference outside nested ads read as UNDEFINED."""
+    """``node`` with every attribute reference outside nested ads read as UNDEFINED.
+
+    A reference given to unparse() or unresolved() stays a reference that finds nothing (its
+    scope is UNDEFINED): in the unusable scope they answer "" and UNDEFINED, as libclassad does.
+    """
     if type(node) is AttrRef:
         return Literal(UNDEFINED)
     if type(node) is AdExpr:
         return node
+    if type(node) is Call and node.name.lower() in _TAKE_A_REFERENCE:
+        args = tuple(
+            AttrRef(arg.name, Literal(UNDEFINED)) if type(arg) is AttrRef else _blind(arg)
+            for arg in node.args
+        )
+        return Call(node.name, args)
     return map_children(node, _blind)
 
 

@@ -38,6 +38,12 @@ CASES = [
     "evalInEachContext(b, {[a = 1], [b = 2]})", "evalInEachContext(b, x)", "countMatches(b, l)",
     "countMatches(b, x)", "evalInEachContext(q, l)", "evalInEachContext(1, l)",
     "evalInEachContext(p, {n, [p = x]})", "evalInEachContext(r, {n})",
+    # After a failed lookup of the first argument, unparse() and unresolved() in the list
+    # argument find nothing ("" and UNDEFINED), not ERROR.
+    "evalInEachContext(nonexistentattr, unresolved(z))", "countMatches(zz9, unresolved(x))",
+    'evalInEachContext(zz9, unresolved(z, "w"))', "evalInEachContext(zz9, unparse(x))",
+    'evalInEachContext(zz9, ifThenElse(unparse(x) == "", {[a = 1]}, {}))',
+    "evalInEachContext(zz9, ifThenElse(isUndefined(unresolved(x)), {[a = 1]}, {}))",
 ]  # fmt: skip
 
 
