@@ -86,6 +86,15 @@ class Invocation:
 
     def resolve(self, node: ast.Node) -> ast.Node | None:
         """The expression an attribute reference refers to, or None."""
+        found = self.resolve_where(node)
+        return None if found is None else found[0]
+
+    def resolve_where(self, node: ast.Node) -> tuple[ast.Node, Invocation] | None:
+        """resolve(), with this call moved into the ad that holds the expression found.
+
+        libclassad's lookup leaves its current ad at the ad where it found the name, and a
+        built-in that looked a reference up goes on evaluating there.
+        """
         if type(node) is not ast.AttrRef:
             return None
         state, frame = self._state, self._frame
@@ -108,12 +117,14 @@ class Invocation:
                 return None
             found = lookup(state, frame_of(state, base), node.name.lower())
         if type(found) is tuple:
-            return found[0].node
+            binding, holder = found
+            moved = Invocation(state, holder, self.name, self.args, self._codes)
+            return binding.node, moved
         from epcore.classad.classad import ClassAd, to_node
 
         if isinstance(found, ClassAd):
             # A special name (self, my, parent, toplevel) refers to an ad itself.
-            return to_node(found)
+            return to_node(found), self
         return None
 
     def unparse(self, node: ast.Node) -> str:

@@ -233,9 +233,10 @@ def _each_context(count: bool) -> FunctionImpl:
             return ERROR
         expr, ads = call.args
         if type(expr) is AttrRef:
-            found = call.resolve(expr)
+            found = call.resolve_where(expr)
             if found is not None:
-                expr = found
+                # The list argument is evaluated in the ad that holds the expression.
+                expr, call = found
             else:
                 # libclassad's failed lookup leaves its scope unusable for the list argument.
                 ads = _blind(ads)

@@ -44,6 +44,9 @@ CASES = [
     'evalInEachContext(zz9, unresolved(z, "w"))', "evalInEachContext(zz9, unparse(x))",
     'evalInEachContext(zz9, ifThenElse(unparse(x) == "", {[a = 1]}, {}))',
     "evalInEachContext(zz9, ifThenElse(isUndefined(unresolved(x)), {[a = 1]}, {}))",
+    # The list argument is evaluated in the ad where the first argument was found.
+    "evalInEachContext(w, MY.l)", "evalInEachContext(w, l)", "countMatches(w, MY.l)",
+    "evalInEachContext(w, ifThenElse(isUndefined(MY.x), {[a = 1]}, {[a = 2]}))",
 ]  # fmt: skip
 
 
