@@ -12,6 +12,7 @@ import attrs
 
 from epcore.classad.ast import AdExpr, AttrRef, Call, Literal, Node
 from epcore.classad.classad import ClassAd
+from epcore.classad.cnum import c_int32
 from epcore.classad.functions._pcre import (
     BoundedPattern,
     MatchTimeout,
@@ -22,7 +23,7 @@ from epcore.classad.functions._pretty import pretty_in_ad_order
 from epcore.classad.functions._support import arity_ok, children, map_children
 from epcore.classad.functions._text import to_string
 from epcore.classad.functions.strings import ascii_lower, to_bytes
-from epcore.classad.values import ERROR, UNDEFINED, Value
+from epcore.classad.values import ERROR, UNDEFINED, RelTime, Value
 from epcore.errors import ClassAdSyntaxError
 
 if TYPE_CHECKING:
@@ -227,6 +228,15 @@ def _blind(node: Node) -> Node:
     return map_children(node, _blind)
 
 
+def _as_result_literal(value: Value) -> Value:
+    # libclassad keeps each result as a literal, and a relative time's literal holds (int) of
+    # its seconds and evaluates to a real (ReltimeLiteral).
+    if type(value) is RelTime:
+        assert isinstance(value, RelTime)
+        return float(c_int32(value.secs))
+    return value
+
+
 def _each_context(count: bool) -> FunctionImpl:
     def impl(call: FunctionCall) -> Value:
         if not arity_ok(call, 2):
@@ -254,7 +264,7 @@ def _each_context(count: bool) -> FunctionImpl:
             else:
                 results.append(UNDEFINED if item is UNDEFINED else ERROR)
         if not count:
-            return results
+            return [_as_result_literal(result) for result in results]
         return sum(1 for r in results if type(r) in (bool, int, float) and r)
 
     return impl

@@ -47,6 +47,10 @@ CASES = [
     # The list argument is evaluated in the ad where the first argument was found.
     "evalInEachContext(w, MY.l)", "evalInEachContext(w, l)", "countMatches(w, MY.l)",
     "evalInEachContext(w, ifThenElse(isUndefined(MY.x), {[a = 1]}, {[a = 2]}))",
+    # A relative time among the results is (int) of its seconds, as a real.
+    "evalInEachContext(relTime(2.5), l)", "evalInEachContext(-relTime(a), l)",
+    "evalInEachContext(relTime(0) / 0, l)", "isReal(evalInEachContext(relTime(5), l)[0])",
+    "countMatches(relTime(a), l)",
 ]  # fmt: skip
 
 
