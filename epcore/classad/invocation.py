@@ -64,8 +64,12 @@ class Invocation:
             return code(self._state, self._frame)
         state = self._state
         frame = frame_of(state, scope)
-        if frame.alternate is None and state.right is not None and frame is not state.right:
-            frame = Frame(scope, frame.parent, state.right)
+        right = state.right
+        if frame.alternate is None and right is not None and frame is not right:
+            # libclassad (evaluateInContext) gives an ad nested in one side of the match that
+            # side's alternate scope: the other side.
+            other = state.left if _nested_in(frame, right) else right
+            frame = Frame(scope, frame.parent, other)
         return code(state, frame)
 
     def source_of(self, value: Value) -> ast.Node | None:
@@ -132,6 +136,16 @@ class Invocation:
         from epcore.classad.unparse import unparse
 
         return unparse(node)
+
+
+def _nested_in(frame: Frame, side: Frame) -> bool:
+    """Whether ``frame``'s ad lies inside ``side``'s ad (on its lexical scope chain)."""
+    current = frame.parent
+    while current is not None:
+        if current is side or current.ad is side.ad:
+            return True
+        current = current.parent
+    return False
 
 
 def call_function(

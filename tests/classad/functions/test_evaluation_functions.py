@@ -58,3 +58,20 @@ CASES = [
 def test_evaluation_functions(text: str, world: World, scope_scenes: tuple[Scene, ...]) -> None:
     """Each call agrees with classad2 in an ad of references, with and without a TARGET."""
     assert_agree([text], world, scope_scenes)
+
+
+#: Evaluated with the sample machine and job ads, each as MY and as TARGET: the machine's
+#: AvailableGPUs holds a nested ad whose alternate scope must be the job whichever side it is.
+MATCH_CASES = [
+    "evalInEachContext(toUpper(Owner), AvailableGPUs)", "evalInEachContext(Owner, AvailableGPUs)",
+    "evalInEachContext(RequestMemory, AvailableGPUs)", "evalInEachContext(MY.Owner, AvailableGPUs)",
+    'countMatches(Owner =?= "alice", AvailableGPUs)', "evalInEachContext(Owner, {[a = 1]})",
+    "evalInEachContext(TARGET.Cpus, AvailableGPUs)", "evalInEachContext(Memory, MY.AccountingGroup)",
+    "evalInEachContext(Memory, AccountingGroup)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", MATCH_CASES)
+def test_evaluation_functions_in_a_match(text: str, world: World) -> None:
+    """Each call agrees with classad2 with MY = machine or job and TARGET = the other."""
+    assert_agree([text], world, world.scenes[1:])
