@@ -437,6 +437,7 @@ _reltimes: Text = st.one_of(
     st.sampled_from(RELTIME_STRINGS).map(lambda s: f'relTime("{s}")'),
     st.one_of(numbers, _small).map(lambda text: f"relTime({text})"),
 )
+_RELTIME_READERS = st.sampled_from(["int", "real", "string", "unparse", "isRelTime", "isReal"])
 _ARITHMETIC = ["+", "-", "*", "/", "%", "<", "<=", "==", "!=", "=?=", "is", ">", "&&", "||"]
 #: relTime() under unary minus and plus and in arithmetic with numbers, times and itself.
 reltime_shapes: Text = st.one_of(
@@ -449,8 +450,7 @@ reltime_shapes: Text = st.one_of(
     st.tuples(st.one_of(numbers, times, _small), st.sampled_from(_ARITHMETIC), _reltimes).map(
         " ".join
     ),
-    st.tuples(st.sampled_from(["int", "real", "string", "unparse", "isRelTime", "isReal"]),
-              _reltimes).map(lambda t: f"{t[0]}(-{t[1]})"),  # fmt: skip
+    st.tuples(_RELTIME_READERS, _reltimes).map(lambda t: f"{t[0]}(-{t[1]})"),
 )
 
 STRING_LIST_FUNCTIONS = [
@@ -472,10 +472,11 @@ string_list_shapes: Text = st.tuples(
     st.one_of(_pool(_ODD_DELIMITERS), delimiters),
 ).map(
     # Often the separator sits where the function expects it, after one or two lists.
-    lambda t: f"{t[0]}({', '.join(t[1][: t[2]] + [t[3]] if t[2] < 3 else t[1])})"
+    lambda t: f"{t[0]}({', '.join([*t[1][: t[2]], t[3]] if t[2] < 3 else t[1])})"
 )
 
 _SHIFTS = ["<<", ">>", ">>>"]
+_LOGIC_AND_SHIFTS = ["&&", "||", "==", "!=", "=?=", "=!=", "is", "isnt", "<", ">=", *_SHIFTS]
 _shift_operands: Text = st.one_of(
     numbers,
     bool_literals,
@@ -490,7 +491,7 @@ shift_logic_shapes: Text = st.recursive(
     lambda inner: st.one_of(
         st.tuples(
             _maybe_paren(inner),
-            st.sampled_from(["&&", "||", "==", "!=", "=?=", "=!=", "is", "isnt", "<", ">=", *_SHIFTS]),
+            st.sampled_from(_LOGIC_AND_SHIFTS),
             _maybe_paren(inner),
         ).map(" ".join),
         _maybe_paren(inner).map(lambda text: f"!{text}"),

@@ -66,8 +66,8 @@ MATCH_CASES = [
     "evalInEachContext(toUpper(Owner), AvailableGPUs)", "evalInEachContext(Owner, AvailableGPUs)",
     "evalInEachContext(RequestMemory, AvailableGPUs)", "evalInEachContext(MY.Owner, AvailableGPUs)",
     'countMatches(Owner =?= "alice", AvailableGPUs)', "evalInEachContext(Owner, {[a = 1]})",
-    "evalInEachContext(TARGET.Cpus, AvailableGPUs)", "evalInEachContext(Memory, MY.AccountingGroup)",
-    "evalInEachContext(Memory, AccountingGroup)",
+    "evalInEachContext(TARGET.Cpus, AvailableGPUs)",
+    "evalInEachContext(Memory, MY.AccountingGroup)", "evalInEachContext(Memory, AccountingGroup)",
 ]  # fmt: skip
 
 
