@@ -350,8 +350,58 @@ def _oracle_plain(text: str) -> object:
     return "undefined" if value == classad2.Value.Undefined else value
 
 
+TIMES_IN_PYTHON = (
+    "epcore hands Python a relative time as a RelTime (and an absolute time as an AbsTime);"
+    " classad2's binding converts them to float and datetime, though inside the language both"
+    " engines keep the type (isRelTime is true in both)"
+)
+
+
+def _epcore_python_type(text: str) -> str:
+    return type(parse_expr(text).evaluate()).__name__
+
+
+def _oracle_python_type(text: str) -> str:
+    return type(_oracle_value(text)).__name__
+
+
+def _epcore_is_reltime(text: str) -> object:
+    return parse_expr(f"isRelTime({text})").evaluate()
+
+
+def _oracle_is_reltime(text: str) -> object:
+    return _oracle_value(f"isRelTime({text})")
+
+
 #: (expression, reason, epcore probe, epcore result, classad2 probe, classad2 result)
 DELIBERATE_DIFFERENCES = [
+    pytest.param(
+        "-relTime(5)",
+        TIMES_IN_PYTHON,
+        _epcore_python_type,
+        "RelTime",
+        _oracle_python_type,
+        "float",
+        id="reltime-python-type",
+    ),
+    pytest.param(
+        "-relTime(5)",
+        TIMES_IN_PYTHON,
+        _epcore_is_reltime,
+        True,
+        _oracle_is_reltime,
+        True,
+        id="reltime-same-in-the-language",
+    ),
+    pytest.param(
+        'absTime("2004-01-01T00:00:00Z")',
+        TIMES_IN_PYTHON,
+        _epcore_python_type,
+        "AbsTime",
+        _oracle_python_type,
+        "datetime",
+        id="abstime-python-type",
+    ),
     pytest.param(
         '[a = [b = 2]]["a"].b',
         SUBSCRIPT_THEN_SELECT,
