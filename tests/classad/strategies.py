@@ -424,7 +424,13 @@ _attribute_holders: Text = st.one_of(
 )
 #: unparse() of attributes (whose text libclassad prints), of unparse() and of any expression.
 unparse_shapes: Text = st.recursive(
-    st.one_of(_attribute_holders, _small).map(lambda text: f"unparse({text})"),
+    st.one_of(
+        st.one_of(_attribute_holders, _small).map(lambda text: f"unparse({text})"),
+        # An attribute of a nested ad, unparsed from inside that ad.
+        st.tuples(_small, st.sampled_from(["a", "MY.a", "unparse(a)", "x"])).map(
+            lambda t: f"[a = {t[0]}; b = unparse({t[1]})].b"
+        ),
+    ),
     lambda inner: st.one_of(
         inner.map(lambda text: f"unparse({text})"),
         st.tuples(inner, st.sampled_from(["+", "==", "=?=", "<"]), _small).map(" ".join),
