@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 import time
 from collections.abc import Callable
 
@@ -245,6 +246,9 @@ def test_unparse_round_trip(text: str, world: World, example_counter: Tick) -> N
         )
 
 
+NEGATIVE_YEAR = re.compile(r'absTime\(\\*"-')
+
+
 def _same_attributes(left: ClassAd, right: ClassAd) -> bool:
     return list(left) == list(right) and all(left[name] == right[name] for name in left)
 
@@ -279,6 +283,9 @@ def test_ad_round_trip(form: str, text: str, world: World, example_counter: Tick
     write, read, oracle_kind = FORMATS[form]
     ad = parse_ad(text)
     written = write(ad)
+    # A time before the year 1 prints with a negative year, which neither engine reads back
+    # as the same time (see test_unparse_round_trip).
+    assume(NEGATIVE_YEAR.search(written) is None)
     back = read(written)
     assert _same_attributes(ad, back), f"{text!r} written as {written!r} read back as {back}"
     theirs = _oracle_reads(written, oracle_kind)
