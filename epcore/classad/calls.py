@@ -112,6 +112,9 @@ class FunctionCall(Protocol):
     def resolve(self, node: Node) -> Node | None:
         """The expression an attribute-reference node refers to, or None when unbound."""
 
+    def resolve_where(self, node: Node) -> tuple[Node, FunctionCall] | None:
+        """resolve(), with a call whose current ad is the ad that holds the expression."""
+
     def unparse(self, node: Node) -> str:
         """The new-syntax text of ``node``."""
 

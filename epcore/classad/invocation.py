@@ -64,8 +64,12 @@ class Invocation:
             return code(self._state, self._frame)
         state = self._state
         frame = frame_of(state, scope)
-        if frame.alternate is None and state.right is not None and frame is not state.right:
-            frame = Frame(scope, frame.parent, state.right)
+        right = state.right
+        if frame.alternate is None and right is not None and frame is not right:
+            # libclassad (evaluateInContext) gives an ad nested in one side of the match that
+            # side's alternate scope: the other side.
+            other = state.left if _nested_in(frame, right) else right
+            frame = Frame(scope, frame.parent, other)
         return code(state, frame)
 
     def source_of(self, value: Value) -> ast.Node | None:
@@ -86,6 +90,15 @@ class Invocation:
 
     def resolve(self, node: ast.Node) -> ast.Node | None:
         """The expression an attribute reference refers to, or None."""
+        found = self.resolve_where(node)
+        return None if found is None else found[0]
+
+    def resolve_where(self, node: ast.Node) -> tuple[ast.Node, Invocation] | None:
+        """resolve(), with this call moved into the ad that holds the expression found.
+
+        libclassad's lookup leaves its current ad at the ad where it found the name, and a
+        built-in that looked a reference up goes on evaluating there.
+        """
         if type(node) is not ast.AttrRef:
             return None
         state, frame = self._state, self._frame
@@ -108,12 +121,14 @@ class Invocation:
                 return None
             found = lookup(state, frame_of(state, base), node.name.lower())
         if type(found) is tuple:
-            return found[0].node
+            binding, holder = found
+            moved = Invocation(state, holder, self.name, self.args, self._codes)
+            return binding.node, moved
         from epcore.classad.classad import ClassAd, to_node
 
         if isinstance(found, ClassAd):
             # A special name (self, my, parent, toplevel) refers to an ad itself.
-            return to_node(found)
+            return to_node(found), self
         return None
 
     def unparse(self, node: ast.Node) -> str:
@@ -121,6 +136,16 @@ class Invocation:
         from epcore.classad.unparse import unparse
 
         return unparse(node)
+
+
+def _nested_in(frame: Frame, side: Frame) -> bool:
+    """Whether ``frame``'s ad lies inside ``side``'s ad (on its lexical scope chain)."""
+    current = frame.parent
+    while current is not None:
+        if current is side or current.ad is side.ad:
+            return True
+        current = current.parent
+    return False
 
 
 def call_function(

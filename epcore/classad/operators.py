@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Final
 
+from epcore.classad.cnum import c_int32
 from epcore.classad.values import (
     ERROR,
     INT64_MAX,
@@ -48,11 +49,13 @@ def _real_result(result: float) -> Value:
 
 
 def _time_arithmetic(op: str, left: Value, right: Value) -> Value:
+    # libclassad moves an absolute time by (int) of the relative seconds: a C int, so a
+    # relative time beyond 32 bits (or NaN) moves it by INT32_MIN, as x86 converts it.
     if op == "+":
         if isinstance(left, AbsTime) and isinstance(right, RelTime):
-            return AbsTime(left.secs + int(right.secs), left.offset)
+            return AbsTime(left.secs + c_int32(right.secs), left.offset)
         if isinstance(left, RelTime) and isinstance(right, AbsTime):
-            return AbsTime(right.secs + int(left.secs), right.offset)
+            return AbsTime(right.secs + c_int32(left.secs), right.offset)
         if isinstance(left, RelTime) and isinstance(right, RelTime):
             return RelTime(left.secs + right.secs)
         return ERROR
@@ -60,7 +63,7 @@ def _time_arithmetic(op: str, left: Value, right: Value) -> Value:
         if isinstance(left, AbsTime) and isinstance(right, AbsTime):
             return RelTime(float(left.secs - right.secs))
         if isinstance(left, AbsTime) and isinstance(right, RelTime):
-            return AbsTime(left.secs - int(right.secs), left.offset)
+            return AbsTime(left.secs - c_int32(right.secs), left.offset)
         if isinstance(left, RelTime) and isinstance(right, RelTime):
             return RelTime(left.secs - right.secs)
         return ERROR
@@ -73,10 +76,18 @@ def _time_arithmetic(op: str, left: Value, right: Value) -> Value:
             return RelTime(right.secs * factor)
         return ERROR
     if op == "/" and isinstance(left, RelTime) and scale is not None and type(right) is not bool:
-        if scale == 0:
-            return ERROR
-        return RelTime(left.secs / scale)
+        return RelTime(_ieee_divide(left.secs, float(scale)))
     return ERROR
+
+
+def _ieee_divide(a: float, b: float) -> float:
+    # A relative time divided by zero is C's double division (libclassad checks no divisor
+    # there): infinity with the sign of a / b, or NaN for 0 / 0.
+    if b != 0.0:
+        return a / b
+    if a == 0.0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
 def arithmetic(op: str, left: Value, right: Value) -> Value:
@@ -260,12 +271,18 @@ def bitwise(op: str, left: Value, right: Value) -> Value:
         return a | b
     if op == "^":
         return a ^ b
-    count = b & 63  # x86 masks the shift count to six bits
+    # libclassad shifts with C++'s << and >>, whose count x86 masks to six bits; a negative
+    # value it shifts differently (operators.cpp), and those rules are kept here exactly.
     if op == "<<":
-        return wrap_int(a << count)
+        return wrap_int(a << (b & 63))
+    if a >= 0:
+        return a >> (b & 63)
     if op == ">>":
-        return a >> count
-    return wrap_int((a & _MASK64) >> count)
+        # One place at a time, min(64, count) times: a count of zero or less changes nothing.
+        return a >> min(b, 64) if b > 0 else a
+    # One place without the sign, then count - 1 more places (masked), so a count of 0 or 64
+    # shifts 64 places in all and gives 0.
+    return ((a & _MASK64) >> 1) >> ((b - 1) & 63)
 
 
 # -- unary --------------------------------------------------------------------------------

@@ -166,13 +166,16 @@ def parse_rel_time(text: str) -> float | None:
 
 
 def format_abs_time(value: AbsTime) -> str:
-    """libclassad's ``absTimeToString``: local wall time in ISO 8601 with the offset."""
+    """libclassad's ``absTimeToString``: local wall time in ISO 8601 with the offset.
+
+    The year is strftime's %Y, not padded: year 999 prints as 999, year -1 as -1.
+    """
     fields = civil_from_epoch(value.secs + value.offset)
     offset = value.offset
     sign = "+" if offset > 0 else "-"
     offset = abs(offset)
     return (
-        f"{fields.year:04d}-{fields.month:02d}-{fields.day:02d}T"
+        f"{fields.year}-{fields.month:02d}-{fields.day:02d}T"
         f"{fields.hour:02d}:{fields.minute:02d}:{fields.second:02d}"
         f"{sign}{c_div(offset, 3600):02d}:{c_mod(c_div(offset, 60), 60):02d}"
     )

@@ -420,3 +420,110 @@ def mutations(draw: st.DrawFn, seed: Text = expressions) -> str:
         else:
             text = text[:where]
     return text
+
+
+# ----------------------------------------------------------------------------- targeted shapes
+# Shapes where epcore and libclassad used to part (issue 21): each draws its operands from the
+# general expressions too, so that a fix for one literal case does not hide the general one.
+
+_small: Text = st.recursive(leaves, _extend, max_leaves=4)
+
+_attribute_holders: Text = st.one_of(
+    references,
+    st.tuples(st.sampled_from(["a", "b"]), _small, _small).map(
+        lambda t: f"[a = {t[1]}; b = {t[2]}].{t[0]}"
+    ),
+)
+#: unparse() of attributes (whose text libclassad prints), of unparse() and of any expression.
+unparse_shapes: Text = st.recursive(
+    st.one_of(
+        st.one_of(_attribute_holders, _small).map(lambda text: f"unparse({text})"),
+        # An attribute of a nested ad, unparsed from inside that ad.
+        st.tuples(_small, st.sampled_from(["a", "MY.a", "unparse(a)", "x"])).map(
+            lambda t: f"[a = {t[0]}; b = unparse({t[1]})].b"
+        ),
+    ),
+    lambda inner: st.one_of(
+        inner.map(lambda text: f"unparse({text})"),
+        st.tuples(inner, st.sampled_from(["+", "==", "=?=", "<"]), _small).map(" ".join),
+        st.tuples(inner, _small).map(lambda t: f"strcat({t[0]}, {t[1]})"),
+    ),
+    max_leaves=3,
+)
+
+_reltimes: Text = st.one_of(
+    st.sampled_from(RELTIME_STRINGS).map(lambda s: f'relTime("{s}")'),
+    st.one_of(numbers, _small).map(lambda text: f"relTime({text})"),
+)
+_RELTIME_READERS = st.sampled_from(["int", "real", "string", "unparse", "isRelTime", "isReal"])
+_ARITHMETIC = ["+", "-", "*", "/", "%", "<", "<=", "==", "!=", "=?=", "is", ">", "&&", "||"]
+#: relTime() under unary minus and plus and in arithmetic with numbers, times and itself.
+reltime_shapes: Text = st.one_of(
+    st.tuples(st.sampled_from(["-", "+", "- -", "!"]), _reltimes).map(lambda t: f"{t[0]}{t[1]}"),
+    st.tuples(
+        st.one_of(_reltimes, _reltimes.map(lambda text: f"-{text}")),
+        st.sampled_from(_ARITHMETIC),
+        st.one_of(_reltimes, numbers, times, _small),
+    ).map(" ".join),
+    st.tuples(st.one_of(numbers, times, _small), st.sampled_from(_ARITHMETIC), _reltimes).map(
+        " ".join
+    ),
+    st.tuples(_RELTIME_READERS, _reltimes).map(lambda t: f"{t[0]}(-{t[1]})"),
+)
+
+STRING_LIST_FUNCTIONS = [
+    "stringListSize", "stringListSum", "stringListAvg", "stringListMin", "stringListMax",
+    "stringListMember", "stringListIMember", "stringListSubsetMatch", "stringListISubsetMatch",
+    "stringListsIntersect", "stringList_regexpMember", "split",
+]  # fmt: skip
+_ODD_LISTS = [" 1, 2 ,3 ", "1,x", " ", ",", ",,a,,", "a, b;c d", " 7 ", "1e3,2", "-0,inf,nan"]
+_ODD_DELIMITERS = ["", " ", ", ", ";,", "ab", "\\t", "\\n", ",;: ", "1", "."]
+_list_texts: Text = st.one_of(string_lists, _pool(_ODD_LISTS), strings)
+#: Every argument kind a string-list function can meet: texts, odd separators, anything at all.
+_list_arguments: Text = st.one_of(
+    _list_texts, _pool(_ODD_DELIMITERS), delimiters, regexes, scalars, scalar_lists, _small
+)
+string_list_shapes: Text = st.tuples(
+    st.sampled_from(STRING_LIST_FUNCTIONS).flatmap(_spellings),
+    st.lists(_list_arguments, max_size=4),
+    st.integers(0, 3),
+    st.one_of(_pool(_ODD_DELIMITERS), delimiters),
+).map(
+    # Often the separator sits where the function expects it, after one or two lists.
+    lambda t: f"{t[0]}({', '.join([*t[1][: t[2]], t[3]] if t[2] < 3 else t[1])})"
+)
+
+_SHIFTS = ["<<", ">>", ">>>"]
+_LOGIC_AND_SHIFTS = ["&&", "||", "==", "!=", "=?=", "=!=", "is", "isnt", "<", ">=", *_SHIFTS]
+_shift_operands: Text = st.one_of(
+    numbers,
+    bool_literals,
+    special_literals,
+    st.sampled_from(["-1", "~0", "-ConsoleIdle", "-(2 << 62)", "64", "-64", "65", "(1 << 63)"]),
+    _small,
+).map(lambda text: f"({text})")
+_shift: Text = st.tuples(_shift_operands, st.sampled_from(_SHIFTS), _shift_operands).map(" ".join)
+#: The shift operators mixed with && and ||, comparisons against booleans, and each other.
+shift_logic_shapes: Text = st.recursive(
+    st.one_of(_shift, bool_literals),
+    lambda inner: st.one_of(
+        st.tuples(
+            _maybe_paren(inner),
+            st.sampled_from(_LOGIC_AND_SHIFTS),
+            _maybe_paren(inner),
+        ).map(" ".join),
+        _maybe_paren(inner).map(lambda text: f"!{text}"),
+    ),
+    max_leaves=5,
+)
+
+_UNDEFINED_LISTS = [
+    "undefined", "error", "NoSuchAttr", "{undefined}", "{[a = 1], undefined}", "{undefined, error}",
+    "{[a = 1], 2}", '"a"', "[a = 1]", "{}", "{NoSuchAttr}", "{[a = undefined]}", "ChildCpus",
+]  # fmt: skip
+#: evalInEachContext and countMatches over undefined, erroneous and mixed lists.
+context_list_shapes: Text = st.tuples(
+    st.sampled_from(["evalInEachContext", "countMatches"]).flatmap(_spellings),
+    st.one_of(st.sampled_from(["a", "a + 1", "b", "undefined", "a > 1", "Memory"]), _small),
+    st.one_of(st.sampled_from(_UNDEFINED_LISTS), ad_lists, scalar_lists, _small),
+).map(lambda t: f"{t[0]}({t[1]}, {t[2]})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 import time
 from collections.abc import Callable
 
@@ -17,9 +18,11 @@ import classad2
 import pytest
 from hypothesis import assume, given, reject
 from oracle import (
+    SELF_LISTING,
     OracleUnstable,
     World,
     assert_same_everywhere,
+    compare_everywhere,
     make_context,
     oracle_old_format_is_lossless,
     oracle_parses,
@@ -27,10 +30,15 @@ from oracle import (
 )
 from strategies import (
     ad_texts,
+    context_list_shapes,
     expressions,
     function_calls,
     operator_expressions,
+    reltime_shapes,
     scaled,
+    shift_logic_shapes,
+    string_list_shapes,
+    unparse_shapes,
     wrong_calls,
 )
 
@@ -75,6 +83,62 @@ def test_wrong_arguments_agree_with_classad2(
     """Every built-in called with arbitrary argument types and 0 to 4 arguments agrees."""
     example_counter()
     assert_same_everywhere(text, world)
+
+
+@scaled(0.5)
+@given(text=unparse_shapes)
+def test_unparse_shapes_agree_with_classad2(text: str, world: World, example_counter: Tick) -> None:
+    """unparse() of attributes, of nested ads' attributes and of unparse() itself agrees."""
+    example_counter()
+    assert_same_everywhere(text, world)
+
+
+@scaled(0.5)
+@given(text=reltime_shapes)
+def test_reltime_arithmetic_agrees_with_classad2(
+    text: str, world: World, example_counter: Tick
+) -> None:
+    """relTime() under unary minus and in arithmetic with numbers, times and itself agrees."""
+    example_counter()
+    assert_same_everywhere(text, world)
+
+
+@scaled(0.5)
+@given(text=string_list_shapes)
+def test_string_list_arguments_agree_with_classad2(
+    text: str, world: World, example_counter: Tick
+) -> None:
+    """Every string-list function with every kind of argument and separator agrees."""
+    example_counter()
+    assert_same_everywhere(text, world)
+
+
+@scaled(0.5)
+@given(text=shift_logic_shapes)
+def test_shifts_mixed_with_logic_agree_with_classad2(
+    text: str, world: World, example_counter: Tick
+) -> None:
+    """<<, >> and >>> mixed with && and || and compared with booleans agree."""
+    example_counter()
+    assert_same_everywhere(text, world)
+
+
+@scaled(0.5)
+@given(text=context_list_shapes)
+def test_context_functions_over_odd_lists_agree_with_classad2(
+    text: str, world: World, example_counter: Tick
+) -> None:
+    """evalInEachContext and countMatches over undefined, erroneous and mixed lists agree.
+
+    Only the scenes with an ad: without one, classad2 crashes on these functions.
+    """
+    example_counter()
+    assume(not SELF_LISTING.search(text))
+    try:
+        reports = compare_everywhere(text, world, world.scenes[1:])
+    except OracleUnstable:
+        reject()
+    assert not reports, "\n\n".join(reports)
 
 
 # ----------------------------------------------------------------------------- the clock
@@ -182,6 +246,9 @@ def test_unparse_round_trip(text: str, world: World, example_counter: Tick) -> N
         )
 
 
+NEGATIVE_YEAR = re.compile(r'absTime\(\\*"-')
+
+
 def _same_attributes(left: ClassAd, right: ClassAd) -> bool:
     return list(left) == list(right) and all(left[name] == right[name] for name in left)
 
@@ -216,6 +283,9 @@ def test_ad_round_trip(form: str, text: str, world: World, example_counter: Tick
     write, read, oracle_kind = FORMATS[form]
     ad = parse_ad(text)
     written = write(ad)
+    # A time before the year 1 prints with a negative year, which neither engine reads back
+    # as the same time (see test_unparse_round_trip).
+    assume(NEGATIVE_YEAR.search(written) is None)
     back = read(written)
     assert _same_attributes(ad, back), f"{text!r} written as {written!r} read back as {back}"
     theirs = _oracle_reads(written, oracle_kind)
@@ -287,8 +357,58 @@ def _oracle_plain(text: str) -> object:
     return "undefined" if value == classad2.Value.Undefined else value
 
 
+TIMES_IN_PYTHON = (
+    "epcore hands Python a relative time as a RelTime (and an absolute time as an AbsTime);"
+    " classad2's binding converts them to float and datetime, though inside the language both"
+    " engines keep the type (isRelTime is true in both)"
+)
+
+
+def _epcore_python_type(text: str) -> str:
+    return type(parse_expr(text).evaluate()).__name__
+
+
+def _oracle_python_type(text: str) -> str:
+    return type(_oracle_value(text)).__name__
+
+
+def _epcore_is_reltime(text: str) -> object:
+    return parse_expr(f"isRelTime({text})").evaluate()
+
+
+def _oracle_is_reltime(text: str) -> object:
+    return _oracle_value(f"isRelTime({text})")
+
+
 #: (expression, reason, epcore probe, epcore result, classad2 probe, classad2 result)
 DELIBERATE_DIFFERENCES = [
+    pytest.param(
+        "-relTime(5)",
+        TIMES_IN_PYTHON,
+        _epcore_python_type,
+        "RelTime",
+        _oracle_python_type,
+        "float",
+        id="reltime-python-type",
+    ),
+    pytest.param(
+        "-relTime(5)",
+        TIMES_IN_PYTHON,
+        _epcore_is_reltime,
+        True,
+        _oracle_is_reltime,
+        True,
+        id="reltime-same-in-the-language",
+    ),
+    pytest.param(
+        'absTime("2004-01-01T00:00:00Z")',
+        TIMES_IN_PYTHON,
+        _epcore_python_type,
+        "AbsTime",
+        _oracle_python_type,
+        "datetime",
+        id="abstime-python-type",
+    ),
     pytest.param(
         '[a = [b = 2]]["a"].b',
         SUBSCRIPT_THEN_SELECT,

@@ -88,6 +88,26 @@ OPERATORS: list[tuple[str, Value]] = [
     ("1 << 64", 1),
     ("1 << -1", -9223372036854775808),
     ("8 >> 65", 4),
+    # A negative value shifted right: one place at a time, so a count <= 0 leaves it alone
+    # and a count >= 64 gives -1; >>> shifts one place unsigned, then count - 1 places.
+    ("(-1342) >> (~0)", -1342),
+    ("-1342 >> -65", -1342),
+    ("-1342 >> 1", -671),
+    ("-1342 >> 64", -1),
+    ("-1342 >> 65", -1),
+    ("1342 >> -1", 0),
+    ("-671 >>> 0", 0),
+    ("-671 >>> 64", 0),
+    ("-671 >>> 65", 9223372036854775472),
+    ("-1 >>> -1", 1),
+    ("-8 >>> -63", 9223372036854775804),
+    ("-671 << -63", -1342),
+    ("true && 1 >>> 2", False),
+    ("false || (3 << 1)", True),
+    ("(1 >> 0) == true", True),
+    ("true == (2 >> 1)", True),
+    ("(4 >>> 1) || false", True),
+    ("(4 >>> 3) && true", False),
     ("1 ? 2 : 3", 2),
     ("0.0 ? 1 : 2", 2),
     ('"a" ? 1 : 2', ERROR),
@@ -117,6 +137,19 @@ OPERATORS: list[tuple[str, Value]] = [
     ("absTime(5) < absTime(6)", True),
     ("-relTime(5)", RelTime(-5.0)),
     ("-absTime(5)", ERROR),
+    # A relative time divided by zero is C's double division, not ERROR.
+    ("relTime(5) / 0", RelTime(math.inf)),
+    ("relTime(-5) / 0", RelTime(-math.inf)),
+    ("relTime(5) / -0.0", RelTime(-math.inf)),
+    ("-relTime(0) / 0 =?= relTime(0) / 0", False),
+    ("isRelTime(relTime(0) / 0)", True),
+    # An absolute time moves by (int) of the relative seconds: INT32_MIN beyond 32 bits.
+    ("absTime(0) + relTime(2147483649.0)", AbsTime(-2147483648, 0)),
+    ("-relTime(2147483649.0) + absTime(0)", AbsTime(-2147483648, 0)),
+    ("absTime(0) - relTime(3000000000.0)", AbsTime(2147483648, 0)),
+    ("absTime(0) + relTime(2.9)", AbsTime(2, 0)),
+    ("absTime(0) - relTime(-2.9)", AbsTime(2, 0)),
+    ("absTime(0) + relTime(0) / 0", AbsTime(-2147483648, 0)),
 ]
 
 

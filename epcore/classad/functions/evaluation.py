@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from epcore.classad.ast import AdExpr, AttrRef, Literal, Node
+from epcore.classad.ast import AdExpr, AttrRef, Call, Literal, Node
 from epcore.classad.classad import ClassAd
+from epcore.classad.cnum import c_int32
 from epcore.classad.functions._pcre import (
     BoundedPattern,
     MatchTimeout,
@@ -22,7 +23,7 @@ from epcore.classad.functions._pretty import pretty_in_ad_order
 from epcore.classad.functions._support import arity_ok, children, map_children
 from epcore.classad.functions._text import to_string
 from epcore.classad.functions.strings import ascii_lower, to_bytes
-from epcore.classad.values import ERROR, UNDEFINED, Value
+from epcore.classad.values import ERROR, UNDEFINED, RelTime, Value
 from epcore.errors import ClassAdSyntaxError
 
 if TYPE_CHECKING:
@@ -204,13 +205,36 @@ def unresolved(call: FunctionCall) -> Value:
         return ERROR
 
 
+#: Functions that read their argument as a reference, not as a value.
+_TAKE_A_REFERENCE: Final = frozenset({"unparse", "unresolved"})
+
+
 def _blind(node: Node) -> Node:
-    """``node`` with every attribute reference outside nested ads read as UNDEFINED."""
+    """``node`` with every attribute reference outside nested ads read as UNDEFINED.
+
+    A reference given to unparse() or unresolved() stays a reference that finds nothing (its
+    scope is UNDEFINED): in the unusable scope they answer "" and UNDEFINED, as libclassad does.
+    """
     if type(node) is AttrRef:
         return Literal(UNDEFINED)
     if type(node) is AdExpr:
         return node
+    if type(node) is Call and node.name.lower() in _TAKE_A_REFERENCE:
+        args = tuple(
+            AttrRef(arg.name, Literal(UNDEFINED)) if type(arg) is AttrRef else _blind(arg)
+            for arg in node.args
+        )
+        return Call(node.name, args)
     return map_children(node, _blind)
+
+
+def _as_result_literal(value: Value) -> Value:
+    # libclassad keeps each result as a literal, and a relative time's literal holds (int) of
+    # its seconds and evaluates to a real (ReltimeLiteral).
+    if type(value) is RelTime:
+        assert isinstance(value, RelTime)
+        return float(c_int32(value.secs))
+    return value
 
 
 def _each_context(count: bool) -> FunctionImpl:
@@ -219,9 +243,10 @@ def _each_context(count: bool) -> FunctionImpl:
             return ERROR
         expr, ads = call.args
         if type(expr) is AttrRef:
-            found = call.resolve(expr)
+            found = call.resolve_where(expr)
             if found is not None:
-                expr = found
+                # The list argument is evaluated in the ad that holds the expression.
+                expr, call = found
             else:
                 # libclassad's failed lookup leaves its scope unusable for the list argument.
                 ads = _blind(ads)
@@ -239,7 +264,7 @@ def _each_context(count: bool) -> FunctionImpl:
             else:
                 results.append(UNDEFINED if item is UNDEFINED else ERROR)
         if not count:
-            return results
+            return [_as_result_literal(result) for result in results]
         return sum(1 for r in results if type(r) in (bool, int, float) and r)
 
     return impl

@@ -7,6 +7,8 @@ lists).
 
 from __future__ import annotations
 
+import re
+
 import classad2
 import pytest
 from fn_oracle import evaluate, fixed_context
@@ -37,6 +39,17 @@ def test_random_with_an_empty_range() -> None:
     assert evaluate("random(0)") is ERROR
     with pytest.raises(classad2.ClassAdException):
         _oracle("random(0)")
+
+
+def test_format_time_beyond_the_c_library() -> None:
+    """Past localtime()'s range libclassad formats fields it never set (a negative month);
+    epcore formats the proleptic Gregorian date."""
+    text = 'formatTime(9223372036854775807, "%Y-%m-%d")'
+    assert evaluate(text, EvalContext(now=0, local_offset=lambda _secs: 0)) == "219250468-12-04"
+    theirs = _oracle(text)
+    assert isinstance(theirs, str), theirs
+    date = re.fullmatch(r"-?\d+-(\d{2})-(\d{2})", theirs)
+    assert date is None or not (1 <= int(date[1]) <= 12 and 1 <= int(date[2]) <= 31), theirs
 
 
 @pytest.mark.parametrize("text", ["splitTime(-9223372036854775807)"])

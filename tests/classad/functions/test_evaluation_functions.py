@@ -38,6 +38,19 @@ CASES = [
     "evalInEachContext(b, {[a = 1], [b = 2]})", "evalInEachContext(b, x)", "countMatches(b, l)",
     "countMatches(b, x)", "evalInEachContext(q, l)", "evalInEachContext(1, l)",
     "evalInEachContext(p, {n, [p = x]})", "evalInEachContext(r, {n})",
+    # After a failed lookup of the first argument, unparse() and unresolved() in the list
+    # argument find nothing ("" and UNDEFINED), not ERROR.
+    "evalInEachContext(nonexistentattr, unresolved(z))", "countMatches(zz9, unresolved(x))",
+    'evalInEachContext(zz9, unresolved(z, "w"))', "evalInEachContext(zz9, unparse(x))",
+    'evalInEachContext(zz9, ifThenElse(unparse(x) == "", {[a = 1]}, {}))',
+    "evalInEachContext(zz9, ifThenElse(isUndefined(unresolved(x)), {[a = 1]}, {}))",
+    # The list argument is evaluated in the ad where the first argument was found.
+    "evalInEachContext(w, MY.l)", "evalInEachContext(w, l)", "countMatches(w, MY.l)",
+    "evalInEachContext(w, ifThenElse(isUndefined(MY.x), {[a = 1]}, {[a = 2]}))",
+    # A relative time among the results is (int) of its seconds, as a real.
+    "evalInEachContext(relTime(2.5), l)", "evalInEachContext(-relTime(a), l)",
+    "evalInEachContext(relTime(0) / 0, l)", "isReal(evalInEachContext(relTime(5), l)[0])",
+    "countMatches(relTime(a), l)",
 ]  # fmt: skip
 
 
@@ -45,3 +58,20 @@ CASES = [
 def test_evaluation_functions(text: str, world: World, scope_scenes: tuple[Scene, ...]) -> None:
     """Each call agrees with classad2 in an ad of references, with and without a TARGET."""
     assert_agree([text], world, scope_scenes)
+
+
+#: Evaluated with the sample machine and job ads, each as MY and as TARGET: the machine's
+#: AvailableGPUs holds a nested ad whose alternate scope must be the job whichever side it is.
+MATCH_CASES = [
+    "evalInEachContext(toUpper(Owner), AvailableGPUs)", "evalInEachContext(Owner, AvailableGPUs)",
+    "evalInEachContext(RequestMemory, AvailableGPUs)", "evalInEachContext(MY.Owner, AvailableGPUs)",
+    'countMatches(Owner =?= "alice", AvailableGPUs)', "evalInEachContext(Owner, {[a = 1]})",
+    "evalInEachContext(TARGET.Cpus, AvailableGPUs)",
+    "evalInEachContext(Memory, MY.AccountingGroup)", "evalInEachContext(Memory, AccountingGroup)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", MATCH_CASES)
+def test_evaluation_functions_in_a_match(text: str, world: World) -> None:
+    """Each call agrees with classad2 with MY = machine or job and TARGET = the other."""
+    assert_agree([text], world, world.scenes[1:])
