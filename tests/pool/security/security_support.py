@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pool_harness import PoolProcess, user_home
@@ -60,3 +61,20 @@ def assert_pool_serves(pool: PoolProcess, bystander: SlotUser, root: Path) -> No
 
     pool.wait_for(finished, JOB_WITHIN_SECONDS, f"the bystander's job {cluster}.0 to complete")
     assert output.read_text().strip() == marker
+
+
+def start_as_user(user: SlotUser, action: Callable[[], int]) -> int:
+    """Fork a process that becomes ``user`` (no supplementary groups, its gid, its uid) and
+    runs ``action``, as the user's own shell would; the child's pid. Its exit status is what
+    ``action`` returns (70 when it raises)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the user's process
+        code = 70
+        try:
+            os.setgroups([])
+            os.setgid(user.gid)
+            os.setuid(user.uid)
+            code = action()
+        finally:
+            os._exit(code)
+    return pid

@@ -14,12 +14,11 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from pool_harness import PoolProcess, submit_as, user_home
-from security_support import assert_pool_serves
+from security_support import assert_pool_serves, start_as_user
 from system_fixtures import V1_ROOT, SlotUser
 
 pytestmark = pytest.mark.system
@@ -50,22 +49,6 @@ while [ $i -lt {depth} ]; do mkdir d && cd d || exit 1; i=$((i+1)); done
 touch deepest
 echo "$_CONDOR_SCRATCH_DIR" > {home}/ready.tmp && mv {home}/ready.tmp {home}/ready
 """
-
-
-def _as_user(user: SlotUser, action: Callable[[], int]) -> int:
-    """Fork a process that becomes ``user`` (groups, gid, uid) and runs ``action``; its pid.
-    Its exit status is what ``action`` returns."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the user's process
-        code = 70
-        try:
-            os.setgroups([])
-            os.setgid(user.gid)
-            os.setuid(user.uid)
-            code = action()
-        finally:
-            os._exit(code)
-    return pid
 
 
 def _exit_code(pid: int, timeout: float) -> int:
@@ -178,7 +161,7 @@ def test_links_swapped_in_while_the_sandbox_is_removed_are_never_followed(
         swaps_file.write_text(str(swaps))
         return 0
 
-    racer = _as_user(attacker, race)
+    racer = start_as_user(attacker, race)
     pool.wait_for(lambda: _completed(pool, 1), 300, "the attacker's job to complete")
     assert _exit_code(racer, 300) == 0
     sandbox = Path((home / "ready").read_text().strip())
@@ -227,7 +210,7 @@ def test_a_tree_deeper_than_python_recursion_is_removed_and_ep_run_restarts(
     stale = pool.directory / "execute" / "dir_999999"
     stale.mkdir()
     os.chown(stale, attacker.uid, attacker.gid)
-    assert _exit_code(_as_user(attacker, lambda: _deep_tree(stale, DEPTH)), 120) == 0
+    assert _exit_code(start_as_user(attacker, lambda: _deep_tree(stale, DEPTH)), 120) == 0
     pool.start()
     pool.wait_for(lambda: not stale.exists(), 120, "the start-up sweep to remove the deep tree")
     assert "RecursionError" not in _all_logs(pool)

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 from pool_harness import PoolProcess, submit_as
-from security_support import assert_pool_serves
+from security_support import assert_pool_serves, start_as_user
 from system_fixtures import SlotUser, user_processes
 
 pytestmark = pytest.mark.system
@@ -31,17 +31,7 @@ HELD_WITHIN_SECONDS = 30.0
 
 def _as_user(user: SlotUser, action: Callable[[], int]) -> int:
     """Run ``action`` in a forked process that has become ``user``; its exit status."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the user's process
-        code = 70
-        try:
-            os.setgroups([])
-            os.setgid(user.gid)
-            os.setuid(user.uid)
-            code = action()
-        finally:
-            os._exit(code)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return os.waitstatus_to_exitcode(os.waitpid(start_as_user(user, action), 0)[1])
 
 
 def _make_fifo(path: Path) -> int:
