@@ -216,7 +216,12 @@ def _blind(node: Node) -> Node:
     scope is UNDEFINED): in the unusable scope they answer "" and UNDEFINED, as libclassad does.
     """
     if type(node) is AttrRef:
-        return Literal(UNDEFINED)
+        assert isinstance(node, AttrRef)
+        if node.scope is None or type(node.scope) is AttrRef:
+            return Literal(UNDEFINED)
+        # A selection from a computed value ((0).x) does not look in the unusable scope: its
+        # value decides (a non-ad gives ERROR, as in libclassad).
+        return AttrRef(node.name, _blind(node.scope), node.absolute)
     if type(node) is AdExpr:
         return node
     if type(node) is Call and node.name.lower() in _TAKE_A_REFERENCE:
