@@ -138,14 +138,19 @@ def open_private(path: str, flags: int) -> int:
     return descriptor
 
 
+def _write_all(descriptor: int, data: bytes) -> None:
+    """Write all of ``data`` to ``descriptor`` (os.write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
 def append_private(path: str, data: bytes) -> None:
     """Append ``data`` to ``path`` (mode 0600) in one write, so that a process killed meanwhile
     leaves the whole of it or none of it (a cut-off line only when the disk fills)."""
     descriptor = open_private(path, os.O_WRONLY | os.O_APPEND)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
+        _write_all(descriptor, data)
     finally:
         os.close(descriptor)
 
@@ -156,9 +161,7 @@ def replace_private(path: str, data: bytes) -> None:
     temporary = f"{path}.tmp"
     descriptor = open_private(temporary, os.O_WRONLY | os.O_TRUNC)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
+        _write_all(descriptor, data)
     finally:
         os.close(descriptor)
     os.replace(temporary, path)
