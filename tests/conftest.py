@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from param_oracle import ParamOracle
 
-pytest_plugins = ["hypothesis_profiles", "system_fixtures", "seed_documents"]
+pytest_plugins = ["hypothesis_profiles", "system_fixtures", "seed_documents", "parallel_groups"]
 
 
 @pytest.fixture(scope="session")

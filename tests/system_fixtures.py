@@ -10,12 +10,14 @@ machine do not collide, and everything made here is removed afterwards.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import grp
 import os
 import pwd
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,6 +31,8 @@ V1_ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "freezer", "pids")
 #: How many slot users a test run makes (one per slot of the tests' machines).
 SLOT_USER_COUNT = 4
+#: Where the tracking-gid ranges' locks live: one directory for every test process on the machine.
+TRACKING_GID_LOCKS = Path(tempfile.gettempdir())
 
 
 def missing(reason: str) -> None:
@@ -144,14 +148,22 @@ def slot_users(as_root: None, run_tag: str) -> Iterator[tuple[SlotUser, ...]]:
 
 
 @pytest.fixture(scope="session")
-def tracking_gids(as_root: None) -> tuple[int, int]:
-    """A MIN_TRACKING_GID..MAX_TRACKING_GID range no group and no process on this machine uses."""
+def tracking_gids(as_root: None) -> Iterator[tuple[int, int]]:
+    """A MIN_TRACKING_GID..MAX_TRACKING_GID range no group on this machine and no other test
+    process uses: each range is claimed with a file lock held for the session, so that parallel
+    workers and concurrent runs, whose trackers find processes by these ids, take different ones."""
     used = {g.gr_gid for g in grp.getgrall()}
     for low in range(61000, 64000, 16):
-        if not used & set(range(low, low + 8)):
-            return low, low + 7
+        if used & set(range(low, low + 8)):
+            continue
+        with (TRACKING_GID_LOCKS / f"epcore-tracking-gids-{low}.lock").open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            yield low, low + 7
+            return
     missing("no free range of 8 group ids between 61000 and 64000")
-    raise AssertionError("unreachable")
 
 
 @pytest.fixture
