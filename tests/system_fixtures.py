@@ -3,8 +3,10 @@
 Tests that run real jobs carry the ``system`` marker and use these fixtures. Outside CI a
 missing component (not root, no writable cgroup v1 hierarchy, no ``useradd``) skips the test
 with the reason; under ``CI=true`` it fails, because CI is where they must run. Names are
-unique per test run (users ``ept<run><n>``, cgroups ``ep_test_<run>``), so runs sharing the
-machine do not collide, and everything made here is removed afterwards.
+unique per test process (users ``ept<run><n>``, cgroups ``ep_test_<run>``; each pytest-xdist
+worker is a process with a run tag of its own, tests/parallel_groups.py), so workers and runs
+sharing the machine do not collide, and everything made here is removed afterwards by the
+process that made it.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def _cgroup_v1_problem() -> str | None:
 
 @pytest.fixture(scope="session")
 def run_tag() -> str:
-    """A short tag unique to this test run, for naming shared machine resources."""
+    """A short tag unique to this test process (one per xdist worker), for naming shared
+    machine resources."""
     return uuid.uuid4().hex[:6]
 
 
