@@ -96,31 +96,27 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_each_test_of_the_machine_runs_in_its_group(suite: pytest.Pytester) -> None:
+def test_each_test_of_the_machine_runs_in_its_group_on_one_worker(suite: pytest.Pytester) -> None:
     """Under pytest-xdist, root tests are grouped by directory, docker tests (even through
-    another fixture) and venv tests in one group each, a chosen group stays, and a plain test
-    has none: xdist names each grouped test with its group for its scheduler."""
-    run = suite.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v")
+    another fixture) and venv tests in one group each, a chosen group stays, a plain test has
+    none (xdist names each grouped test with its group for its scheduler), and every test of a
+    group runs on the same worker of the three."""
+    run = suite.runpytest_subprocess("-n", "3", "--dist", "loadgroup", "-v")
     run.assert_outcomes(passed=12)
     groups = {}
+    workers: defaultdict[str, set[str]] = defaultdict(set)
     for line in run.stdout.lines:
-        match = re.search(r"PASSED (\S+)::(test_\w+)(?:@(\S+))?", line)
+        match = re.search(r"\[(gw\d+)\].* PASSED (\S+)::(test_\w+)(?:@(\S+))?", line)
         if match:
-            groups[(match[1], match[2])] = match[3]
+            worker, module, test, group = match.groups()
+            groups[(module, test)] = group
+            if group is not None:
+                workers[group].add(worker)
     for directory in ("first", "second"):
         module = f"{directory}/test_in_{directory}.py"
         for test, group in EXPECTED.items():
             expected = None if group is None else group.format(directory=directory)
             assert groups[(module, test)] == expected, (module, test)
-
-
-def test_a_group_runs_on_one_worker(suite: pytest.Pytester) -> None:
-    """Every test of one group runs on the same worker, with three workers to spread them."""
-    run = suite.runpytest_subprocess("-n", "3", "--dist", "loadgroup", "-v")
-    run.assert_outcomes(passed=12)
-    workers: defaultdict[str, set[str]] = defaultdict(set)
-    for worker, group in re.findall(r"\[(gw\d+)\].* PASSED \S+@(\S+)", run.stdout.str()):
-        workers[group].add(worker)
     assert set(workers) == {"system:first", "system:second", "docker", "venv", "chosen"}
     assert all(len(used) == 1 for used in workers.values()), dict(workers)
 
@@ -137,7 +133,7 @@ def test_only_the_chosen_group(request):
     assert grouped == ["test_own_group", "test_own_group"]
 """
     )
-    run = suite.runpytest_subprocess(
+    run = suite.runpytest_inprocess(
         "-p", "no:xdist", "-W", "ignore::pytest.PytestUnknownMarkWarning"
     )
     run.assert_outcomes(passed=13)
