@@ -37,6 +37,34 @@ SLOT_USER_COUNT = 4
 TRACKING_GID_LOCKS = Path(tempfile.gettempdir())
 
 
+#: The prefix of a run's own base temporary directory (in the system's temporary directory).
+BASE_TEMP_PREFIX = "epcore-tests-"
+_OWN_BASE_TEMP = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the run a base temporary directory of its own unless --basetemp names one.
+
+    pytest's default one lives in /tmp/pytest-of-<user>, which every pytest session that
+    starts on the machine makes private again (0700): the slot users of a running session's
+    jobs would lose their way to their directories under tmp_path. pytest-xdist's workers get
+    theirs inside the controller's.
+    """
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        config.option.basetemp = config.stash[_OWN_BASE_TEMP] = tempfile.mkdtemp(
+            prefix=BASE_TEMP_PREFIX
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove the run's own base temporary directory after a passing run (kept for a look
+    after a failing one)."""
+    own = session.config.stash.get(_OWN_BASE_TEMP, None)
+    if own is not None and exitstatus == 0:
+        shutil.rmtree(own, ignore_errors=True)
+
+
 def missing(reason: str) -> None:
     """Skip the calling test for ``reason``, or fail it under CI=true."""
     if os.environ.get("CI") == "true":
