@@ -35,8 +35,6 @@ V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "freezer", "pids")
 SLOT_USER_COUNT = 4
 #: Where the tracking-gid ranges' locks live: one directory for every test process on the machine.
 TRACKING_GID_LOCKS = Path(tempfile.gettempdir())
-
-
 #: The prefix of a run's own base temporary directory (in the system's temporary directory).
 BASE_TEMP_PREFIX = "epcore-tests-"
 _OWN_BASE_TEMP = pytest.StashKey[str]()
