@@ -863,19 +863,8 @@ def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
 
     # The plugin's own test suite, run as its author would: epcore's fixtures and contract
     # classes come through the pytest11 entry point, with no conftest.
-    # --basetemp: without it the child pytest makes /tmp/pytest-of-<user> private again, under
-    # the feet of the parallel workers whose slot users reach their directories through it.
     suite = _run(
-        [
-            python,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            f"--basetemp={tmp_path / 'basetemp'}",
-            sources / SAMPLE / "tests",
-        ],
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", sources / SAMPLE / "tests"],
         tmp_path,
     )
     assert suite.returncode == 0, suite.stdout + suite.stderr
