@@ -1,6 +1,6 @@
 """The personal pool's central manager: collector, negotiator and schedd beside the startd.
 
-:class:`CentralManager` is a :class:`~epcore.daemon.loop.LoopCompanion` of the startd's loop,
+:class:`CentralManager` is a :class:`~epcore.startd.loop.LoopCompanion` of the startd's loop,
 so the whole pool is one process with one loop: the startd publishes its slot ads straight
 into the collector, and the schedd drives the startd in-process. Each turn, after the
 startd's own work, it answers the requests that arrived on the pool's socket, activates
@@ -21,19 +21,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from epcore.classad import ClassAd
+from epcore.collector.collector import Collector
+from epcore.collector.collector_log import write_persistent_ads
 from epcore.config import Config
-from epcore.daemon.connection_limits import ConnectionLimits
-from epcore.daemon.persist import read_history, write_ad_lines
-from epcore.daemon.startd import Startd
 from epcore.errors import EpError
-from epcore.pool.collector import Collector
-from epcore.pool.collector_log import write_persistent_ads
+from epcore.negotiator import Accountant, negotiate
 from epcore.pool.handlers import handle_request
-from epcore.pool.jobqueue import JobStatus
-from epcore.pool.negotiator import Accountant, negotiate
-from epcore.pool.schedd import Schedd
 from epcore.pool.server import PoolServer, Requester
 from epcore.pool.setup import PoolPaths
+from epcore.runtime.connection_limits import ConnectionLimits
+from epcore.runtime.persist import read_history, write_ad_lines
+from epcore.schedd.jobqueue import JobStatus
+from epcore.schedd.schedd import Schedd
+from epcore.startd.startd import Startd
 
 #: How often absent and expired ads are looked for, in seconds.
 COLLECTOR_HOUSEKEEPING = 10.0
@@ -287,7 +287,7 @@ class CentralManager:
 
     def handle(self, requester: Requester, request: ClassAd) -> ClassAd:
         """Answer one request from the pool's socket."""
-        from epcore.daemon.control import answer
+        from epcore.runtime.control import answer
 
         try:
             return handle_request(self, requester, request)

@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from epcore.analysis.analysis import analyze_job, render_analysis
 from epcore.classad import ClassAd
 from epcore.classad.parser import MESSAGE_NESTING, check_nesting
-from epcore.daemon.control import (
+from epcore.errors import ClassAdSyntaxError, ConfigError, EpError
+from epcore.pool.requests import ADMIN_COMMANDS, COMMANDS, SUBMIT_CHUNK
+from epcore.pool.server import Requester
+from epcore.runtime.control import (
     ControlError,
     answer,
     argument,
@@ -22,14 +26,10 @@ from epcore.daemon.control import (
     optional_text,
     text_argument,
 )
-from epcore.errors import ClassAdSyntaxError, ConfigError, EpError
-from epcore.pool.analysis import analyze_job, render_analysis
-from epcore.pool.jobqueue import JobId, JobStatus
-from epcore.pool.requests import ADMIN_COMMANDS, COMMANDS, SUBMIT_CHUNK
-from epcore.pool.schedd_jobs import job_id_of
-from epcore.pool.server import Requester
-from epcore.pool.submit import SubmittedCluster
-from epcore.pool.submit_requirements import check_submit_requirements, submit_requirements
+from epcore.schedd.jobqueue import JobId, JobStatus
+from epcore.schedd.schedd_jobs import job_id_of
+from epcore.schedd.submit_requirements import check_submit_requirements, submit_requirements
+from epcore.submit import SubmittedCluster
 
 if TYPE_CHECKING:
     from epcore.pool.central import CentralManager

@@ -13,17 +13,17 @@ import logging
 import time
 from pathlib import Path
 
-from epcore.daemon.loop import StartdLoop
-from epcore.daemon.main import build_startd, daemon_logger
-from epcore.daemon.persist import make_private, read_ad_lines
+from epcore.collector.collector import Collector, CollectorSink
+from epcore.collector.collector_log import read_persistent_ads
+from epcore.negotiator import Accountant
 from epcore.plugins import Plugins
 from epcore.pool.central import CentralManager
-from epcore.pool.collector import Collector, CollectorSink
-from epcore.pool.collector_log import read_persistent_ads
-from epcore.pool.jobqueue import JobQueue
-from epcore.pool.negotiator import Accountant
-from epcore.pool.schedd import Schedd
 from epcore.pool.setup import PoolPaths
+from epcore.runtime.persist import make_private, read_ad_lines
+from epcore.schedd.jobqueue import JobQueue
+from epcore.schedd.schedd import Schedd
+from epcore.startd.loop import StartdLoop
+from epcore.startd.main import build_startd, daemon_logger
 from epcore.types import MachineHost
 
 

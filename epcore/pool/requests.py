@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from epcore.classad import ClassAd
-from epcore.daemon.control import ControlClient
+from epcore.runtime.control import ControlClient
 
 COMMANDS = (
     "NewCluster",

@@ -3,8 +3,8 @@
 Each connection's user comes from SO_PEERCRED when it is accepted, so a request cannot
 claim to come from someone else. Requests and answers are one ClassAd per line
 (:mod:`epcore.starter.protocol`); the socket is served by the startd's loop (the central
-manager is its :class:`~epcore.daemon.loop.LoopCompanion`) within the POOL_* limits of
-:class:`~epcore.daemon.connections.ConnectionLimits`, so that no user can take the loop from
+manager is its :class:`~epcore.startd.loop.LoopCompanion`) within the POOL_* limits of
+:class:`~epcore.runtime.connections.ConnectionLimits`, so that no user can take the loop from
 the others.
 """
 
@@ -22,9 +22,9 @@ from collections.abc import Callable, Collection
 import attrs
 
 from epcore.classad import ClassAd
-from epcore.daemon.connection_limits import ConnectionLimits
-from epcore.daemon.connections import RequestServer
-from epcore.daemon.control import listen
+from epcore.runtime.connection_limits import ConnectionLimits
+from epcore.runtime.connections import RequestServer
+from epcore.runtime.control import listen
 
 
 @attrs.frozen
@@ -57,7 +57,7 @@ Handler = Callable[[Requester, ClassAd], ClassAd]
 
 class PoolServer:
     """Listens on ``path`` (mode 0666), and answers each request with ``handler``, within
-    ``limits`` (:class:`~epcore.daemon.connections.RequestServer`: one user's connections
+    ``limits`` (:class:`~epcore.runtime.connections.RequestServer`: one user's connections
     and requests cannot take the pool from the others)."""
 
     def __init__(

@@ -29,9 +29,9 @@ from system_fixtures import SlotUser
 # site-packages (under /root on this machine) are out of its reach.
 from epcore.classad import ClassAd
 from epcore.cli.main import ep
-from epcore.daemon.control import ControlError
 from epcore.pool.personal import personal_config_text
 from epcore.pool.requests import PoolClient
+from epcore.runtime.control import ControlError
 
 TEST_CONFIG = """\
 NUM_CPUS = {cpus}

@@ -17,7 +17,7 @@ from pool_harness import PoolProcess, submit_as, user_home
 from system_fixtures import SlotUser
 
 from epcore.classad import parse_ad
-from epcore.starter import protocol
+from epcore.runtime import framing
 
 pytestmark = pytest.mark.system
 
@@ -224,7 +224,7 @@ def _raw(pool: PoolProcess, line: bytes, uid: int, gid: int) -> object:
                 sock.settimeout(20)
                 sock.connect(pool.socket)
                 sock.sendall(line)
-                os.write(write, protocol.read_line(sock))
+                os.write(write, framing.read_line(sock))
         finally:
             os._exit(0)
     os.close(write)

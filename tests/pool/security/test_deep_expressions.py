@@ -20,7 +20,7 @@ from security_support import assert_pool_serves
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.classad.parser import MESSAGE_NESTING
-from epcore.starter import protocol
+from epcore.runtime import framing
 
 pytestmark = pytest.mark.system
 
@@ -45,7 +45,7 @@ def _raw(pool: PoolProcess, line: bytes, uid: int, gid: int) -> ClassAd:
                 sock.settimeout(20)
                 sock.connect(pool.socket)
                 sock.sendall(line)
-                os.write(write, protocol.read_line(sock))
+                os.write(write, framing.read_line(sock))
         finally:
             os._exit(0)
     os.close(write)

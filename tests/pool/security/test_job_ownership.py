@@ -17,9 +17,9 @@ from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.daemon.control import ControlError
 from epcore.pool.requests import PoolClient, proc_differences
-from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.runtime.control import ControlError
+from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 
 pytestmark = pytest.mark.system
 

@@ -21,8 +21,8 @@ from security_support import assert_pool_serves, submitted_cluster
 from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd
-from epcore.daemon.control import ControlError
 from epcore.pool.requests import PoolClient
+from epcore.runtime.control import ControlError
 
 pytestmark = pytest.mark.system
 
