@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from epcore.classad import ClassAd
-from epcore.negotiator.references import ReferenceIndex, References
+from epcore.classad.references import ReferenceIndex, References
 from epcore.negotiator.settings import NegotiatorSettings
 
 

@@ -21,6 +21,11 @@ from typing import Literal
 import attrs
 
 from epcore.classad import ClassAd
+from epcore.classad.references import (
+    SLOT_STATE_ATTRIBUTES,
+    ReferenceIndex,
+    consumption_names,
+)
 from epcore.config import Config
 from epcore.negotiator.accountant import Accountant, usage_principal
 from epcore.negotiator.autoclusters import autocluster_ids
@@ -34,11 +39,6 @@ from epcore.negotiator.candidates import (
 from epcore.negotiator.choosers import EPSILON, Chooser, PlainChooser
 from epcore.negotiator.indexed import IndexedChooser
 from epcore.negotiator.records import Cycle, CycleStats, Match, SubmitterJobs
-from epcore.negotiator.references import (
-    SLOT_STATE_ATTRIBUTES,
-    ReferenceIndex,
-    consumption_names,
-)
 from epcore.negotiator.settings import NegotiatorSettings
 
 _NO_MATCH = "no match found"

@@ -2,7 +2,7 @@
 
 It gives the same answers as :class:`epcore.negotiator.choosers.PlainChooser`, faster.
 An answer depends only on the attributes the expressions read
-(:mod:`epcore.negotiator.references`), so each role (the Requirements of both ads, the
+(:mod:`epcore.classad.references`), so each role (the Requirements of both ads, the
 Ranks, NEGOTIATOR_PRE/POST_JOB_RANK, PREEMPTION_REQUIREMENTS and PREEMPTION_RANK, a
 consumption policy) is evaluated once per class of equal ads, and:
 
@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from epcore.classad import ClassAd, rank, symmetric_match
+from epcore.classad.references import ReferenceIndex, References
 from epcore.negotiator.candidates import (
     Bidder,
     Candidate,
@@ -34,7 +35,6 @@ from epcore.negotiator.candidates import (
 )
 from epcore.negotiator.choosers import EPSILON, Choice, pick
 from epcore.negotiator.records import REASON_ORDER, Reason
-from epcore.negotiator.references import ReferenceIndex, References
 
 _WORST = float("-inf")
 

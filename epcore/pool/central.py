@@ -27,10 +27,10 @@ from epcore.config import Config
 from epcore.errors import EpError
 from epcore.negotiator import Accountant, negotiate
 from epcore.pool.handlers import handle_request
-from epcore.pool.server import PoolServer, Requester
 from epcore.pool.setup import PoolPaths
 from epcore.runtime.connection_limits import ConnectionLimits
 from epcore.runtime.persist import read_history, write_ad_lines
+from epcore.runtime.pool_server import PoolServer, Requester
 from epcore.schedd.jobqueue import JobStatus
 from epcore.schedd.schedd import Schedd
 from epcore.startd.startd import Startd

@@ -16,7 +16,6 @@ from epcore.classad import ClassAd
 from epcore.classad.parser import MESSAGE_NESTING, check_nesting
 from epcore.errors import ClassAdSyntaxError, ConfigError, EpError
 from epcore.pool.requests import ADMIN_COMMANDS, COMMANDS, SUBMIT_CHUNK
-from epcore.pool.server import Requester
 from epcore.runtime.control import (
     ControlError,
     answer,
@@ -26,6 +25,7 @@ from epcore.runtime.control import (
     optional_text,
     text_argument,
 )
+from epcore.runtime.pool_server import Requester
 from epcore.schedd.jobqueue import JobId, JobStatus
 from epcore.schedd.schedd_jobs import job_id_of
 from epcore.schedd.submit_requirements import check_submit_requirements, submit_requirements

@@ -9,14 +9,14 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from epcore.classad import ClassAd, Expr
-from epcore.config import Config
-from epcore.errors import PoolError
-from epcore.negotiator import SubmitterJobs
-from epcore.negotiator.references import (
+from epcore.classad.references import (
     SLOT_STATE_ATTRIBUTES,
     ReferenceIndex,
     consumption_names,
 )
+from epcore.config import Config
+from epcore.errors import PoolError
+from epcore.negotiator import SubmitterJobs
 from epcore.negotiator.settings import NegotiatorSettings
 from epcore.schedd.jobqueue import JobId
 

@@ -37,7 +37,7 @@ from epcore.classad.parser import (
     MESSAGE_NESTING,
     check_nesting,
 )
-from epcore.negotiator.references import analyse, fingerprint
+from epcore.classad.references import analyse, fingerprint
 from epcore.schedd.jobqueue_codec import AdText, parse_stored_ad
 from epcore.state.explain import explain_expression
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from epcore.classad import parse_ad, parse_expr
-from epcore.negotiator.references import ReferenceIndex, References, fingerprint
+from epcore.classad.references import ReferenceIndex, References, fingerprint
 
 _atoms = st.sampled_from(
     ["1", "1.0", "-0.0", "0.0", "true", "1", '"a"', '"A"', "x", "X", "MY.x", "TARGET.y",
