@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import attrs
 
 from epcore.classad import ClassAd, EvalContext
-from epcore.collector.collector_policy import (
-    MACHINE_TYPE,
-    CollectorSettings,
-    ad_key,
+from epcore.collector.collector_policy import MACHINE_TYPE, CollectorSettings, ad_key
+from epcore.config import Config
+from epcore.errors import PoolError
+from epcore.interfaces.queries import (
     attribute_is_true,
     is_true,
     matches,
@@ -33,11 +33,9 @@ from epcore.collector.collector_policy import (
     parse_constraint,
     project,
 )
-from epcore.config import Config
-from epcore.errors import PoolError
 
 if TYPE_CHECKING:
-    from epcore.startd.publish import AdSink
+    from epcore.interfaces import AdSink
 
 __all__ = [
     "AdState",

@@ -1,21 +1,16 @@
-"""The collector's knobs read once into a value, and the small ad tests its policy needs."""
+"""The collector's knobs read once into a value, and the key of an ad in its store (the
+small ad tests it shares with the schedd's queries are in :mod:`epcore.interfaces.queries`)."""
 
 from __future__ import annotations
 
-import logging
-import math
 from typing import Final
 
 import attrs
 
-from epcore.classad import ClassAd, EvalContext, Expr, parse_expr
-from epcore.classad.ast import AttrRef, Node
-from epcore.classad.functions._support import children
+from epcore.classad import ClassAd, Expr, parse_expr
 from epcore.config import Config
 from epcore.errors import ClassAdSyntaxError, ConfigError, PoolError
-
-# The pool answers queries in the schedd's process; its log is the SchedLog.
-_log = logging.getLogger("epcore.schedd")
+from epcore.interfaces.queries import string_attribute
 
 #: HTCondor's built-in values (the knobs have no entry in the parameter table).
 DEFAULT_CLASSAD_LIFETIME: Final = 900
@@ -64,38 +59,6 @@ class CollectorSettings:
         )
 
 
-def is_true(value: object) -> bool:
-    """A ClassAd result read as a condition: true, or a non-zero number (UNDEFINED is false)."""
-    if type(value) is bool:
-        return value
-    if type(value) is int or type(value) is float:
-        return value != 0
-    return False
-
-
-def attribute_is_true(ad: ClassAd, name: str) -> bool:
-    """Whether the ad's own ``name`` evaluates to a true condition."""
-    return name in ad and is_true(ad.evaluate(name))
-
-
-def string_attribute(ad: ClassAd, name: str) -> str | None:
-    """The ad's ``name`` when it evaluates to a string, else None."""
-    if name not in ad:
-        return None
-    value = ad.evaluate(name)
-    return value if isinstance(value, str) else None
-
-
-def number_attribute(ad: ClassAd, name: str) -> float | None:
-    """The ad's ``name`` when it evaluates to a finite number (not a boolean), else None."""
-    if name not in ad:
-        return None
-    value = ad.evaluate(name)
-    if (type(value) is int or type(value) is float) and math.isfinite(value):
-        return float(value)
-    return None
-
-
 def ad_key(ad: ClassAd, what: str) -> tuple[str, str]:
     """(lower-cased MyType, Name) of an ad; PoolError when either is missing or not a string."""
     my_type = string_attribute(ad, "MyType")
@@ -105,51 +68,3 @@ def ad_key(ad: ClassAd, what: str) -> tuple[str, str]:
         shown = name if name is not None else str(ad)[:120]
         raise PoolError(f"{what}: ad {shown!r} has no string {missing} attribute")
     return my_type.lower(), name
-
-
-def parse_constraint(text: str) -> Expr:
-    """A query constraint; PoolError saying that it does not parse."""
-    try:
-        return parse_expr(text, source="constraint")
-    except ClassAdSyntaxError as error:
-        raise PoolError(f"query constraint {text!r} does not parse: {error}") from error
-
-
-def names_attribute(node: Node, name: str) -> bool:
-    """Whether the expression refers to attribute ``name`` anywhere (any scope)."""
-    wanted = name.lower()
-    pending = [node]
-    while pending:
-        current = pending.pop()
-        if type(current) is AttrRef and current.name.lower() == wanted:
-            return True
-        pending.extend(children(current))
-    return False
-
-
-def matches(constraint: Expr | None, ad: ClassAd, now: float | None) -> bool:
-    """Whether the ad passes the constraint (no constraint passes everything); ``now`` None
-    lets ``time()`` read the system clock."""
-    if constraint is None:
-        return True
-    try:
-        return is_true(constraint.evaluate(ad, context=EvalContext(now=now)))
-    except Exception:
-        # One ad that trips a fault must not fail the query (or the loop) for every ad.
-        name = ad.evaluate("Name") if "Name" in ad else None
-        if name is None and "ClusterId" in ad:
-            name = f"job {ad.evaluate('ClusterId')}.{ad.evaluate('ProcId')}"
-        _log.exception("constraint %s failed on the ad of %s; left out", constraint, name)
-        return False
-
-
-def project(ad: ClassAd, projection: tuple[str, ...] | None) -> ClassAd:
-    """A copy of the ad holding only the projected attributes it has (all without one)."""
-    if projection is None:
-        return ad.copy()
-    kept = ClassAd()
-    for name in projection:
-        expr = ad.lookup(name)
-        if expr is not None:
-            kept[ad.name_of(name) or name] = expr
-    return kept

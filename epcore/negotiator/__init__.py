@@ -6,9 +6,10 @@ idle jobs and ``now`` go in; a :class:`Cycle` comes out.
 
 from __future__ import annotations
 
+from epcore.interfaces import Match, SubmitterJobs
 from epcore.negotiator.accountant import Accountant, SubmitterRecord
 from epcore.negotiator.cycle import negotiate
-from epcore.negotiator.records import Cycle, CycleStats, Match, SubmitterJobs
+from epcore.negotiator.records import Cycle, CycleStats
 
 __all__ = [
     "Accountant",

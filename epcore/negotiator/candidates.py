@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import attrs
 
 from epcore.classad import UNDEFINED, ClassAd, Expr, ast, rank, symmetric_match
+from epcore.interfaces.records import REASON_ORDER, Reason
 from epcore.negotiator.accountant import Accountant, slot_weight_of, usage_principal
-from epcore.negotiator.records import REASON_ORDER, Reason
 from epcore.negotiator.settings import NegotiatorSettings
 
 SortKey = tuple[float, float, float, int, float, int]

@@ -27,6 +27,7 @@ from epcore.classad.references import (
     consumption_names,
 )
 from epcore.config import Config
+from epcore.interfaces import Match, SubmitterJobs
 from epcore.negotiator.accountant import Accountant, usage_principal
 from epcore.negotiator.autoclusters import autocluster_ids
 from epcore.negotiator.candidates import (
@@ -38,7 +39,7 @@ from epcore.negotiator.candidates import (
 )
 from epcore.negotiator.choosers import EPSILON, Chooser, PlainChooser
 from epcore.negotiator.indexed import IndexedChooser
-from epcore.negotiator.records import Cycle, CycleStats, Match, SubmitterJobs
+from epcore.negotiator.records import Cycle, CycleStats
 from epcore.negotiator.settings import NegotiatorSettings
 
 _NO_MATCH = "no match found"

@@ -25,6 +25,7 @@ import attrs
 
 from epcore.classad import ClassAd, rank, symmetric_match
 from epcore.classad.references import ReferenceIndex, References
+from epcore.interfaces.records import REASON_ORDER, Reason
 from epcore.negotiator.candidates import (
     Bidder,
     Candidate,
@@ -34,7 +35,6 @@ from epcore.negotiator.candidates import (
     number_or,
 )
 from epcore.negotiator.choosers import EPSILON, Choice, pick
-from epcore.negotiator.records import REASON_ORDER, Reason
 
 _WORST = float("-inf")
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from epcore.classad import ClassAd, EvalContext, Expr, parse_expr
+from epcore.classad.references import SLOT_STATE_ATTRIBUTES, consumption_names
 from epcore.config import Config
 from epcore.errors import ClassAdSyntaxError, PoolError
+from epcore.interfaces import Significance
 
 
 def _expression(config: Config, knob: str) -> Expr | None:
@@ -78,3 +82,12 @@ class NegotiatorSettings:
             self.preemption_rank,
         )
         return tuple(expr for expr in found if expr is not None)
+
+
+def significance(config: Config, slots: Sequence[ClassAd], now: float) -> Significance:
+    """What a cycle on ``slots`` reads besides the ads' expressions, for the schedd to tell
+    its jobs apart by (HTCondor's significant attributes)."""
+    settings = NegotiatorSettings.from_config(config, now)
+    return Significance(
+        tuple(settings.expressions()), (*SLOT_STATE_ATTRIBUTES, *consumption_names(slots))
+    )

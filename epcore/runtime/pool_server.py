@@ -2,8 +2,8 @@
 
 Each connection's user comes from SO_PEERCRED when it is accepted, so a request cannot
 claim to come from someone else. Requests and answers are one ClassAd per line
-(:mod:`epcore.starter.protocol`); the socket is served by the startd's loop (the central
-manager is its :class:`~epcore.startd.loop.LoopCompanion`) within the POOL_* limits of
+(:mod:`epcore.runtime.framing`); the socket is served by the process's loop (the pool's
+router service, :mod:`epcore.pool.router`) within the POOL_* limits of
 :class:`~epcore.runtime.connections.ConnectionLimits`, so that no user can take the loop from
 the others.
 """

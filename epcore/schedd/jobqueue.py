@@ -21,8 +21,8 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from epcore.classad import ClassAd, Expr
-from epcore.collector.collector_policy import matches, parse_constraint, project, string_attribute
 from epcore.errors import QueueError
+from epcore.interfaces.queries import matches, parse_constraint, project, string_attribute
 from epcore.schedd.jobqueue_codec import (
     READ_ONLY_ATTRIBUTES,
     AdText,

@@ -12,8 +12,9 @@ the pool's SYSTEM_PERIODIC_* expressions (:mod:`epcore.schedd.schedd_policy`). I
 MAX_JOBS_* limits (:mod:`epcore.schedd.limits`, which also says how one owner's reused claims
 give way to other submitters).
 
-The startd is reached through :class:`ScheddStartd`, which :class:`~epcore.startd.startd.
-Startd` implements, so the schedd runs in the same process as the startd (``ep run``).
+Startds are reached through links (:class:`~epcore.interfaces.StartdLink`) that a locator
+finds by the startd's address (its slot ads' MyAddress): every claim is kept with the address
+of its startd and the full name of its slot (``slot1@host``).
 """
 
 from __future__ import annotations
@@ -21,15 +22,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
 
 import attrs
 
 from epcore.classad import ClassAd, EvalContext
 from epcore.config import Config
 from epcore.errors import EpError, PoolError, QueueError
-from epcore.negotiator import Match, SubmitterJobs
-from epcore.runtime.control import StartdControl
+from epcore.interfaces import Locator, Match, Significance, StartdLink, SubmitterJobs
 from epcore.schedd.jobqueue import JobId, JobQueue, JobStatus
 from epcore.schedd.limits import QueueLimits, check_submission
 from epcore.schedd.schedd_jobs import (
@@ -41,7 +40,6 @@ from epcore.schedd.schedd_jobs import (
     matching_names,
     result_values,
     reuse_key,
-    short_name,
     submitter_of,
 )
 from epcore.schedd.schedd_policy import PeriodicPolicy
@@ -55,23 +53,14 @@ HOLD_BY_POLICY = 3
 PENDING_CLAIM_PATIENCE = 600.0
 
 
-class ScheddStartd(StartdControl, Protocol):
-    """What the schedd asks of the startd it drives: the control requests, and (in the same
-    process) where a claim is and whether it is ready for a job."""
-
-    host_name: str
-
-    def slot_of(self, claim_id: str) -> str | None: ...
-
-    def claim_ready(self, claim_id: str) -> bool: ...
-
-
 @attrs.frozen
 class RunningJob:
-    """A job the schedd has started: its claim and the slot running it."""
+    """A job the schedd has started: its claim, the address of the claim's startd and the
+    full name of the slot running it."""
 
     job_id: JobId
     claim_id: str
+    startd: str
     slot: str
     submitter: str
     key: ReuseKey
@@ -85,10 +74,11 @@ class RunningJob:
 class PendingClaim:
     """A match waiting for its slot: a preempting claim (``claim_id`` set) until the slot is
     Claimed/Idle for it, or a partitionable slot (``claim_id`` None) until enough of it is
-    free after the preemption of ``preempts``."""
+    free after the preemption of ``preempts``. ``startd`` is the slot's startd's address."""
 
     job_id: JobId
     submitter: str
+    startd: str
     slot: str
     claim_id: str | None
     by_priority: bool
@@ -120,17 +110,19 @@ class Schedd:
         self,
         config: Config,
         queue: JobQueue,
-        startd: ScheddStartd,
+        startds: Locator[StartdLink],
         *,
+        host_name: str,
         log: logging.Logger,
         clock: Callable[[], float],
     ) -> None:
         self.config = config
         self.queue = queue
-        self.startd = startd
+        self.startds = startds
+        self.host_name = host_name
         self.log = log
         self.clock = clock
-        self.uid_domain = config.get("UID_DOMAIN") or startd.host_name
+        self.uid_domain = config.get("UID_DOMAIN") or host_name
         self.running: dict[str, RunningJob] = {}
         self.pending: dict[JobId, PendingClaim] = {}
         #: Set when claims were given back while idle jobs wait: a negotiation is wanted.
@@ -183,7 +175,9 @@ class Schedd:
         groups = self.kinds.by_submitter(self.idle_ids(), self.queue.get)
         return {name: len(group) for name, group in groups.items()}
 
-    def negotiable_jobs(self, slots: Sequence[ClassAd], now: float) -> list[SubmitterJobs]:
+    def negotiable_jobs(
+        self, slots: Sequence[ClassAd], significance: Significance, now: float
+    ) -> list[SubmitterJobs]:
         """The idle jobs to offer the negotiator for ``slots``: none while MAX_JOBS_RUNNING
         jobs run, as HTCondor's schedd asks for no more slots then, and of each submitter's
         jobs that the slots cannot tell apart only as many as they could take
@@ -193,13 +187,13 @@ class Schedd:
             return []
         kinds = self.kinds
         known = [i for i in kinds.representatives() if i in self.queue]
-        names = matching_names(self.config, slots, [self.queue.get(i) for i in known], now)
+        names = matching_names(significance, slots, [self.queue.get(i) for i in known])
         kinds.distinguish(names)
         return kinds.offered(self.idle_ids(), match_capacity(slots), self.queue.get)
 
     def reserved_slots(self) -> set[str]:
-        """Partitionable slots held back for a pending claim: the resources their preempted
-        dynamic slots free are for that claim, not for the next cycle's matches."""
+        """Partitionable slots (full names) held back for a pending claim: the resources their
+        preempted dynamic slots free are for that claim, not for the next cycle's matches."""
         return {p.slot for p in self.pending.values() if p.claim_id is None}
 
     # -- matches --------------------------------------------------------------------------
@@ -225,6 +219,15 @@ class Schedd:
                 self._take_match(match, job_id, job, now)
 
     def _take_match(self, match: Match, job_id: JobId, job: ClassAd, now: float) -> None:
+        address = match.slot.evaluate("MyAddress")
+        if not isinstance(address, str):
+            self.log.info("job %s: %s has no MyAddress to claim it at", job_id, match.slot_name)
+            return
+        try:
+            startd = self.startds.link(address)
+        except EpError as error:
+            self.log.info("job %s: cannot claim %s: %s", job_id, match.slot_name, error)
+            return
         try:
             job = expand_match_references(job, match.slot)
         except PoolError as error:
@@ -233,39 +236,40 @@ class Schedd:
         job["LastMatchTime"] = int(now)
         preempts = tuple(name for name in match.preempts if name != match.slot_name)
         for slot in preempts:
-            self._preempt(slot)
+            self._preempt(startd, slot)
         try:
-            claim_id = self.startd.claim(
-                short_name(match.slot_name),
+            claim_id = startd.claim(
+                match.slot_name,
                 job,
-                self.startd.host_name,
+                self.host_name,
                 by_priority=match.reason == "priority",
             )
         except EpError as error:
             if preempts:
                 # The partitionable slot frees up as the preempted jobs go: claim it then.
                 self.pending[job_id] = PendingClaim(
-                    job_id, match.submitter, short_name(match.slot_name), None, False, now, preempts
+                    job_id, match.submitter, address, match.slot_name, None, False, now, preempts
                 )
                 return
             self.log.info("job %s: the claim of %s was refused: %s", job_id, match.slot_name, error)
             return
         if match.reason == "no_preemption":
-            self._activate(job_id, job, claim_id, match.submitter, now, slot_ad=match.slot)
+            self._activate(job_id, job, address, claim_id, match.submitter, now, slot_ad=match.slot)
         else:
             self.log.info("job %s: preempting %s (by %s)", job_id, match.slot_name, match.reason)
             self.pending[job_id] = PendingClaim(
                 job_id,
                 match.submitter,
-                short_name(match.slot_name),
+                address,
+                match.slot_name,
                 claim_id,
                 match.reason == "priority",
                 now,
             )
 
-    def _preempt(self, slot: str) -> None:
+    def _preempt(self, startd: StartdLink, slot: str) -> None:
         try:
-            self.startd.vacate(short_name(slot))
+            startd.vacate(slot)
         except EpError as error:
             self.log.warning("cannot preempt %s: %s", slot, error)
 
@@ -273,6 +277,7 @@ class Schedd:
         self,
         job_id: JobId,
         job: ClassAd,
+        address: str,
         claim_id: str,
         submitter: str,
         now: float,
@@ -280,25 +285,26 @@ class Schedd:
         reused: bool = False,
         slot_ad: ClassAd | None = None,
     ) -> bool:
-        """Start ``job`` on ``claim_id``; False (and the claim given back) when refused."""
+        """Start ``job`` on ``claim_id`` of the startd at ``address``; False (and the claim
+        given back) when refused."""
         try:
-            self.startd.activate(claim_id, job if reused else None)
+            self.startds.link(address).activate(claim_id, job if reused else None)
         except EpError as error:
             self.log.info("job %s: activation refused: %s", job_id, error)
-            self._give_back(claim_id)
+            self._give_back(address, claim_id)
             return False
-        slot = self._record_start(job_id, job, claim_id, now, reused=reused)
+        slot = self._record_start(job_id, job, address, claim_id, now, reused=reused)
         self.running[claim_id] = RunningJob(
-            job_id, claim_id, slot, submitter, reuse_key(job), now, slot_ad
+            job_id, claim_id, address, slot, submitter, reuse_key(job), now, slot_ad
         )
         return True
 
     def _record_start(
-        self, job_id: JobId, job: ClassAd, claim_id: str, now: float, *, reused: bool
+        self, job_id: JobId, job: ClassAd, address: str, claim_id: str, now: float, *, reused: bool
     ) -> str:
-        """Write in the queue that ``job`` runs on ``claim_id``; the slot's short name."""
-        slot = self.startd.slot_of(claim_id) or "?"
-        remote = f"{slot}@{self.startd.host_name}"
+        """Write in the queue that ``job`` runs on ``claim_id``; the slot's full name."""
+        slot = self._slot_of(address, claim_id) or "?"
+        remote = slot
         starts = job.evaluate("NumJobStarts")
         matches = job.evaluate("NumJobMatches")
         values: dict[str, object] = {
@@ -318,9 +324,17 @@ class Schedd:
         self.queue.change_status(job_id, JobStatus.RUNNING, now)
         return slot
 
-    def _give_back(self, claim_id: str) -> None:
+    def _slot_of(self, address: str, claim_id: str) -> str | None:
+        """The full name of the slot ``claim_id`` holds at ``address`` (None: no slot has it,
+        or that startd cannot be reached)."""
         try:
-            self.startd.release(claim_id)
+            return self.startds.link(address).slot_of(claim_id)
+        except EpError:
+            return None
+
+    def _give_back(self, address: str, claim_id: str) -> None:
+        try:
+            self.startds.link(address).release(claim_id)
         except EpError as error:
             self.log.info("release of a claim failed: %s", error)
         self.wants_negotiation = True
@@ -405,10 +419,11 @@ class Schedd:
 
     def _next_on_claim(self, ended: RunningJob, now: float) -> None:
         """Run the next idle job of the same submitter and autocluster on the claim."""
-        if not self.startd.claim_ready(ended.claim_id):
+        startd = self.startds.link(ended.startd)
+        if not startd.claim_ready(ended.claim_id):
             # Vacated or preempted: the claim ended with its job, or is on its way out.
-            if self.startd.slot_of(ended.claim_id) is not None:
-                self._give_back(ended.claim_id)
+            if startd.slot_of(ended.claim_id) is not None:
+                self._give_back(ended.startd, ended.claim_id)
             self.wants_negotiation = True
             return
         busy = self.busy_jobs()
@@ -432,6 +447,7 @@ class Schedd:
             if not self._activate(
                 job_id,
                 job,
+                ended.startd,
                 ended.claim_id,
                 ended.submitter,
                 now,
@@ -440,7 +456,7 @@ class Schedd:
             ):
                 self.now_idle(job_id)  # refused: it stays idle (and the claim went back)
             return
-        self._give_back(ended.claim_id)
+        self._give_back(ended.startd, ended.claim_id)
 
     # -- users' actions -------------------------------------------------------------------
 
@@ -527,19 +543,21 @@ class Schedd:
 
     def vacate_slot(self, slot: str) -> None:
         """Evict the job on ``slot`` (periodic_vacate): it comes back as idle."""
-        self.startd.vacate(slot)
+        running = next((r for r in self.running.values() if r.slot == slot), None)
+        if running is not None:
+            self.startds.link(running.startd).vacate(slot)
 
     def stop_running(self, job_id: JobId) -> None:
         """Have the startd stop ``job_id`` (rm or hold of a running job): its claim goes back."""
         for claim_id, running in list(self.running.items()):
             if running.job_id == job_id:
                 try:
-                    self.startd.release(claim_id)
+                    self.startds.link(running.startd).release(claim_id)
                 except EpError as error:
                     self.log.warning("job %s: cannot release its claim: %s", job_id, error)
         pending = self.pending.pop(job_id, None)
         if pending is not None and pending.claim_id is not None:
-            self._give_back(pending.claim_id)
+            self._give_back(pending.startd, pending.claim_id)
 
     # -- timers ---------------------------------------------------------------------------
 
@@ -552,10 +570,10 @@ class Schedd:
         if now >= self.next_alive:
             interval = max(self.config.get_float("ALIVE_INTERVAL", 300.0) / 3, 1.0)
             self.next_alive = now + interval
-            for claim_id in list(self.running):
+            for claim_id, running in list(self.running.items()):
                 # A claim that ended between two turns: its result comes separately.
                 with contextlib.suppress(EpError):
-                    self.startd.alive(claim_id)
+                    self.startds.link(running.startd).alive(claim_id)
 
     def _try_pending(self, job_id: JobId, pending: PendingClaim, now: float) -> None:
         try:
@@ -565,43 +583,51 @@ class Schedd:
         if job is None or job.evaluate("JobStatus") != int(JobStatus.IDLE):
             del self.pending[job_id]
             if pending.claim_id is not None:
-                self._give_back(pending.claim_id)
+                self._give_back(pending.startd, pending.claim_id)
             return
         if now - pending.since > PENDING_CLAIM_PATIENCE:
             self.log.info("job %s: gave up waiting for %s", job_id, pending.slot)
             del self.pending[job_id]
             if pending.claim_id is not None:
-                self._give_back(pending.claim_id)
+                self._give_back(pending.startd, pending.claim_id)
+            return
+        try:
+            startd = self.startds.link(pending.startd)
+        except EpError:
+            del self.pending[job_id]  # its startd is gone
             return
         if pending.claim_id is None:
             try:
-                claim_id = self.startd.claim(pending.slot, job, self.startd.host_name)
+                claim_id = startd.claim(pending.slot, job, self.host_name)
             except EpError:
                 return  # not free yet
             del self.pending[job_id]
             with self.queue.batch():
-                self._activate(job_id, job, claim_id, pending.submitter, now)
+                self._activate(job_id, job, pending.startd, claim_id, pending.submitter, now)
             return
-        if self.startd.slot_of(pending.claim_id) is None:
+        if startd.slot_of(pending.claim_id) is None:
             del self.pending[job_id]  # the startd dropped the claim (the slot went away)
             return
-        if self.startd.claim_ready(pending.claim_id):
+        if startd.claim_ready(pending.claim_id):
             del self.pending[job_id]
             with self.queue.batch():
-                self._activate(job_id, job, pending.claim_id, pending.submitter, now)
+                self._activate(
+                    job_id, job, pending.startd, pending.claim_id, pending.submitter, now
+                )
 
     # -- restart --------------------------------------------------------------------------
 
     def recover(
         self,
-        claims: Iterable[tuple[str, ClassAd]],
+        claims: Iterable[tuple[str, str, ClassAd]],
         now: float,
         history: Callable[[set[str]], Iterable[ClassAd]] = lambda claims: (),
     ) -> None:
-        """After a restart: adopt the running jobs whose claims the startd took back
-        (``claims``: claim id and job ad), and put every other job marked running back to
-        idle (its claim is gone with the previous process), unless the startd's history
-        (``history``: the recent results of the claims with these public ids) has its end:
+        """After a restart: adopt the running jobs whose claims the startds took back
+        (``claims``: the startd's address, the claim id and the job ad), and put every other
+        job marked running back to idle (its claim is gone with the previous process), unless
+        the startds' history (``history``: the recent results of the claims with these public
+        ids) has its end:
         the previous process was killed between that record and the queue's, and the job
         must not run again.
 
@@ -610,13 +636,13 @@ class Schedd:
         running, never offered again. A claim whose job is no longer wanted (removed, held,
         gone from the queue) is given back, which stops the job.
         """
-        adopted: dict[JobId, str] = {}
-        for claim_id, job in claims:
+        adopted: dict[JobId, tuple[str, str]] = {}
+        for address, claim_id, job in claims:
             try:
-                adopted[job_id_of(job)] = claim_id
+                adopted[job_id_of(job)] = (address, claim_id)
             except PoolError:
                 self.log.warning("a restored claim has a job without ClusterId/ProcId")
-                self._give_back(claim_id)
+                self._give_back(address, claim_id)
         with self.queue.batch():
             orphans = {
                 job_id: job
@@ -635,10 +661,10 @@ class Schedd:
                 self.log.info("job %s: its claim did not survive the restart", job_id)
                 self.queue.change_status(job_id, JobStatus.IDLE, now)
                 self.now_idle(job_id)
-            for job_id, claim_id in adopted.items():
-                self._adopt(job_id, claim_id, now)
+            for job_id, (address, claim_id) in adopted.items():
+                self._adopt(job_id, address, claim_id, now)
 
-    def _adopt(self, job_id: JobId, claim_id: str, now: float) -> None:
+    def _adopt(self, job_id: JobId, address: str, claim_id: str, now: float) -> None:
         """Take ``claim_id``, running ``job_id``, back after a restart (or give it back)."""
         try:
             job = self.queue.get(job_id)
@@ -647,17 +673,18 @@ class Schedd:
         status = job.evaluate("JobStatus") if job is not None else None
         if job is None or status not in (int(JobStatus.RUNNING), int(JobStatus.IDLE)):
             self.log.info("job %s: its restored claim is given back (job not wanted)", job_id)
-            self._give_back(claim_id)
+            self._give_back(address, claim_id)
             return
         started = job.evaluate("JobCurrentStartDate")
         if status == int(JobStatus.IDLE):
             self.log.info("job %s: runs on a restored claim; marked running", job_id)
-            self._record_start(job_id, job, claim_id, now, reused=False)
+            self._record_start(job_id, job, address, claim_id, now, reused=False)
             started = int(now)
         self.running[claim_id] = RunningJob(
             job_id,
             claim_id,
-            self.startd.slot_of(claim_id) or "?",
+            address,
+            self._slot_of(address, claim_id) or "?",
             submitter_of(job, self.uid_domain),
             reuse_key(job),
             float(started) if isinstance(started, int) else now,

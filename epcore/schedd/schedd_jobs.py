@@ -9,15 +9,9 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from epcore.classad import ClassAd, Expr
-from epcore.classad.references import (
-    SLOT_STATE_ATTRIBUTES,
-    ReferenceIndex,
-    consumption_names,
-)
-from epcore.config import Config
+from epcore.classad.references import ReferenceIndex
 from epcore.errors import PoolError
-from epcore.negotiator import SubmitterJobs
-from epcore.negotiator.settings import NegotiatorSettings
+from epcore.interfaces import Significance, SubmitterJobs
 from epcore.schedd.jobqueue import JobId
 
 
@@ -107,15 +101,14 @@ class IdleFacts:
 
 
 def matching_names(
-    config: Config, slots: Sequence[ClassAd], jobs: Sequence[ClassAd], now: float
+    significance: Significance, slots: Sequence[ClassAd], jobs: Sequence[ClassAd]
 ) -> tuple[str, ...] | None:
-    """The names of the job attributes a cycle on ``slots`` may read (the negotiator's own
-    analysis: what the slots', the ``jobs``' and the negotiator's expressions name, and what
-    those names' bindings name in turn); None when an expression can read any attribute."""
-    settings = NegotiatorSettings.from_config(config, now)
+    """The names of the job attributes a cycle on ``slots`` may read (what the negotiator's
+    own expressions and always-read names in ``significance``, the slots' and the ``jobs``'
+    expressions name, and what those names' bindings name in turn); None when an expression
+    can read any attribute."""
     index = ReferenceIndex([*slots, *jobs])
-    extra = (*SLOT_STATE_ATTRIBUTES, *consumption_names(slots))
-    return index.closure(settings.expressions(), extra).names
+    return index.closure(significance.expressions, significance.always_read).names
 
 
 class JobKinds:
@@ -264,8 +257,3 @@ def queue_order(job: ClassAd) -> tuple[float, float, int, int]:
         job_id.cluster,
         job_id.proc,
     )
-
-
-def short_name(slot_name: str) -> str:
-    """``slot1_2@host`` -> ``slot1_2``: the startd names its slots without the host."""
-    return slot_name.split("@", 1)[0]

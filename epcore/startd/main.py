@@ -6,10 +6,11 @@ import logging
 import time
 
 from epcore.config import Config
+from epcore.interfaces import AdSink
 from epcore.logs import LogSettings, file_logger
 from epcore.plugins import Plugins, load_plugins
 from epcore.startd.loop import StartdLoop
-from epcore.startd.publish import AdSink, FileSink
+from epcore.startd.publish import FileSink
 from epcore.startd.setup import StartdPaths
 from epcore.startd.startd import Startd
 from epcore.types import MachineHost

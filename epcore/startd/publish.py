@@ -2,7 +2,8 @@
 
 The startd advertises every slot's ad at UPDATE_INTERVAL and whenever a slot changes State or
 Activity, and invalidates the ads of slots that went away (a deleted dynamic slot) and, at
-shutdown, of all of them. The pool's collector implements :class:`AdSink`; so does
+shutdown, of all of them. The pool's collector implements
+:class:`~epcore.interfaces.AdSink`; so does
 :class:`MemorySink` (an embedding program reads ads from it) and :class:`FileSink` (the
 current ads in one file, one per line, replaced atomically, for tools on the same machine).
 """
@@ -10,22 +11,9 @@ current ads in one file, one per line, replaced atomically, for tools on the sam
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from epcore.classad import ClassAd
 from epcore.runtime.persist import write_ad_lines
-
-
-class AdSink(Protocol):
-    """A receiver of slot ads (the collector interface)."""
-
-    def advertise(self, ads: Sequence[ClassAd], now: float) -> None:
-        """The current ads of these slots (by their Name)."""
-        ...
-
-    def invalidate(self, names: Sequence[str], now: float) -> None:
-        """These slots (by Name) no longer exist."""
-        ...
 
 
 def _name(ad: ClassAd) -> str:

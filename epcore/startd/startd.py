@@ -20,6 +20,7 @@ from collections.abc import Callable
 from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
 from epcore.errors import EpError
+from epcore.interfaces import AdSink, JobResults
 from epcore.plugins import Plugins
 from epcore.runtime import persist
 from epcore.runtime.control import ControlError
@@ -31,7 +32,7 @@ from epcore.startd import backends, recovery
 from epcore.startd.cron import StartdCron
 from epcore.startd.fetch_work import FetchWork
 from epcore.startd.prepare import Preparations
-from epcore.startd.publish import AdSink, MemorySink
+from epcore.startd.publish import MemorySink
 from epcore.startd.setup import StartdPaths, restart_changes
 from epcore.startd.starters import StarterHandle, StarterPool
 from epcore.starter import protocol
@@ -105,8 +106,8 @@ class Startd:
         self.claims_file = persist.ClaimsFile(self.paths.claims_file)
         #: The latest results, for an embedding program or a benchmark to look at.
         self.results: deque[ClassAd] = deque(maxlen=1000)
-        #: Called with every recorded result (a schedd in the same process listens here).
-        self.on_result: Callable[[ClassAd, float], None] | None = None
+        #: Where every recorded result goes: the link to the schedd that runs the jobs.
+        self.job_results: JobResults | None = None
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
 
@@ -441,10 +442,10 @@ class Startd:
             self.finished(handle, message, now)
 
     def announce(self, result: ClassAd, now: float) -> None:
-        """Hand a recorded result to ``on_result``, once the engine has taken the job's end
-        (so that a schedd reusing the claim finds it Claimed/Idle)."""
-        if self.on_result is not None:
-            self.on_result(result, now)
+        """Send a recorded result to the schedd's link, once the engine has taken the job's
+        end (so that a schedd reusing the claim finds it Claimed/Idle)."""
+        if self.job_results is not None:
+            self.job_results.job_result(result, now)
 
     def finished(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
         """The starter of ``handle`` reports its job's end: record it, acknowledge, and tell

@@ -6,7 +6,7 @@ import pytest
 from negotiator_helpers import DOMAIN, ChooserName, config, cycle, job, matched, slot
 
 from epcore.classad import ClassAd, Expr, Value
-from epcore.negotiator import SubmitterJobs
+from epcore.interfaces import SubmitterJobs
 
 
 class _UnreadableRequirements(ClassAd):

@@ -7,7 +7,8 @@ import pytest
 from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
 from epcore.errors import PoolError
-from epcore.negotiator import SubmitterJobs
+from epcore.interfaces import Significance, SubmitterJobs
+from epcore.negotiator.settings import significance
 from epcore.schedd.jobqueue import JobId
 from epcore.schedd.schedd_jobs import (
     IdleIndex,
@@ -18,7 +19,6 @@ from epcore.schedd.schedd_jobs import (
     queue_order,
     result_values,
     reuse_key,
-    short_name,
     submitter_of,
 )
 
@@ -103,12 +103,6 @@ def test_a_result_adds_wall_clock_time_and_copies_the_exit() -> None:
     assert "CompletionDate" not in evicted and "ExitCode" not in evicted
 
 
-@pytest.mark.parametrize(("name", "short"), [("slot1_2@host", "slot1_2"), ("slot1", "slot1")])
-def test_slot_names_lose_their_host(name: str, short: str) -> None:
-    """The startd knows its slots without the host part."""
-    assert short_name(name) == short
-
-
 def test_the_match_capacity_counts_slots_and_their_cpus() -> None:
     """A cycle can make at most one match per slot ad plus one per CPU any slot has."""
     slots = [
@@ -178,6 +172,11 @@ def test_the_facts_are_read_once_and_kept_only_for_jobs_still_idle() -> None:
     assert set(kinds.of_job) == {JobId(1, 0), JobId(1, 1), JobId(1, 2)}
 
 
+def _default_negotiator(slots: list[ClassAd]) -> Significance:
+    """What a negotiator with the default configuration reads besides the ads' expressions."""
+    return significance(Config.from_text("", subsystem="NEGOTIATOR"), slots, 0.0)
+
+
 def test_jobs_the_slots_can_tell_apart_are_each_offered() -> None:
     """When a slot's START reads the job's ProcId, jobs alike otherwise are of different
     kinds, and none is cut: a later job may match where the first ones do not."""
@@ -185,7 +184,7 @@ def test_jobs_the_slots_can_tell_apart_are_each_offered() -> None:
         '[ Name = "slot1@h"; Cpus = 1; START = TARGET.ProcId >= 40; Requirements = START ]'
     )
     jobs = _jobs(50)
-    names = matching_names(Config.from_text("", subsystem="NEGOTIATOR"), [slot], jobs[:1], 0.0)
+    names = matching_names(_default_negotiator([slot]), [slot], jobs[:1])
     assert names is not None and "procid" in names
     kinds = JobKinds("d")
     kinds.distinguish(names)
@@ -196,7 +195,7 @@ def test_jobs_the_slots_can_tell_apart_are_each_offered() -> None:
 def test_an_expression_that_can_read_anything_leaves_every_job_its_own_kind() -> None:
     """A slot expression calling eval() defeats the analysis: nothing is cut."""
     slot = parse_ad('[ Name = "slot1@h"; Cpus = 1; START = eval("true"); Requirements = START ]')
-    names = matching_names(Config.from_text("", subsystem="NEGOTIATOR"), [slot], [], 0.0)
+    names = matching_names(_default_negotiator([slot]), [slot], [])
     assert names is None
     kinds = JobKinds("d")
     kinds.distinguish(names)

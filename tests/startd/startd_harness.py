@@ -17,7 +17,8 @@ import pytest
 from daemon_process import DaemonProcess
 
 from epcore.classad import ClassAd, parse_ad
-from epcore.runtime.control import ControlError, StartdClient
+from epcore.runtime.control import ControlError
+from epcore.startd.control import StartdClient
 from epcore.runtime.persist import read_history
 
 BASE_CONFIG = """\

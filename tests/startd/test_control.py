@@ -16,15 +16,8 @@ from hypothesis import strategies as st
 from epcore.classad import ClassAd, parse_ad
 from epcore.errors import EpError
 from epcore.runtime import framing
-from epcore.runtime.control import (
-    COMMANDS,
-    ControlError,
-    StartdClient,
-    answer,
-    dispatch,
-    listen,
-    request,
-)
+from epcore.startd.control import COMMANDS, StartdClient, dispatch
+from epcore.runtime.control import ControlError, answer, listen, request
 
 JOB = parse_ad('[ Owner = "alice"; ClusterId = 1; ProcId = 0; RequestCpus = 1 ]')
 

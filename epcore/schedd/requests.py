@@ -1,4 +1,5 @@
-"""The answers to the pool's requests (:mod:`epcore.pool.requests` lists them).
+"""The schedd's answers to the pool's requests (:mod:`epcore.pool.requests` lists them all):
+submitting, querying and acting on jobs, better-analyze and reschedule.
 
 Every handler checks who asks before it acts: a user submits jobs as themselves and acts on
 their own jobs; QUEUE_SUPER_USERS act on every job and administer the pool. Bad arguments
@@ -15,7 +16,8 @@ from epcore.analysis.analysis import analyze_job, render_analysis
 from epcore.classad import ClassAd
 from epcore.classad.parser import MESSAGE_NESTING, check_nesting
 from epcore.errors import ClassAdSyntaxError, ConfigError, EpError
-from epcore.pool.requests import ADMIN_COMMANDS, COMMANDS, SUBMIT_CHUNK
+from epcore.interfaces import Requester
+from epcore.interfaces.requests import SUBMIT_CHUNK
 from epcore.runtime.control import (
     ControlError,
     answer,
@@ -23,16 +25,16 @@ from epcore.runtime.control import (
     expression_argument,
     flag,
     optional_text,
+    projection_argument,
     text_argument,
 )
-from epcore.runtime.pool_server import Requester
 from epcore.schedd.jobqueue import JobId, JobStatus
 from epcore.schedd.schedd_jobs import job_id_of
 from epcore.schedd.submit_requirements import check_submit_requirements, submit_requirements
 from epcore.submit import SubmittedCluster
 
 if TYPE_CHECKING:
-    from epcore.pool.central import CentralManager
+    from epcore.schedd.service import ScheddService
 
 #: Attributes of a job ad that only the pool sees (the claim is a capability).
 PRIVATE_ATTRIBUTES = ("ClaimId",)
@@ -47,22 +49,11 @@ IDENTITY_ATTRIBUTES = ("Owner", "User", "OsUser")
 FORBIDDEN_OWNERS = ("root", "LOCAL_SYSTEM")
 
 
-def handle_request(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-    """Carry out ``request`` for ``requester``; refusals come back as ``Ok = false``."""
-    command = request.evaluate("Command")
-    if not isinstance(command, str) or command not in COMMANDS:
-        raise ControlError(f"unknown Command {command!r}; known: {', '.join(COMMANDS)}")
-    if command in ADMIN_COMMANDS and not requester.super_user:
-        raise ControlError(f"{command}: {requester.name} is not one of QUEUE_SUPER_USERS")
-    handler = _HANDLERS[command]
-    return handler(manager, requester, request)
+def _new_cluster(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
+    return answer(True, ClusterId=service.schedd.new_cluster(requester.uid))
 
 
-def _new_cluster(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-    return answer(True, ClusterId=manager.schedd.new_cluster(requester.uid))
-
-
-def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+def _submit(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
     cluster_id = argument(request, "ClusterId", int)
     cluster_ad = argument(request, "ClusterAd", ClassAd)
     procs = argument(request, "Procs", list)
@@ -70,15 +61,15 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
     assert isinstance(procs, list)
     if not procs or len(procs) > SUBMIT_CHUNK:
         raise ControlError(f"Procs must hold 1 to {SUBMIT_CHUNK} job ads, not {len(procs)}")
-    now = manager.clock()
-    uid_domain = manager.schedd.uid_domain
+    now = service.clock()
+    uid_domain = service.schedd.uid_domain
     shared = _owned(cluster_ad, requester, uid_domain, now)
     _fits_messages(shared, "ClusterAd")
     try:
-        requirements = submit_requirements(manager.config)
+        requirements = submit_requirements(service.config)
     except ConfigError as error:
         raise ControlError(f"the pool's SUBMIT_REQUIREMENT_NAMES: {error}") from error
-    name = manager.config.get("SCHEDD_NAME") or manager.startd.host_name
+    name = service.config.get("SCHEDD_NAME") or service.host_name
     schedd_ad = ClassAd({"MyType": "Scheduler", "Name": name, "UidDomain": uid_domain})
     jobs = []
     for index, proc in enumerate(procs):
@@ -91,13 +82,13 @@ def _submit(manager: CentralManager, requester: Requester, request: ClassAd) -> 
             whole.update(own)
             verdict = check_submit_requirements(requirements, schedd_ad, whole)
             for warning in verdict.warnings:
-                manager.log.warning("cluster %d, %s: %s", cluster_id, requester.name, warning)
+                service.log.warning("cluster %d, %s: %s", cluster_id, requester.name, warning)
             if verdict.refusal is not None:
                 raise ControlError(verdict.refusal)
         jobs.append(own)
     cluster = SubmittedCluster(cluster_id, shared, tuple(jobs))
     announced = argument(request, "SubmissionSize", int, required=False)
-    ids = manager.schedd.submit(
+    ids = service.schedd.submit(
         cluster, requester.uid, now, announced=announced if isinstance(announced, int) else None
     )
     return answer(True, JobIds=[str(job_id) for job_id in ids])
@@ -179,20 +170,10 @@ def _checked_job(
     return own
 
 
-def _projection(request: ClassAd) -> list[str] | None:
-    values = argument(request, "Projection", list, required=False)
-    if values is None:
-        return None
-    assert isinstance(values, list)
-    if not all(isinstance(v, str) for v in values):
-        raise ControlError("Projection must be a list of attribute names")
-    return [str(v) for v in values]
-
-
-def _query_jobs(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+def _query_jobs(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
     constraint = expression_argument(request, "Constraint")
-    projection = _projection(request)
-    queue = manager.schedd.queue
+    projection = projection_argument(request)
+    queue = service.schedd.queue
     if flag(request, "History"):
         limit = argument(request, "Limit", int, required=False)
         ads = queue.history(constraint, projection, limit if isinstance(limit, int) else None)
@@ -204,12 +185,12 @@ def _query_jobs(manager: CentralManager, requester: Requester, request: ClassAd)
     return answer(True, Ads=ads)
 
 
-def _targets(manager: CentralManager, request: ClassAd) -> list[ClassAd]:
+def _targets(service: ScheddService, request: ClassAd) -> list[ClassAd]:
     ids = argument(request, "JobIds", list, required=False)
     constraint = expression_argument(request, "Constraint")
     if ids is None and constraint is None:
         raise ControlError("give JobIds or a Constraint")
-    queue = manager.schedd.queue
+    queue = service.schedd.queue
     found: list[ClassAd] = []
     if ids is not None:
         assert isinstance(ids, list)
@@ -240,17 +221,17 @@ def _targets(manager: CentralManager, request: ClassAd) -> list[ClassAd]:
 
 def _act(
     command: str,
-) -> Callable[[CentralManager, Requester, ClassAd], ClassAd]:
-    def handler(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+) -> Callable[[ScheddService, Requester, ClassAd], ClassAd]:
+    def handler(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
         reason = (
             optional_text(request, "Reason")
             or f"via ep {command.lower()} (by user {requester.name})"
         )
-        now = manager.clock()
+        now = service.clock()
         done: list[str] = []
         refused: list[str] = []
-        schedd = manager.schedd
-        for job in _targets(manager, request):
+        schedd = service.schedd
+        for job in _targets(service, request):
             job_id = job_id_of(job)
             if not requester.super_user and job.evaluate("Owner") != requester.name:
                 refused.append(f"{job_id}: not owned by {requester.name}")
@@ -272,96 +253,23 @@ def _act(
     return handler
 
 
-def _analyze(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
+def _analyze(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
     job_id = JobId.parse(text_argument(request, "JobId"))
-    job = manager.schedd.queue.get(job_id)
-    now = manager.clock()
-    slots = manager.collector.query("Machine", now=now)
-    submitter = manager.schedd.submitter(job)
-    analysis = analyze_job(job, slots, now=now, submitter_prio=manager.accountant.eup(submitter))
+    job = service.schedd.queue.get(job_id)
+    now = service.clock()
+    slots = service.slots.query("Machine", now=now)
+    submitter = service.schedd.submitter(job)
+    analysis = analyze_job(job, slots, now=now, submitter_prio=service.priority(submitter))
     return answer(True, Text=render_analysis(analysis))
 
 
-def _query_ads(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-    my_type = optional_text(request, "MyType")
-    constraint = expression_argument(request, "Constraint")
-    ads = manager.collector.query(
-        my_type,
-        constraint,
-        _projection(request),
-        now=manager.clock(),
-        absent=flag(request, "Absent"),
-    )
-    return answer(True, Ads=ads)
-
-
-def _user_prio(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-    return answer(True, Ads=manager.accountant.to_ads())
-
-
-def _set_submitter(
-    command: str,
-) -> Callable[[CentralManager, Requester, ClassAd], ClassAd]:
-    def handler(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-        name = text_argument(request, "Submitter")
-        now = manager.clock()
-        accountant = manager.accountant
-        if command in ("SetFactor", "SetCeiling", "SetFloor"):
-            value = argument(request, "Value", float)
-            assert isinstance(value, int | float)
-            setter = {
-                "SetFactor": accountant.set_factor,
-                "SetCeiling": accountant.set_ceiling,
-                "SetFloor": accountant.set_floor,
-            }[command]
-            manager.accountant = setter(name, float(value), now)
-        elif command == "ResetUsage":
-            manager.accountant = accountant.reset_usage(name, now)
-        else:
-            manager.accountant = accountant.delete(name)
-        manager.save_accountant()
-        manager.log.info("%s %s by %s", command, name, requester.name)
-        return answer(True)
-
-    return handler
-
-
-def _vacate(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-    slot = optional_text(request, "Slot")
-    fast = flag(request, "Fast")
-    startd = manager.startd
-    names = [slot.split("@", 1)[0]] if slot else [r.name for r in startd.state.slots]
-    done = []
-    for name in names:
-        record = startd.state.slot(name)
-        if record is None:
-            raise ControlError(f"no slot {name} on {startd.host_name}")
-        if record.claim is None:
-            continue
-        startd.vacate(name, fast)
-        done.append(name)
-    return answer(True, Done=done)
-
-
-def _drain(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-    how = text_argument(request, "How")
-    manager.startd.drain(
-        how, expression_argument(request, "Check"), expression_argument(request, "Start")
-    )
+def _reschedule(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
+    service.schedd.wants_negotiation = True
     return answer(True)
 
 
-def _cancel_drain(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-    manager.startd.cancel_drain()
-    return answer(True)
-
-
-def _reschedule(manager: CentralManager, requester: Requester, request: ClassAd) -> ClassAd:
-    manager.schedd.wants_negotiation = True
-    return answer(True)
-
-
-_HANDLERS: dict[str, Callable[[CentralManager, Requester, ClassAd], ClassAd]] = {
+#: The schedd's answers to the pool's requests, by Command.
+HANDLERS: dict[str, Callable[[ScheddService, Requester, ClassAd], ClassAd]] = {
     "NewCluster": _new_cluster,
     "Submit": _submit,
     "QueryJobs": _query_jobs,
@@ -369,15 +277,5 @@ _HANDLERS: dict[str, Callable[[CentralManager, Requester, ClassAd], ClassAd]] = 
     "Hold": _act("Hold"),
     "Release": _act("Release"),
     "Analyze": _analyze,
-    "QueryAds": _query_ads,
-    "UserPrio": _user_prio,
-    "SetFactor": _set_submitter("SetFactor"),
-    "SetCeiling": _set_submitter("SetCeiling"),
-    "SetFloor": _set_submitter("SetFloor"),
-    "ResetUsage": _set_submitter("ResetUsage"),
-    "DeleteSubmitter": _set_submitter("DeleteSubmitter"),
-    "Vacate": _vacate,
-    "Drain": _drain,
-    "CancelDrain": _cancel_drain,
     "Reschedule": _reschedule,
 }
