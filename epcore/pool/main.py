@@ -93,6 +93,7 @@ def build_pool(
     daemons = daemons_of(role, config)
     check_reachable(daemons, config)
     paths = PoolPaths.from_config(config)
+    paths.make_directories()
     handlers: dict[str, RequestHandler] = {}
     startds: Locator[StartdLink] = Locator("startd")
     schedds: Locator[JobSource] = Locator("schedd")
@@ -106,11 +107,21 @@ def build_pool(
         host_name = startd.host_name
     else:
         host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
-    schedd_log = daemon_logger("epcore.schedd", config, "SCHEDD", paths.schedd_log)
-    log = startd.log if startd is not None else schedd_log
+    logs = {
+        daemon: daemon_logger(f"epcore.{daemon}", config, subsystem, path)
+        for daemon, subsystem, path in (
+            (SCHEDD, "SCHEDD", paths.schedd_log),
+            (COLLECTOR, "COLLECTOR", paths.collector_daemon_log),
+            (NEGOTIATOR, "NEGOTIATOR", paths.negotiator_log),
+        )
+        if daemon in daemons
+    }
+    # The process's own messages (the loop's, the requests') go to the first daemon's log.
+    log = startd.log if startd is not None else next(iter(logs.values()))
     _make_private(paths, daemons, log)
-    collector = _collector(shared, paths, clock) if COLLECTOR in daemons else None
-    if collector is not None:
+    collector = None
+    if COLLECTOR in daemons:
+        collector = _collector(shared, paths, logs[COLLECTOR], clock)
         if startd is not None:
             startd.sink = collector
         handlers.update(collector.handlers())
@@ -118,13 +129,15 @@ def build_pool(
     if NEGOTIATOR in daemons:
         assert collector is not None  # check_reachable saw to it
         ad_name = config.get("SCHEDD_NAME") or host_name
-        negotiator = _negotiator(shared, paths, collector, schedds, ad_name, clock)
+        negotiator = _negotiator(
+            shared, paths, collector, schedds, ad_name, logs[NEGOTIATOR], clock
+        )
         handlers.update(negotiator.handlers())
     schedd = None
     if SCHEDD in daemons:
         assert collector is not None  # check_reachable saw to it
         queue = JobQueue.open(paths.queue_database)
-        core = Schedd(config, queue, startds, host_name=host_name, log=schedd_log, clock=clock)
+        core = Schedd(config, queue, startds, host_name=host_name, log=logs[SCHEDD], clock=clock)
         schedd = ScheddService(
             core,
             config=shared,
@@ -132,7 +145,7 @@ def build_pool(
             collector=collector,
             slots=collector,
             priorities=negotiator,
-            log=schedd_log,
+            log=logs[SCHEDD],
             clock=clock,
         )
         schedds.register(schedd.address, schedd)
@@ -140,7 +153,11 @@ def build_pool(
             startd.job_results = schedd
         handlers.update(schedd.handlers())
     running = role_names(daemons)
-    router = PoolRequests(paths.control_socket, handlers, roles=running, config=shared, log=log)
+    # The requests' failures go to the SchedLog, as the schedd answers most of them.
+    requests_log = logs.get(SCHEDD, log)
+    router = PoolRequests(
+        paths.control_socket, handlers, roles=running, config=shared, log=requests_log
+    )
     # The turn's order: the startd, then the users' requests (a submission is queued before
     # the schedd looks at its queue), the schedd, the collector's housekeeping, the
     # negotiator; closing in the same order, the startd invalidates its ads before the
@@ -153,12 +170,10 @@ def build_pool(
 
 
 def _collector(
-    shared: SharedConfig, paths: PoolPaths, clock: Callable[[], float]
+    shared: SharedConfig, paths: PoolPaths, log: logging.Logger, clock: Callable[[], float]
 ) -> CollectorService:
-    config = shared()
-    collector = Collector(config)
+    collector = Collector(shared())
     collector.load_persistent(read_persistent_ads(Path(paths.collector_log)))
-    log = daemon_logger("epcore.collector", config, "COLLECTOR", paths.collector_daemon_log)
     return CollectorService(
         collector, config=shared, persistent_log=paths.collector_log, log=log, clock=clock
     )
@@ -170,6 +185,7 @@ def _negotiator(
     collector: CollectorService,
     schedds: Locator[JobSource],
     ad_name: str,
+    log: logging.Logger,
     clock: Callable[[], float],
 ) -> NegotiatorService:
     config = shared()
@@ -182,7 +198,7 @@ def _negotiator(
         schedds=schedds,
         accountant_file=paths.accountant_file,
         ad_name=ad_name,
-        log=daemon_logger("epcore.negotiator", config, "NEGOTIATOR", paths.negotiator_log),
+        log=log,
         clock=clock,
     )
 

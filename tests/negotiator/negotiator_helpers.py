@@ -7,8 +7,8 @@ from typing import Literal
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
-from epcore.negotiator import Accountant, Cycle
 from epcore.interfaces import SubmitterJobs
+from epcore.negotiator import Accountant, Cycle
 from epcore.negotiator.cycle import run_cycle
 
 NOW = 1_700_000_000.0

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from negotiator_helpers import DOMAIN, NOW, config, cycle, job, slot
 
 from epcore.classad import ClassAd, parse_expr
-from epcore.negotiator import Accountant, Cycle
 from epcore.interfaces import SubmitterJobs
+from epcore.negotiator import Accountant, Cycle
 
 USERS = ("alice", "bob", "carol")
 _SLOT_REQUIREMENTS = ("true", 'TARGET.Owner != "bob"', "TARGET.RequestMemory <= MY.Memory")

@@ -18,8 +18,8 @@ from negotiator_helpers import (
 
 from epcore.classad import ClassAd, parse_expr
 from epcore.errors import PoolError
-from epcore.negotiator import Accountant
 from epcore.interfaces import SubmitterJobs
+from epcore.negotiator import Accountant
 
 ALICE, BOB = f"alice@{DOMAIN}", f"bob@{DOMAIN}"
 CHOOSERS = pytest.mark.parametrize("chooser", ["indexed", "plain"])

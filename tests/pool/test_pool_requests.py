@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.pool.requests import SUBMIT_CHUNK, SUBMIT_REQUEST_BYTES, proc_differences, submit_chunks
+from epcore.interfaces.requests import SUBMIT_CHUNK
+from epcore.pool.requests import SUBMIT_REQUEST_BYTES, proc_differences, submit_chunks
 from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 
 

@@ -18,8 +18,8 @@ from daemon_process import DaemonProcess
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.runtime.control import ControlError
-from epcore.startd.control import StartdClient
 from epcore.runtime.persist import read_history
+from epcore.startd.control import StartdClient
 
 BASE_CONFIG = """\
 LOCAL_DIR = {local}

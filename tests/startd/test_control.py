@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from epcore.classad import ClassAd, parse_ad
 from epcore.errors import EpError
 from epcore.runtime import framing
-from epcore.startd.control import COMMANDS, StartdClient, dispatch
 from epcore.runtime.control import ControlError, answer, listen, request
+from epcore.startd.control import COMMANDS, StartdClient, dispatch
 
 JOB = parse_ad('[ Owner = "alice"; ClusterId = 1; ProcId = 0; RequestCpus = 1 ]')
 
