@@ -10,7 +10,8 @@ from epcore.startd.main import build_startd
 
 
 class FaultyCompanion:
-    """A companion (as the pool's central manager is) whose ticks fail, then stop the startd."""
+    """A part of the startd's service (as its cron jobs are) whose ticks fail, then stop the
+    startd."""
 
     def __init__(self, loop: list[StartdLoop], failures: int) -> None:
         self.loop = loop
