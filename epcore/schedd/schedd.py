@@ -419,7 +419,11 @@ class Schedd:
 
     def _next_on_claim(self, ended: RunningJob, now: float) -> None:
         """Run the next idle job of the same submitter and autocluster on the claim."""
-        startd = self.startds.link(ended.startd)
+        try:
+            startd = self.startds.link(ended.startd)
+        except EpError:
+            self.wants_negotiation = True  # its startd is gone: the claim with it
+            return
         if not startd.claim_ready(ended.claim_id):
             # Vacated or preempted: the claim ended with its job, or is on its way out.
             if startd.slot_of(ended.claim_id) is not None:
