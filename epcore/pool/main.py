@@ -119,6 +119,13 @@ def build_pool(
     # The process's own messages (the loop's, the requests') go to the first daemon's log.
     log = startd.log if startd is not None else next(iter(logs.values()))
     _make_private(paths, daemons, log)
+    if startd is not None and COLLECTOR not in daemons:
+        log.warning(
+            "the startd's ads stay in %s/startd_ads: the collector at COLLECTOR_HOST (%s) is"
+            " reached over the network only once issue 22 lands",
+            startd.paths.spool,
+            config.get("COLLECTOR_HOST") or "unset",
+        )
     collector = None
     if COLLECTOR in daemons:
         collector = _collector(shared, paths, logs[COLLECTOR], clock)

@@ -97,7 +97,8 @@ def test_an_execute_point_runs_a_startd_with_its_control_socket(
     pool_factory: Callable[..., PoolProcess],
 ) -> None:
     """With ``use ROLE: Execute`` the process runs the startd alone: its control socket
-    answers with the slots' ads, and the pool's socket refuses the central manager's queries."""
+    answers with the slots' ads, the pool's socket refuses the central manager's queries, and
+    the StartLog says that the collector at COLLECTOR_HOST is not reached."""
     pool = pool_factory("DAEMON_LIST = MASTER\nuse ROLE: Execute\n", start=False)
     pool.launch()
     startd = StartdClient(str(pool.directory / "lock" / "startd_control"), timeout=10)
@@ -113,3 +114,4 @@ def test_an_execute_point_runs_a_startd_with_its_control_socket(
     assert all(str(ad.evaluate("Name")).startswith("slot") for ad in startd.query())
     with pytest.raises(ControlError, match="QueryAds: no daemon here answers it"):
         pool.client.query_ads("Machine")
+    assert "the collector at COLLECTOR_HOST" in pool.log("StartLog")
