@@ -29,6 +29,7 @@ from epcore.classad import ClassAd, EvalContext
 from epcore.config import Config
 from epcore.daemon.control import StartdControl
 from epcore.errors import EpError, PoolError, QueueError
+from epcore.jobs.codes import HoldCode
 from epcore.pool.jobqueue import JobId, JobQueue, JobStatus
 from epcore.pool.limits import QueueLimits, check_submission
 from epcore.pool.negotiator import Match, SubmitterJobs
@@ -46,9 +47,6 @@ from epcore.pool.schedd_jobs import (
 )
 from epcore.pool.schedd_policy import PeriodicPolicy
 from epcore.pool.submit import SubmittedCluster, expand_match_references
-
-#: HoldReasonCode 3: held by a policy expression (OnExitHold, periodic_hold).
-HOLD_BY_POLICY = 3
 
 #: How long a claim waiting for its slot (a preempting claim, or a partitionable slot whose
 #: dynamic slots are being preempted) may wait before the schedd gives it up.
@@ -392,7 +390,7 @@ class Schedd:
                 JobStatus.HELD,
                 now,
                 reason=reason if isinstance(reason, str) else "The on_exit_hold expression is true",
-                code=HOLD_BY_POLICY,
+                code=HoldCode.JOB_POLICY,
                 subcode=subcode if isinstance(subcode, int) else 0,
             )
             return

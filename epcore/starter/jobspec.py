@@ -24,12 +24,7 @@ import attrs
 
 from epcore.classad import UNDEFINED, ClassAd
 from epcore.errors import JobSetupError
-
-#: HoldReasonCode values (HTCondor's table) for the faults found here.
-HOLD_EXECUTABLE = 6
-HOLD_OUTPUT = 7
-HOLD_INPUT = 8
-HOLD_IWD = 14
+from epcore.jobs.codes import HoldCode
 
 VANILLA_UNIVERSE = 5
 
@@ -64,7 +59,10 @@ class JobSpecError(JobSetupError):
     """
 
     def __init__(
-        self, message: str, hold_code: int = HOLD_EXECUTABLE, hold_subcode: int = 0
+        self,
+        message: str,
+        hold_code: int = HoldCode.FAILED_TO_CREATE_PROCESS,
+        hold_subcode: int = 0,
     ) -> None:
         super().__init__(message, hold_code, hold_subcode)
 
@@ -263,21 +261,21 @@ def _stream(job: ClassAd, attribute: str, iwd: str, hold_code: int) -> str:
 
 
 def _arguments(job: ClassAd) -> tuple[str, ...]:
-    v2 = _string(job, "Arguments", HOLD_EXECUTABLE)
+    v2 = _string(job, "Arguments", HoldCode.FAILED_TO_CREATE_PROCESS)
     if v2 is not None:
         return parse_args_v2(v2, "Arguments")
-    v1 = _string(job, "Args", HOLD_EXECUTABLE)
+    v1 = _string(job, "Args", HoldCode.FAILED_TO_CREATE_PROCESS)
     return parse_args_v1(v1, "Args") if v1 is not None else ()
 
 
 def _environment(job: ClassAd) -> Environment:
-    v2 = _string(job, "Environment", HOLD_EXECUTABLE)
+    v2 = _string(job, "Environment", HoldCode.FAILED_TO_CREATE_PROCESS)
     if v2 is not None:
         return parse_env_v2(v2, "Environment")
-    v1 = _string(job, "Env", HOLD_EXECUTABLE)
+    v1 = _string(job, "Env", HoldCode.FAILED_TO_CREATE_PROCESS)
     if v1 is None:
         return ()
-    delimiter = _string(job, "EnvDelim", HOLD_EXECUTABLE) or _V1_ENV_DELIMITER
+    delimiter = _string(job, "EnvDelim", HoldCode.FAILED_TO_CREATE_PROCESS) or _V1_ENV_DELIMITER
     return parse_env_v1(v1, "Env", delimiter[0])
 
 
@@ -287,9 +285,9 @@ def job_command(job: ClassAd, scratch_dir: str) -> JobCommand:
     Relative ``Cmd``, ``In``, ``Out`` and ``Err`` are taken under ``Iwd``, and a relative
     ``Iwd`` under the sandbox; missing streams are ``/dev/null``.
     """
-    iwd = _string(job, "Iwd", HOLD_IWD) or scratch_dir
+    iwd = _string(job, "Iwd", HoldCode.IWD_ERROR) or scratch_dir
     iwd = _under(scratch_dir, iwd)
-    cmd = _string(job, "Cmd", HOLD_EXECUTABLE)
+    cmd = _string(job, "Cmd", HoldCode.FAILED_TO_CREATE_PROCESS)
     if not cmd:
         raise JobSpecError("job ad attribute Cmd: missing or empty, nothing to execute")
     kill_signal = int(signal.SIGTERM)
@@ -302,9 +300,9 @@ def job_command(job: ClassAd, scratch_dir: str) -> JobCommand:
         arguments=_arguments(job),
         environment=_environment(job),
         iwd=iwd,
-        stdin=_stream(job, "In", iwd, HOLD_INPUT),
-        stdout=_stream(job, "Out", iwd, HOLD_OUTPUT),
-        stderr=_stream(job, "Err", iwd, HOLD_OUTPUT),
+        stdin=_stream(job, "In", iwd, HoldCode.UNABLE_TO_OPEN_INPUT),
+        stdout=_stream(job, "Out", iwd, HoldCode.UNABLE_TO_OPEN_OUTPUT),
+        stderr=_stream(job, "Err", iwd, HoldCode.UNABLE_TO_OPEN_OUTPUT),
         kill_signal=kill_signal,
         universe=_integer(job, "JobUniverse", VANILLA_UNIVERSE),
     )

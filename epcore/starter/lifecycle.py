@@ -15,6 +15,7 @@ import attrs
 
 from epcore.classad import ClassAd
 from epcore.errors import EpError, JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter import protocol
 from epcore.starter.containers import (
     ContainerLaunch,
@@ -23,7 +24,6 @@ from epcore.starter.containers import (
     runtime_for,
 )
 from epcore.starter.hooks import (
-    HOLD_CODE_HOOK_PREPARE_JOB,
     HookError,
     HookRunner,
     JobExitInfo,
@@ -103,7 +103,7 @@ def _prepare(starter: Starter, runner: HookRunner, keyword: str | None) -> Endin
         try:
             path = hook_path(config, keyword, name)
         except HookError as problem:
-            raise JobSetupError(str(problem), HOLD_CODE_HOOK_PREPARE_JOB) from problem
+            raise JobSetupError(str(problem), HoldCode.HOOK_PREPARE_JOB_FAILURE) from problem
         if path is None:
             continue
         result = runner.run(path, (), prepare_job_input(starter.job), name=name)

@@ -31,11 +31,8 @@ import attrs
 
 from epcore.classad import ClassAd
 from epcore.errors import JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.privileges import as_user
-
-#: HoldReasonCode 12 and 13 (HTCondor's table): output and input transfer failed.
-HOLD_TRANSFER_OUTPUT = 12
-HOLD_TRANSFER_INPUT = 13
 
 #: What the sandbox holds that is the starter's, never the job's output.
 _STARTER_FILES = frozenset({".job.ad", ".machine.ad"})
@@ -250,7 +247,7 @@ def transfer_in(
         except OSError as error:
             reason = error.strerror or str(error)
             message = f"TransferInput: cannot copy {source} into the sandbox: {reason}"
-            raise JobSetupError(message, HOLD_TRANSFER_INPUT) from error
+            raise JobSetupError(message, HoldCode.UPLOAD_FILE_ERROR) from error
     return tuple(made)
 
 

@@ -31,6 +31,7 @@ from docker.models.containers import Container
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import ConfigError, JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.privileges import as_user
 from epcore.starter.userfiles import open_user_file
 from epcore.types import ContainerJob, MachineAttribute, RunningContainer
@@ -48,8 +49,6 @@ NAME = "docker"
 #: The label naming the job a container belongs to.
 JOB_KEY_LABEL = "epcore.job_key"
 SLOT_LABEL = "epcore.slot"
-#: HoldReasonCode 6: the job could not be started.
-HOLD_CANNOT_START = 6
 #: Seconds a request to dockerd may take (a pull or a wait takes as long as it needs).
 API_TIMEOUT = 60
 _CONTAINER_NAME = re.compile(r"[^A-Za-z0-9_.-]")
@@ -193,7 +192,7 @@ class DockerRuntime:
         except DOCKER_ERRORS as error:
             reason = getattr(error, "explanation", None) or str(error)
             message = f"Cannot create the container of docker image {image}: {reason}"
-            raise JobSetupError(message, HOLD_CANNOT_START) from error
+            raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS) from error
         container_id = str(container.id)
         log.info("created container %s (%s) from %s", container_id[:12], container.name, image)
         try:
@@ -206,7 +205,7 @@ class DockerRuntime:
             self._remove_quietly(container_id, log)
             reason = getattr(error, "explanation", None) or str(error)
             message = f"Cannot start the container of docker image {image}: {reason}"
-            raise JobSetupError(message, HOLD_CANNOT_START) from error
+            raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS) from error
         return DockerContainer(
             container_id,
             self.new_api,
