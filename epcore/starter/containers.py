@@ -20,7 +20,7 @@ from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
 from epcore.errors import ClassAdError, JobSetupError
 from epcore.jobs.codes import HoldCode
-from epcore.starter.jobspec import JobCommand
+from epcore.jobs.command import JobCommand
 from epcore.starter.launch_child import ExitStatus
 from epcore.starter.outcome import EXITED, HELD, Ending
 from epcore.starter.starter import Starter

@@ -16,6 +16,7 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.errors import EpError, JobSetupError
 from epcore.jobs.codes import HoldCode
+from epcore.jobs.command import JobCommand, job_command
 from epcore.starter import protocol
 from epcore.starter.containers import (
     ContainerLaunch,
@@ -38,7 +39,6 @@ from epcore.starter.hooks import (
 )
 from epcore.starter.identity import job_user
 from epcore.starter.joblog import JobLogs
-from epcore.starter.jobspec import JobCommand, job_command
 from epcore.starter.launch import FORWARDED_SIGNALS, LaunchedJob, LaunchSpec, launch
 from epcore.starter.outcome import EVICTED, EXITED, HELD, HOOK_ARGUMENT, REQUEUED, Ending
 from epcore.starter.starter import Starter, _global_oom_kills

@@ -33,10 +33,10 @@ import psutil
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
+from epcore.jobs.command import Environment, JobCommand, job_environment
 from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser
-from epcore.starter.jobspec import Environment, JobCommand, job_environment
 from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
 from epcore.starter.sandbox import (

@@ -11,7 +11,7 @@ import re
 
 from epcore.classad import Expr, parse_expr
 from epcore.errors import ClassAdSyntaxError, JobSetupError
-from epcore.starter.jobspec import (
+from epcore.jobs.command import (
     parse_args_v1,
     parse_args_v2,
     parse_env_v1,

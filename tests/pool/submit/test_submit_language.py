@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from epcore.classad import UNDEFINED
 from epcore.errors import SubmitError
+from epcore.jobs.command import parse_args_v2, parse_env_v2
 from epcore.pool.submit import Assignment, Conditional, parse_submit
-from epcore.starter.jobspec import parse_args_v2, parse_env_v2
 
 EXE = "executable = /bin/true\n"
 

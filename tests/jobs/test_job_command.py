@@ -1,4 +1,4 @@
-"""Tests of epcore.starter.jobspec: a job ad read into the command the starter runs."""
+"""Tests of epcore.jobs.command: a job ad read into the command the starter runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from param_oracle import ParamOracle
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.errors import JobSetupError
-from epcore.starter.jobspec import (
+from epcore.jobs.command import (
     DEFAULT_THREAD_VARS,
     JobCommand,
     JobSpecError,
