@@ -33,7 +33,8 @@ import psutil
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
-from epcore.jobs.command import Environment, JobCommand, job_environment
+from epcore.jobs.command import JobCommand, job_environment
+from epcore.jobs.syntax import Environment
 from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser

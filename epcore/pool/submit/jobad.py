@@ -27,12 +27,12 @@ import attrs
 from epcore.classad import ClassAd, Expr
 from epcore.errors import SubmitError
 from epcore.jobs.codes import HoldCode
+from epcore.jobs.syntax import Environment
 from epcore.pool.submit.macros import Located, SubmitMacros
 from epcore.pool.submit.model import SubmitContext, SubmitHost
 from epcore.pool.submit.requests import RequirementsInputs, job_requirements, resource_requests
 from epcore.pool.submit.simple_commands import apply_simple_commands
 from epcore.pool.submit.values import (
-    Environment,
     arguments_to_v2,
     concurrency_limits,
     environment_to_v2,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from epcore.classad import UNDEFINED
 from epcore.errors import SubmitError
-from epcore.jobs.command import parse_args_v2, parse_env_v2
+from epcore.jobs.syntax import parse_args_v2, parse_env_v2
 from epcore.pool.submit import Assignment, Conditional, parse_submit
 
 EXE = "executable = /bin/true\n"
