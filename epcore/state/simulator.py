@@ -23,6 +23,7 @@ import attrs
 
 from epcore.classad import ClassAd, EvalContext
 from epcore.config import Config
+from epcore.config.host import FakeMachineHost
 from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory
@@ -32,7 +33,6 @@ from epcore.state.engine import Engine, EngineError
 from epcore.state.records import EngineState, StatusMemo, TransitionRecord
 from epcore.state.scenario import Event, Scenario, ScenarioError, job_ad
 from epcore.state.work import Outcome
-from epcore.testing.host import FakeMachineHost
 from epcore.types import DetectedResource, HostReadings, MachineAttribute
 
 _HOST_KEYS = {"cpus", "memory", "disk", "swap"}
