@@ -123,7 +123,10 @@ def _launch(starter: Starter, command: JobCommand) -> LaunchedJob:
     user = starter.user
     assert sandbox is not None and user is not None
     if command.universe != VANILLA:
-        raise JobSetupError(f"JobUniverse {command.universe} is not run by this starter", 6)
+        raise JobSetupError(
+            f"JobUniverse {command.universe} is not run by this starter",
+            HoldCode.FAILED_TO_CREATE_PROCESS,
+        )
     environment = starter.environment(command)
     starter.start_tracking()
     setup = ChildSetup()

@@ -229,7 +229,7 @@ def executable_into(
                 _write(in_fd, stat.S_IMODE(info.st_mode) | 0o700, sandbox_fd, name)
     except OSError as error:
         message = f"cannot copy the executable {executable} into the sandbox: {error.strerror}"
-        raise JobSetupError(message, 6) from error
+        raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS) from error
     return os.path.join(sandbox, name)
 
 

@@ -23,8 +23,8 @@ import docker
 import docker.errors
 from docker.utils import parse_repository_tag
 
+from epcore.api import HoldCode
 from epcore.errors import JobSetupError
-from epcore.jobs.codes import HoldCode
 from epcore_docker.container import DOCKER_ERRORS
 
 CACHE_FILE = "docker_image_cache"

@@ -13,11 +13,10 @@ import re
 
 import attrs
 
+from epcore.api import HoldCode, split_list
 from epcore.classad import UNDEFINED, ClassAd, EvalContext, Expr, parse_expr
 from epcore.config import Config
-from epcore.config.config import split_list
 from epcore.errors import ClassAdSyntaxError, ConfigError, JobSetupError
-from epcore.jobs.codes import HoldCode
 from epcore.types import MachineAttribute
 from epcore_docker.extra_args import ExtraArguments, parse_extra_arguments
 
