@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from system_fixtures import SlotUser
 
 from epcore.classad import parse_ad
 from epcore.errors import JobSetupError
@@ -21,6 +20,7 @@ from epcore.starter.transfer import (
     transfer_in,
     transfer_out,
 )
+from epcore.testing.system import SlotUser
 
 ME = (os.getuid(), os.getgid())
 

@@ -18,7 +18,7 @@ from docker_fixtures import BUSYBOX, BUSYBOX_APPLETS, TEST_RUN_LABEL, busybox_ro
 # The pool tests' harness runs ``ep run`` and ``ep`` commands as users (its fixtures are
 # registered by the import).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "pool"))
-from pool_harness import PoolProcess, pool_factory, shared_dir, submit_as
+from epcore.testing.pool import PoolProcess, pool_factory, shared_dir, submit_as
 
 __all__ = ["pool_factory", "shared_dir"]
 

@@ -19,7 +19,6 @@ import docker
 import psutil
 import pytest
 from docker_fixtures import TEST_RUN_LABEL
-from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.daemon.loop import StartdLoop
@@ -27,10 +26,11 @@ from epcore.daemon.main import build_startd
 from epcore.daemon.persist import read_claims
 from epcore.daemon.startd import Startd
 from epcore.plugins import load_plugins
+from epcore.testing.system import SlotUser
 
 # The daemon tests' harness runs ``ep startd`` (its fixture is registered by the import).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "daemon"))
-from startd_harness import BASE_CONFIG, StartdProcess, startd_factory
+from epcore.testing.startd import BASE_CONFIG, StartdProcess, startd_factory
 
 __all__ = ["startd_factory"]
 

@@ -25,11 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 import psutil
-from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd
 from epcore.daemon.control import request
 from epcore.starter import protocol
+from epcore.testing.system import SlotUser
 
 Outcome = dict[str, Any]
 

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from daemon_process import DaemonProcess
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.daemon.control import ControlError, StartdClient
 from epcore.daemon.persist import read_history
+from epcore.testing.process import DaemonProcess
 
 BASE_CONFIG = """\
 LOCAL_DIR = {local}

@@ -22,8 +22,6 @@ from pathlib import Path
 
 import attrs
 import pytest
-from daemon_process import DaemonProcess
-from system_fixtures import SlotUser
 
 # Imported here, not in the child: once it is another user, the interpreter's own
 # site-packages (under /root on this machine) are out of its reach.
@@ -32,6 +30,8 @@ from epcore.cli.main import ep
 from epcore.daemon.control import ControlError
 from epcore.pool.personal import personal_config_text
 from epcore.pool.requests import PoolClient
+from epcore.testing.process import DaemonProcess
+from epcore.testing.system import SlotUser
 
 TEST_CONFIG = """\
 NUM_CPUS = {cpus}
