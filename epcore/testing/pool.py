@@ -31,7 +31,7 @@ from epcore.daemon.control import ControlError
 from epcore.pool.personal import personal_config_text
 from epcore.pool.requests import PoolClient
 from epcore.testing.process import DaemonProcess
-from epcore.testing.system import SlotUser
+from epcore.testing.system import SlotUser, open_up
 
 TEST_CONFIG = """\
 NUM_CPUS = {cpus}
@@ -162,14 +162,6 @@ def user_home(root: Path, user: SlotUser) -> Path:
     os.chown(home, user.uid, user.gid)
     open_up(home)
     return home
-
-
-def open_up(path: Path) -> None:
-    """Let other users reach ``path`` (pytest's tmp_path parents are 0700)."""
-    for parent in (path, *path.parents):
-        if parent in (Path("/tmp"), Path("/")):
-            break
-        parent.chmod(parent.stat().st_mode | 0o711)
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from epcore.classad import ClassAd
-from epcore.testing.pool import PoolProcess, open_up
+from epcore.testing.pool import PoolProcess
+from epcore.testing.system import open_up
 
 pytestmark = pytest.mark.system
 
