@@ -24,7 +24,7 @@ REPOSITORY_TESTS = Path(__file__).resolve().parents[3] / "tests"
 if str(REPOSITORY_TESTS) not in sys.path:
     sys.path.insert(0, str(REPOSITORY_TESTS))
 
-pytest_plugins = ["hypothesis_profiles", "epcore.testing.system", "docker_fixtures"]
+pytest_plugins = ["epcore.testing.hypothesis_profiles", "epcore.testing.system", "docker_fixtures"]
 
 # The runtime tests' shared fixtures. runtime_helpers is imported inside them: at import time
 # here it would load the plugin modules above before pytest can rewrite their asserts.
