@@ -28,6 +28,7 @@ from epcore.testing.host import FakeMachineHost
 from epcore.testing.offers import BackendOffer
 from epcore.testing.venv import (
     can_build_wheels,
+    install_this_epcore,
     make_venv,
     output_of,
     pip_install,
@@ -719,14 +720,6 @@ print(json.dumps({
 """
 
 
-#: Prints where epcore is imported from and whether its pytest plugin is registered.
-WHERE_IS_EPCORE = """
-import epcore, importlib.metadata as m
-print(epcore.__file__)
-print(any(e.name == "epcore" for e in m.entry_points(group="pytest11")))
-"""
-
-
 @real_venv
 def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
     """Real venv, real pip, no mocks: an installed plugin adds Cogs and SampleSite, a plugin
@@ -746,14 +739,7 @@ def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
             ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"),
         )
     python = make_venv(tmp_path)
-    location, has_pytest_plugin = output_of(
-        run_command([python, "-c", WHERE_IS_EPCORE], tmp_path)
-    ).split()
-    if Path(location).resolve().parent != ROOT / "epcore" or has_pytest_plugin != "True":
-        # The environment's epcore is another checkout (or older metadata): use this one.
-        pip_install(python, tmp_path, "-e", ROOT)
-        location = output_of(run_command([python, "-c", WHERE_IS_EPCORE], tmp_path)).split()[0]
-        assert Path(location).resolve().parent == ROOT / "epcore"
+    install_this_epcore(python, tmp_path)
     pip_install(python, tmp_path, sources / SAMPLE, sources / BROKEN)
 
     ep = [python, "-c", "from epcore.cli.main import main; main()", "plugins"]

@@ -19,8 +19,17 @@ from pathlib import Path
 
 import pytest
 
+import epcore
+
 #: Marks a test that builds a real virtual environment and pip-installs into it.
 real_venv = pytest.mark.venv
+
+#: Prints where epcore is imported from and whether its pytest plugin is registered.
+_WHERE_IS_EPCORE = """
+import epcore, importlib.metadata as m
+print(epcore.__file__)
+print(any(e.name == "epcore" for e in m.entry_points(group="pytest11")))
+"""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -106,3 +115,15 @@ def pip_install(python: Path, where: Path, *targets: str | Path) -> None:
             where,
         )
     )
+
+
+def install_this_epcore(python: Path, where: Path) -> None:
+    """Make the venv of ``python`` import the epcore this process runs, with its pytest plugin
+    registered: when the environment holds another checkout (or older metadata), this one is
+    pip-installed into the venv in editable mode."""
+    package = Path(epcore.__file__).resolve().parent
+    found = output_of(run_command([python, "-c", _WHERE_IS_EPCORE], where)).split()
+    if Path(found[0]).resolve().parent != package or found[1] != "True":
+        pip_install(python, where, "-e", package.parent)
+        location = output_of(run_command([python, "-c", _WHERE_IS_EPCORE], where)).split()[0]
+        assert Path(location).resolve().parent == package, location

@@ -19,6 +19,7 @@ import pytest
 from epcore.testing.process import EP_MODULE
 from epcore.testing.venv import (
     can_build_wheels,
+    install_this_epcore,
     make_venv,
     output_of,
     pip_install,
@@ -124,6 +125,7 @@ def test_pip_installs_the_plugin_into_a_fresh_venv(tmp_path: Path) -> None:
         PLUGIN_ROOT, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
     )
     python = make_venv(tmp_path)
+    install_this_epcore(python, tmp_path)
     pip_install(python, tmp_path, source)
 
     where = output_of(
