@@ -1,4 +1,6 @@
-"""A real personal pool in a subprocess (``ep run``), for the pool's end-to-end tests.
+"""A real personal pool in a subprocess (``ep run``), for end-to-end tests of the pool and of
+plugins (``pytest_plugins = ["epcore.testing.system", "epcore.testing.pool"]`` in a root
+conftest.py gives the ``pool_factory`` and ``shared_dir`` fixtures).
 
 The pool gets a directory of its own (LOCAL_DIR) with the personal pool's configuration and
 the test's additions, a unique BASE_CGROUP, and quick intervals. ``ep`` commands run as real
