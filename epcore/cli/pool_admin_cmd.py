@@ -16,8 +16,8 @@ from epcore.cli.pool_access import PoolCommandError, connect, pool_options
 from epcore.errors import EpError
 from epcore.pool.personal import config_file_for, write_personal_config
 from epcore.pool.roles import ROLES
-from epcore.pool.tables import render_userprio
-from epcore.slots.status import format_json, format_long
+from epcore.views.ad_formats import format_json, format_long
+from epcore.views.tables import render_userprio
 
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
 

@@ -10,6 +10,7 @@ from typing import Final
 import attrs
 
 from epcore.errors import PoolError
+from epcore.jobs.codes import HoldCode
 
 
 class JobStatus(enum.IntEnum):
@@ -63,8 +64,6 @@ ALLOWED_TRANSITIONS: Final[Mapping[JobStatus, frozenset[JobStatus]]] = {
     _S.COMPLETED: frozenset(),
 }
 
-#: HoldReasonCode when a hold gives none: 1 is HTCondor's UserRequest (condor_hold).
-DEFAULT_HOLD_CODE: Final = 1
 
 FINISHED_STATUSES: Final = frozenset({JobStatus.COMPLETED, JobStatus.REMOVED})
 
@@ -101,7 +100,7 @@ def status_changes(
     removed: list[str] = []
     if new is JobStatus.HELD:
         values["HoldReason"] = reason if reason is not None else "Unspecified"
-        values["HoldReasonCode"] = code if code is not None else DEFAULT_HOLD_CODE
+        values["HoldReasonCode"] = int(code if code is not None else HoldCode.USER_REQUEST)
         values["HoldReasonSubCode"] = subcode if subcode is not None else 0
         values["NumHolds"] = num_holds + 1
     elif old is JobStatus.HELD and new is JobStatus.IDLE:

@@ -38,18 +38,8 @@ import attrs
 from epcore.classad import ClassAd, EvalContext, Expr, ast, parse_expr
 from epcore.config import Config
 from epcore.errors import EpError
+from epcore.jobs.codes import HoldCode, VacateCode
 from epcore.schedd.jobqueue_model import JobStatus
-
-#: HoldReasonCode of a hold by the job's own policy expression (JobPolicy).
-JOB_POLICY_CODE = 3
-#: HoldReasonCode of a hold by a SYSTEM_PERIODIC_HOLD expression (SystemPolicy).
-SYSTEM_POLICY_CODE = 26
-#: VacateReasonCode of an eviction by the job's PeriodicVacate (JobPolicyVacate).
-JOB_POLICY_VACATE_CODE = 1000
-#: VacateReasonCode of an eviction by SYSTEM_PERIODIC_VACATE (SystemPolicyVacate).
-SYSTEM_POLICY_VACATE_CODE = 1001
-#: HoldReasonCode of condor_hold: such a hold is never released by policy.
-USER_REQUEST_CODE = 1
 
 
 class PeriodicKind(enum.Enum):
@@ -213,7 +203,7 @@ def periodic_action(
 
 
 def _releasable(job: ClassAd, policies: SystemPolicies) -> bool:
-    if job.evaluate("HoldReasonCode") == USER_REQUEST_CODE:
+    if job.evaluate("HoldReasonCode") == HoldCode.USER_REQUEST:
         return False
     holds = job.evaluate("NumHolds")
     limit = policies.max_releases
@@ -231,10 +221,10 @@ def _job_expression(
     if not isinstance(reason, str) or not reason:
         reason = f"The job attribute {kind.attribute} expression '{expr}' evaluated to TRUE"
     code = {
-        PeriodicKind.HOLD: JOB_POLICY_CODE,
-        PeriodicKind.VACATE: JOB_POLICY_VACATE_CODE,
+        PeriodicKind.HOLD: HoldCode.JOB_POLICY,
+        PeriodicKind.VACATE: VacateCode.JOB_POLICY,
     }.get(kind, 0)
-    return PeriodicAction(kind, reason, code, subcode or 0)
+    return PeriodicAction(kind, reason, int(code), subcode or 0)
 
 
 def _system_expression(
@@ -256,10 +246,10 @@ def _system_expression(
         if not isinstance(reason, str) or not reason:
             reason = f"The system macro {kind.knob} expression '{policy.text}' evaluated to TRUE"
         code = {
-            PeriodicKind.HOLD: SYSTEM_POLICY_CODE,
-            PeriodicKind.VACATE: SYSTEM_POLICY_VACATE_CODE,
+            PeriodicKind.HOLD: HoldCode.SYSTEM_POLICY,
+            PeriodicKind.VACATE: VacateCode.SYSTEM_POLICY,
         }.get(kind, 0)
-        return PeriodicAction(kind, reason, code, subcode or 0)
+        return PeriodicAction(kind, reason, int(code), subcode or 0)
     return None
 
 

@@ -29,6 +29,7 @@ from epcore.classad import ClassAd, EvalContext
 from epcore.config import Config
 from epcore.errors import EpError, PoolError, QueueError
 from epcore.interfaces import Locator, Match, Significance, StartdLink, SubmitterJobs
+from epcore.jobs.codes import HoldCode
 from epcore.schedd.jobqueue import JobId, JobQueue, JobStatus
 from epcore.schedd.limits import QueueLimits, check_submission
 from epcore.schedd.schedd_jobs import (
@@ -44,9 +45,6 @@ from epcore.schedd.schedd_jobs import (
 )
 from epcore.schedd.schedd_policy import PeriodicPolicy
 from epcore.submit import SubmittedCluster, expand_match_references
-
-#: HoldReasonCode 3: held by a policy expression (OnExitHold, periodic_hold).
-HOLD_BY_POLICY = 3
 
 #: How long a claim waiting for its slot (a preempting claim, or a partitionable slot whose
 #: dynamic slots are being preempted) may wait before the schedd gives it up.
@@ -406,7 +404,7 @@ class Schedd:
                 JobStatus.HELD,
                 now,
                 reason=reason if isinstance(reason, str) else "The on_exit_hold expression is true",
-                code=HOLD_BY_POLICY,
+                code=HoldCode.JOB_POLICY,
                 subcode=subcode if isinstance(subcode, int) else 0,
             )
             return

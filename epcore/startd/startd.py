@@ -15,7 +15,7 @@ import contextlib
 import logging
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from epcore.classad import ClassAd, EvalContext, parse_expr
 from epcore.config import Config
@@ -39,7 +39,7 @@ from epcore.starter import protocol
 from epcore.starter.sandbox import sandbox_path
 from epcore.starter.starter import StarterRequest, cgroup_key
 from epcore.state.engine import Engine, EngineError
-from epcore.state.records import Action, EngineState, StatusMemo
+from epcore.state.records import Action, ActionKind, EngineState, StatusMemo
 from epcore.state.restore import SavedClaim
 from epcore.state.work import Outcome
 from epcore.types import (
@@ -52,6 +52,14 @@ from epcore.types import (
 )
 
 Clock = Callable[[], float]
+
+#: The engine's actions that the startd passes on to the slot's starter, as its commands.
+_STARTER_COMMANDS: Mapping[ActionKind, str] = {
+    ActionKind.SOFT_KILL: protocol.SOFT_KILL,
+    ActionKind.HARD_KILL: protocol.HARD_KILL,
+    ActionKind.SUSPEND: protocol.SUSPEND,
+    ActionKind.CONTINUE: protocol.CONTINUE,
+}
 
 
 class Startd:
@@ -260,20 +268,15 @@ class Startd:
     def act(self, action: Action, now: float) -> None:
         """Carry out one of the engine's actions."""
         kind, claim_id = action.kind, action.claim_id
-        if kind == "spawn_starter" and claim_id is not None:
+        if kind == ActionKind.SPAWN_STARTER and claim_id is not None:
             self.spawn_starter(action.slot, claim_id, now)
             return
         handle = self._handle_of(action.slot)
-        if kind in ("soft_kill", "hard_kill", "suspend", "continue"):
-            command = {
-                "soft_kill": protocol.SOFT_KILL,
-                "hard_kill": protocol.HARD_KILL,
-                "suspend": protocol.SUSPEND,
-                "continue": protocol.CONTINUE,
-            }[kind]
+        command = _STARTER_COMMANDS.get(kind)
+        if command is not None:
             if handle is None:
                 self.log.warning("%s: %s, but no starter runs there", action.slot, kind)
-                if kind == "hard_kill":
+                if kind == ActionKind.HARD_KILL:
                     self.take(self.engine.job_gone(self.state, action.slot, now), now)
                 return
             payload = ClassAd()
@@ -282,19 +285,19 @@ class Startd:
                 self.log.info("%s: told the starter to %s", action.slot, kind.replace("_", " "))
             else:
                 self.log.warning("%s: the starter is not connected to %s", action.slot, kind)
-                if kind == "hard_kill":
+                if kind == ActionKind.HARD_KILL:
                     self.starters.kill(handle.claim_id)
-        elif kind == "kill_starter":
+        elif kind == ActionKind.KILL_STARTER:
             if handle is not None:
                 self.log.warning("%s: KILLING_TIMEOUT ran out: killing the starter", action.slot)
                 self.starters.kill(handle.claim_id)
-        elif kind == "evict_backfill":
+        elif kind == ActionKind.EVICT_BACKFILL:
             self.take(self.engine.backfill_exit(self.state, action.slot, now), now)
-        elif kind == "start_backfill":
+        elif kind == ActionKind.START_BACKFILL:
             self.log.info("%s: no backfill system is installed to start", action.slot)
-        elif kind == "run_benchmarks":
+        elif kind == ActionKind.RUN_BENCHMARKS:
             self.cron.request_benchmarks()
-        elif kind == "delete_slot":
+        elif kind == ActionKind.DELETE_SLOT:
             self.sink.invalidate([f"{action.slot}@{self.host_name}"], now)
 
     def _handle_of(self, slot: str) -> StarterHandle | None:

@@ -33,11 +33,12 @@ import psutil
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
+from epcore.jobs.command import JobCommand, job_environment
+from epcore.jobs.syntax import Environment
 from epcore.runtime import framing
 from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser
-from epcore.starter.jobspec import Environment, JobCommand, job_environment
 from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
 from epcore.starter.sandbox import (

@@ -26,12 +26,13 @@ import attrs
 
 from epcore.classad import ClassAd, Expr
 from epcore.errors import SubmitError
+from epcore.jobs.codes import HoldCode
+from epcore.jobs.syntax import Environment
 from epcore.submit.macros import Located, SubmitMacros
 from epcore.submit.model import SubmitContext, SubmitHost
 from epcore.submit.requests import RequirementsInputs, job_requirements, resource_requests
 from epcore.submit.simple_commands import apply_simple_commands
 from epcore.submit.values import (
-    Environment,
     arguments_to_v2,
     concurrency_limits,
     environment_to_v2,
@@ -48,7 +49,6 @@ _NOT_SUPPORTED = ("standard", "scheduler", "grid", "java", "parallel", "local", 
 _NOTIFICATION = {"never": 0, "always": 1, "complete": 2, "error": 3}
 _TRANSFER = ("YES", "NO", "IF_NEEDED")
 _WHEN = ("ON_EXIT", "ON_EXIT_OR_EVICT", "ON_SUCCESS")
-HOLD_SUBMITTED_ON_HOLD = 15
 
 #: Policy expressions with their submit commands and the value condor_submit stores by default.
 _POLICY = (
@@ -171,7 +171,7 @@ def _identity(job: _Job, cluster_id: int, proc_id: int) -> None:
     if job.flag("hold", False):
         ad["JobStatus"] = 5
         ad["HoldReason"] = "submitted on hold"
-        ad["HoldReasonCode"] = HOLD_SUBMITTED_ON_HOLD
+        ad["HoldReasonCode"] = int(HoldCode.SUBMITTED_ON_HOLD)
         ad["HoldReasonSubCode"] = 0
     else:
         ad["JobStatus"] = 1

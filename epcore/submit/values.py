@@ -11,7 +11,8 @@ import re
 
 from epcore.classad import Expr, parse_expr
 from epcore.errors import ClassAdSyntaxError, JobSetupError
-from epcore.starter.jobspec import (
+from epcore.jobs.syntax import (
+    Environment,
     parse_args_v1,
     parse_args_v2,
     parse_env_v1,
@@ -19,8 +20,6 @@ from epcore.starter.jobspec import (
     quote_args_v2,
     quote_env_v2,
 )
-
-Environment = tuple[tuple[str, str], ...]
 
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*")
 _UNIT_POWER = {"": None, "k": 1, "kb": 1, "m": 2, "mb": 2, "g": 3, "gb": 3, "t": 4, "tb": 4}

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, run_ep
 
 from epcore.config import Config
 from epcore.errors import PoolError
 from epcore.pool.roles import ROLES, check_reachable, daemons_of
 from epcore.runtime.control import ControlError
 from epcore.startd.control import StartdClient
+from epcore.testing.pool import PoolProcess, run_ep
 
 
 def _config(text: str) -> Config:

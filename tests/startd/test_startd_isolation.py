@@ -10,7 +10,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from system_fixtures import user_processes
+
+from epcore.testing.system import user_processes
 
 pytestmark = pytest.mark.system
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from system_fixtures import user_processes
 
 from epcore.runtime.persist import read_claims
 from epcore.starter.lifecycle import LEASE_KILL_GRACE
+from epcore.testing.system import user_processes
 
 pytestmark = pytest.mark.system
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from system_fixtures import user_processes
 
 from epcore.classad import parse_ad
 from epcore.runtime.persist import read_claims
+from epcore.testing.system import user_processes
 
 pytestmark = pytest.mark.system
 

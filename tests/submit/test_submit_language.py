@@ -10,7 +10,7 @@ from submit_support import SUBMIT_DIR, Builder
 
 from epcore.classad import UNDEFINED
 from epcore.errors import SubmitError
-from epcore.starter.jobspec import parse_args_v2, parse_env_v2
+from epcore.jobs.syntax import parse_args_v2, parse_env_v2
 from epcore.submit import Assignment, Conditional, parse_submit
 
 EXE = "executable = /bin/true\n"

@@ -25,11 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 import psutil
-from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd
 from epcore.runtime import framing
 from epcore.runtime.control import request
+from epcore.testing.system import SlotUser
 
 Outcome = dict[str, Any]
 

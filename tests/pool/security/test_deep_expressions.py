@@ -15,12 +15,12 @@ import socket
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as, user_home
 from security_support import assert_pool_serves
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.classad.parser import MESSAGE_NESTING
 from epcore.runtime import framing
+from epcore.testing.pool import PoolProcess, submit_as, user_home
 
 pytestmark = pytest.mark.system
 

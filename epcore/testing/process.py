@@ -2,7 +2,8 @@
 
 The daemon gets a directory with its configuration file; every process whose command line
 names that file (the daemon and the starters it forked) is killed by :meth:`stop`, whatever
-happened in the test.
+happened in the test. Daemons are started as ``python -m`` :data:`EP_MODULE`, the ``ep``
+command, so they run from the same epcore as the tests whatever ``ep`` is on the PATH.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+
+#: The module whose ``python -m`` is the ``ep`` command, the one name to change if it moves.
+EP_MODULE = "epcore.cli.main"
 
 
 class DaemonProcess:
@@ -35,14 +39,7 @@ class DaemonProcess:
         """Start the daemon (its output goes to ``self.output``)."""
         with open(self.output, "ab") as out:
             self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "epcore.cli.main",
-                    self.command,
-                    "--config",
-                    str(self.config_path),
-                ],
+                [sys.executable, "-m", EP_MODULE, self.command, "--config", str(self.config_path)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -1,25 +1,39 @@
-"""A real startd in a subprocess (``ep startd``), for the daemon's end-to-end tests.
+"""A real startd for end-to-end tests: in a subprocess (``ep startd``) or in the test's process.
 
-The startd gets a directory of its own (LOCAL_DIR), a configuration written from the test's
-text on top of a permissive policy (START = True, no suspension or preemption), a unique
-BASE_CGROUP, and is talked to through its real control socket. Every startd, starter and
-job started here is killed when the test ends, whatever happened.
+:class:`StartdProcess` (the ``startd_factory`` fixture) runs ``ep startd`` in a directory of its
+own (LOCAL_DIR), with a configuration written from the test's text on top of a permissive
+policy (:data:`BASE_CONFIG`: START = True, no suspension or preemption) and a unique
+BASE_CGROUP, and is talked to through its real control socket. Every startd, starter and job
+started there is killed when the test ends, whatever happened.
+
+:class:`InProcessStartd` opens a startd with every installed plugin in the test's own process,
+its event loop turned by the test, to claim, activate and vacate directly and read its results.
+
+A plugin's tests get the fixture with ``pytest_plugins = ["epcore.testing.system",
+"epcore.testing.startd"]`` in their top conftest.py.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import attrs
 import pytest
-from daemon_process import DaemonProcess
 
 from epcore.classad import ClassAd, parse_ad
+from epcore.plugins import load_plugins
 from epcore.runtime.control import ControlError
-from epcore.runtime.persist import read_history
+from epcore.runtime.persist import SavedStarter, read_claims, read_history
 from epcore.startd.control import StartdClient
+from epcore.startd.loop import StartdLoop
+from epcore.startd.main import build_startd
+from epcore.startd.startd import Startd
+from epcore.testing.process import DaemonProcess
+from epcore.testing.system import open_up
 
 BASE_CONFIG = """\
 LOCAL_DIR = {local}
@@ -76,6 +90,11 @@ class StartdProcess(DaemonProcess):
     def history(self) -> list[ClassAd]:
         return list(read_history(str(self.directory / "spool" / "startd_history")))
 
+    def saved_claims(self) -> list[SavedStarter]:
+        """The claims the startd saved (with its starters' PIDs), as a restarted one reads
+        them."""
+        return read_claims(str(self.directory / "spool" / "startd_claims"))
+
     def run_job(self, job_text: str, slot: str = "slot1") -> str:
         """Claim ``slot`` for the job and activate it; the ClaimId."""
         claim_id = self.client.claim(slot, parse_ad(job_text))
@@ -97,6 +116,48 @@ class StartdProcess(DaemonProcess):
         return path.read_text() if path.exists() else ""
 
 
+@attrs.frozen
+class InProcessStartd:
+    """A startd opened in the test's process, and the event loop the test turns."""
+
+    startd: Startd
+    loop: StartdLoop
+
+    @classmethod
+    def open(cls, config_file: str) -> InProcessStartd:
+        """Build the startd of ``config_file`` with every installed plugin and open its loop."""
+        startd = build_startd(config_file, plugins=load_plugins())
+        loop = StartdLoop(startd)
+        loop.open()
+        return cls(startd, loop)
+
+    def turn_until(self, check: Callable[[], bool], timeout: float, what: str) -> None:
+        """Turn the loop until ``check`` holds; AssertionError naming ``what`` after
+        ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            self.loop.turn()
+
+    def run(self, job_text: str, slot: str = "slot1") -> None:
+        """Claim ``slot`` for the job and activate it."""
+        self.startd.activate(self.startd.claim(slot, parse_ad(job_text)))
+
+    def result(self, timeout: float = 60.0) -> ClassAd:
+        """The first job result (the loop turned until there is one)."""
+        self.turn_until(lambda: len(self.startd.results) > 0, timeout, "a job result")
+        return self.startd.results[0]
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Shut the startd down fast (its jobs killed), turning the loop until it is done."""
+        self.startd.shutdown(fast=True)
+        deadline = time.monotonic() + timeout
+        while not self.loop.finished and time.monotonic() < deadline:
+            self.loop.turn()
+        self.loop.close()
+
+
 @pytest.fixture
 def startd_factory(
     tmp_path: Path, base_cgroup: str, request: pytest.FixtureRequest
@@ -110,10 +171,7 @@ def startd_factory(
         local = tmp_path / f"startd{len(made)}"
         local.mkdir()
         local.chmod(0o755)
-        for parent in (tmp_path, *tmp_path.parents):
-            if parent in (Path("/tmp"), Path("/")):
-                break
-            parent.chmod(parent.stat().st_mode | 0o711)
+        open_up(tmp_path)
         cgroup = f"{base_cgroup}/{request.node.name[:40]}_{len(made)}"
         text = BASE_CONFIG.format(local=local, cpus=cpus, memory=memory, cgroup=cgroup) + extra
         startd = StartdProcess(local, text)

@@ -1,4 +1,6 @@
-"""A real personal pool in a subprocess (``ep run``), for the pool's end-to-end tests.
+"""A real personal pool in a subprocess (``ep run``), for end-to-end tests of the pool and of
+plugins (``pytest_plugins = ["epcore.testing.system", "epcore.testing.pool"]`` in a root
+conftest.py gives the ``pool_factory`` and ``shared_dir`` fixtures).
 
 The pool gets a directory of its own (LOCAL_DIR) with the personal pool's configuration and
 the test's additions, a unique BASE_CGROUP, and quick intervals. ``ep`` commands run as real
@@ -22,8 +24,6 @@ from pathlib import Path
 
 import attrs
 import pytest
-from daemon_process import DaemonProcess
-from system_fixtures import SlotUser
 
 # Imported here, not in the child: once it is another user, the interpreter's own
 # site-packages (under /root on this machine) are out of its reach.
@@ -32,6 +32,8 @@ from epcore.cli.main import ep
 from epcore.pool.personal import personal_config_text
 from epcore.pool.requests import PoolClient
 from epcore.runtime.control import ControlError
+from epcore.testing.process import DaemonProcess
+from epcore.testing.system import SlotUser, open_up
 
 TEST_CONFIG = """\
 NUM_CPUS = {cpus}
@@ -162,14 +164,6 @@ def user_home(root: Path, user: SlotUser) -> Path:
     os.chown(home, user.uid, user.gid)
     open_up(home)
     return home
-
-
-def open_up(path: Path) -> None:
-    """Let other users reach ``path`` (pytest's tmp_path parents are 0700)."""
-    for parent in (path, *path.parents):
-        if parent in (Path("/tmp"), Path("/")):
-            break
-        parent.chmod(parent.stat().st_mode | 0o711)
 
 
 @pytest.fixture

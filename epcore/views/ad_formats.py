@@ -1,7 +1,7 @@
 """Views of slot ads as condor_status prints them: -l, -af and JSON, and -constraint.
 
 Pure functions over finished ads; ``ep status`` (epcore.cli.status_cmd) gathers the ads. The
-default table is the pool's, :func:`epcore.pool.tables.render_slots`.
+default table is the pool's, :func:`epcore.views.tables.render_slots`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from epcore.classad import ClassAd, parse_ad
-from epcore.pool.tables import month_day_time, render_hold_reasons, render_queue, run_time
+from epcore.views.tables import month_day_time, render_hold_reasons, render_queue, run_time
 
 #: 2026-11-22 03:10:00 UTC.
 NOW = 1_795_317_000

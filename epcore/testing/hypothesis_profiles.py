@@ -107,7 +107,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if peak >= MEMORY_LIMIT_MB:
         pytest.fail(
             f"the test's process peaked at {peak:.0f} MiB of resident memory, over the "
-            f"{MEMORY_LIMIT_MB} MiB a hypothesis test may take (see tests/hypothesis_profiles.py)",
+            f"{MEMORY_LIMIT_MB} MiB a hypothesis test may take "
+            "(see epcore.testing.hypothesis_profiles)",
             pytrace=False,
         )
     return outcome

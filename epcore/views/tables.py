@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from epcore.classad import ERROR, UNDEFINED, ClassAd
 from epcore.classad.civil import civil_from_days
-from epcore.slots.status import literal_text
+from epcore.views.ad_formats import literal_text
 
 _UNDEFINED_TEXT = "undefined"
 _UNKNOWN_NUMBER = "?"

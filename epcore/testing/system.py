@@ -160,11 +160,7 @@ def execute_dir(tmp_path: Path) -> Path:
     path = tmp_path / "execute"
     path.mkdir()
     path.chmod(0o755)
-    # tmp_path's parents are 0700 under pytest; the slot users must be able to reach it.
-    for parent in (tmp_path, *tmp_path.parents):
-        if parent == Path("/tmp") or parent == Path("/"):
-            break
-        parent.chmod(parent.stat().st_mode | 0o711)
+    open_up(tmp_path)
     return path
 
 
@@ -185,3 +181,12 @@ def user_processes(name: str) -> list[int]:
         for p in psutil.process_iter(["username", "status"])
         if p.info["username"] == name and p.info["status"] != psutil.STATUS_ZOMBIE
     ]
+
+
+def open_up(path: Path) -> None:
+    """Let other users reach ``path``: it and its parents up to /tmp become searchable
+    (pytest's tmp_path parents are 0700, and slot users must reach what is below them)."""
+    for parent in (path, *path.parents):
+        if parent in (Path("/tmp"), Path("/")):
+            break
+        parent.chmod(parent.stat().st_mode | 0o711)

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from epcore.classad import ClassAd
-from epcore.pool.tables import render_userprio
+from epcore.views.tables import render_userprio
 
 #: 2026-11-22 03:10:00 UTC.
 NOW = 1_795_317_000
