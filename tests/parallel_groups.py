@@ -14,7 +14,7 @@ other, so that they do not fight over it:
   than a marker on each module survives moves of test modules between directories.
 
 Every group runs side by side with the others, so what a test makes on the machine stays unique
-to its worker process (tests/system_fixtures.py: run tags, slot users, cgroups, tracking ids).
+to its worker process (epcore.testing.system: run tags, slot users, cgroups, tracking ids).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 #: A test using this fixture (directly or through another) talks to the real dockerd: the
 #: docker plugin's tests/docker_fixtures.py builds every docker fixture on it.
 DOCKER_FIXTURE = "docker_client"
-#: A test using this fixture does things only root may on the machine (tests/system_fixtures.py).
+#: A test using this fixture does things only root may on the machine (epcore.testing.system).
 ROOT_FIXTURE = "as_root"
 
 

@@ -16,15 +16,16 @@ from collections.abc import Sequence
 
 import hypothesis.strategies as st
 from hypothesis import settings
-from hypothesis_profiles import full_examples
 from sample_ads import JOB_AD_TEXT, MACHINE_AD_TEXT, attribute_names
+
+from epcore.testing.hypothesis_profiles import full_examples
 
 Text = st.SearchStrategy[str]
 
 
 def scaled(factor: float) -> settings:
     """The active profile's settings with ``factor`` times its full example count (the counts
-    the acceptance criteria ask for under CI; tests/hypothesis_profiles.py)."""
+    the acceptance criteria ask for under CI; epcore.testing.hypothesis_profiles)."""
     return settings(settings(), max_examples=max(1, int(full_examples() * factor)))
 
 

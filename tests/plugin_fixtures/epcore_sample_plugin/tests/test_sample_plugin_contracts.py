@@ -13,7 +13,7 @@ import epcore_sample_plugin.plugin as sample
 import pytest
 
 from epcore.config import Config
-from epcore.plugins import Plugins
+from epcore.testing import Plugins
 from epcore.testing.contracts import DetectorContract, MachineAttributesContract
 from epcore.testing.host import FakeMachineHost
 
