@@ -27,6 +27,8 @@ import attrs
 import pluggy
 
 from epcore import __version__, hookspecs
+from epcore.classad import EvalContext
+from epcore.classad.functions import function_table
 from epcore.errors import PluginError
 from epcore.types import (
     ClassAdFunction,
@@ -434,6 +436,17 @@ class Plugins:
                 )
             seen.add(key)
         return functions
+
+    def eval_context(self) -> EvalContext:
+        """The evaluation context a daemon or tool reads its configuration with: the built-in
+        ClassAd functions and every plugin's (:meth:`classad_functions`), so that START, RANK,
+        the slot ads, matchmaking, the schedd's policies and ``ep eval`` can all call them.
+
+        A plugin function that raises, or answers something that is not a ClassAd value, is
+        ERROR in that evaluation (logged): a plugin must not stop a daemon's policy pass.
+        """
+        extra = {function.name: function.impl for function in self.classad_functions()}
+        return EvalContext(functions=function_table(extra, _log.error))
 
     def slot_state_changed(self, change: SlotStateChange) -> None:
         """Tell every plugin that a slot changed State or Activity."""
