@@ -22,7 +22,8 @@ import pytest
 import epcore
 import epcore.plugins as plugins_module
 from epcore import hookimpl
-from epcore.classad import ClassAd
+from epcore.classad import ERROR, ClassAd, parse_expr
+from epcore.classad.functions import builtin_functions
 from epcore.config import Config, KnobDefault
 from epcore.errors import PluginError
 from epcore.plugins import BUILTIN_PLUGINS, Plugins, load_plugins
@@ -709,6 +710,23 @@ def test_classad_function_defined_twice_is_an_error(
     """A function name two plugins define, or a built-in one, is a PluginError naming them."""
     with pytest.raises(PluginError, match=message):
         only(*plugins).classad_functions()
+
+
+def test_eval_context_calls_every_plugins_functions(caplog: pytest.LogCaptureFixture) -> None:
+    """The plugins' evaluation context calls each plugin's functions beside the built-ins; one
+    that raises is ERROR in that evaluation and logged, naming the function."""
+
+    class Broken:
+        @hookimpl
+        def ep_classad_functions(self) -> Sequence[ClassAdFunction]:
+            return [ClassAdFunction("shaky", lambda call: 1 / 0)]
+
+    context = only(("a", Functions("gizmoName")), ("b", Broken())).eval_context()
+    assert parse_expr('strcat(gizmoName(), "!")').evaluate(context=context) == "gizmoName!"
+    with caplog.at_level(logging.ERROR, logger="epcore.plugins"):
+        assert parse_expr("shaky()").evaluate(context=context) is ERROR
+    assert "ClassAd function shaky failed: ZeroDivisionError" in caplog.text
+    assert set(only().eval_context().functions or {}) == set(builtin_functions())
 
 
 NOTIFICATIONS: list[tuple[str, object]] = [
