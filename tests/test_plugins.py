@@ -928,7 +928,15 @@ def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
         "name": "sample",
         "distribution": "epcore-sample-plugin",
         "version": "1.2.0",
-        "hooks": ["ep_config_defaults", "ep_detect_resources", "ep_machine_attributes"],
+        "hooks": [
+            "ep_classad_functions",
+            "ep_config_defaults",
+            "ep_detect_resources",
+            "ep_job_finished",
+            "ep_job_started",
+            "ep_machine_attributes",
+            "ep_slot_state_changed",
+        ],
     }
     assert plugins["detection"]["distribution"] == "epcore"
     failures = {f["name"]: f for f in listing["failures"]}

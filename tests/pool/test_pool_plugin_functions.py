@@ -1,5 +1,5 @@
 """Must-show 2 of issue 19: a plugin's ClassAd function used in START decides which jobs a real
-``ep run`` pool starts.
+``ep run`` pool starts; the same plugin hears of the slots' changes and the job's start and end.
 
 The sample plugin (tests/plugin_fixtures/epcore_sample_plugin) offers ``sampleLucky(n)``, TRUE
 for multiples of 7. It is made visible to the pool's interpreter as pip would install it: its
@@ -44,6 +44,7 @@ def sample_plugin_installed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         (dist / "entry_points.txt").write_text("[epcore]\nsample = epcore_sample_plugin.plugin\n")
         paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+        monkeypatch.setenv("EPCORE_SAMPLE_EVENTS", str(site / "events"))
         yield site
     finally:
         shutil.rmtree(site, ignore_errors=True)
@@ -65,7 +66,8 @@ def test_a_plugin_function_in_start_decides_which_jobs_run(
     shared_dir: Path,
 ) -> None:
     """With START = sampleLucky(TARGET.LuckyNumber), the job whose LuckyNumber is 14 runs to
-    completion while the one whose LuckyNumber is 3, submitted first, stays idle."""
+    completion while the one whose LuckyNumber is 3, submitted first, stays idle; the plugin's
+    notification hooks heard the lucky job start and finish, and no more."""
     pool = pool_factory("START = sampleLucky(TARGET.LuckyNumber)\n")
     user = slot_users[0]
     job = "executable = /bin/true\n+LuckyNumber = {number}\nqueue\n"
@@ -78,3 +80,9 @@ def test_a_plugin_function_in_start_decides_which_jobs_run(
         time.sleep(0.5)
     (unlucky,) = pool.jobs("ClusterId == 1")
     assert unlucky.evaluate("NumJobStarts") in (0, UNDEFINED)
+    events = (sample_plugin_installed / "events").read_text().splitlines()
+    assert [e.split(" on ")[0] for e in events if not e.startswith("slot ")] == [
+        "started 2.0",
+        "finished 2.0",
+    ]
+    assert any(e.startswith("slot ") and e.endswith(" Claimed/Busy") for e in events), events
