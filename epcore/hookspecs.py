@@ -122,7 +122,11 @@ def ep_classad_functions() -> Sequence[ClassAdFunction] | None:
     """All results: extra ClassAd functions; a name already defined is an error.
 
     A name is already defined when it is one of the built-in functions or another plugin's
-    (names compared without regard to case, as the ClassAd language compares them).
+    (names compared without regard to case, as the ClassAd language compares them). Called once
+    when a daemon or command reads its configuration: the functions join the built-in ones in
+    the configuration's evaluation context, so the startd's policy and slot ads, matchmaking,
+    the schedd's policies and ``ep eval``/``ep explain``/``ep simulate`` can call them. A
+    function that raises, or answers no ClassAd value, is ERROR where it was called.
     """
 
 
