@@ -12,7 +12,6 @@ from runtime_helpers import run_label
 
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.plugins import Plugins
 from epcore.testing.contracts import ContainerRuntimeContract
 
 
@@ -39,10 +38,10 @@ class TestDockerRuntimeContractWithDaemon(ContainerRuntimeContract):
         return epcore_docker.plugin
 
     @pytest.fixture
-    def config(self, plugins: Plugins, spool: Path, run_tag: str) -> Config:
+    def config(self, spool: Path, run_tag: str) -> Config:
         """SPOOL of this module, and this run's label on every container made."""
         text = f"SPOOL = {spool}\nDOCKER_EXTRA_ARGUMENTS = {run_label(run_tag)}\n"
-        return Config.from_text(text, defaults=plugins.config_defaults())
+        return Config.from_text(text, defaults=epcore_docker.plugin.ep_config_defaults())
 
     @pytest.fixture
     def job_ad(self, busybox_image: str) -> ClassAd:
