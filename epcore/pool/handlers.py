@@ -278,7 +278,13 @@ def _analyze(manager: CentralManager, requester: Requester, request: ClassAd) ->
     now = manager.clock()
     slots = manager.collector.query("Machine", now=now)
     submitter = manager.schedd.submitter(job)
-    analysis = analyze_job(job, slots, now=now, submitter_prio=manager.accountant.eup(submitter))
+    analysis = analyze_job(
+        job,
+        slots,
+        now=now,
+        submitter_prio=manager.accountant.eup(submitter),
+        base=manager.config.eval_context,
+    )
     return answer(True, Text=render_analysis(analysis))
 
 
