@@ -21,9 +21,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from epcore.daemon.control import ControlError
 from epcore.pool.personal import personal_config_text
 from epcore.pool.requests import PoolClient
+from epcore.runtime.control import ControlError
 
 
 def wait(check: Callable[[], bool], timeout: float, what: str, poll: float = 0.05) -> None:

@@ -11,7 +11,7 @@ another user, and a START that takes jobs over 2 GB only on 8 GB slots. The job 
 five-clause Requirements condor_submit writes and asks for 3000 MB, so the 1 and 2 GB slots
 are rejected by the job, the 4 GB ones refuse it, and the 8 GB ones are busy or available.
 
-The timed call is :func:`epcore.pool.analysis.analyze_job` (each clause evaluated against
+The timed call is :func:`epcore.analysis.analysis.analyze_job` (each clause evaluated against
 every slot, each slot's side evaluated, the evidence of the first failure explained); the
 target is a median of at most 100 ms (an interactive command). Two baselines are timed in the
 same run: epcore's own ``symmetric_match`` over the same slots (what the negotiator pays for
@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import classad2
 
+from epcore.analysis.analysis import analyze_job
 from epcore.classad import ClassAd, EvalContext, format_old, parse_ad, symmetric_match
 from epcore.config import Config
-from epcore.pool.analysis import analyze_job
 from epcore.slots.ads import build_slot_ads
 from epcore.slots.model import Slot, SlotLayout, SlotResources
 from epcore.slots.slot_status import ClaimInfo, SlotStatus

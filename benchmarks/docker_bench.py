@@ -67,7 +67,7 @@ from _pool import personal_pool, remove_cgroup, wait
 
 from epcore.config import Config
 from epcore.pool.requests import PoolClient
-from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 
 try:
     import docker

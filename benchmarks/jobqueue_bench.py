@@ -5,7 +5,7 @@ Run from the project root after ``python3 -m pip install -e '.[test]'``::
     python3 benchmarks/jobqueue_bench.py            # median of 5 rounds per measurement
     python3 benchmarks/jobqueue_bench.py --quick    # 1 round: a smoke test
 
-Each round opens a fresh ``epcore.pool.jobqueue.JobQueue`` in a temporary directory (removed
+Each round opens a fresh ``epcore.schedd.jobqueue.JobQueue`` in a temporary directory (removed
 afterwards) and times, with a job ad of about 60 attributes such as condor_submit makes:
 
 * 1,000 submissions of one-job clusters, each ``next_cluster_id`` + ``submit`` in its own
@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from epcore.classad import ClassAd, parse_ad
-from epcore.pool.jobqueue import JobId, JobQueue, JobStatus
+from epcore.schedd.jobqueue import JobId, JobQueue, JobStatus
 
 SUBMITS = 1000
 CHANGES = 10_000

@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from epcore.classad import ClassAd, parse_ad, parse_expr
 from epcore.config import Config
-from epcore.pool.negotiator import Accountant, SubmitterJobs, negotiate
+from epcore.interfaces import SubmitterJobs
+from epcore.negotiator import Accountant, negotiate
 
 MACHINES = 625
 SLOTS_PER_MACHINE = 16

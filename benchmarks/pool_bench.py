@@ -45,8 +45,9 @@ from _pool import kill_tree, personal_pool, remove_cgroup, start_ep, wait
 
 from epcore.classad import parse_ad
 from epcore.config import Config
-from epcore.daemon.control import ControlError, StartdClient
-from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.runtime.control import ControlError
+from epcore.startd.control import StartdClient
+from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 
 #: Who the benchmark's jobs belong to: root submits them for nobody (the pool refuses a job
 #: owned by root, as HTCondor does; before that, root's jobs ran as nobody anyway).

@@ -6,12 +6,12 @@ Run from the project root, as root (cgroups and slot users need it), after
     python3 benchmarks/starter_bench.py            # 41 jobs per side
     python3 benchmarks/starter_bench.py --quick    # 7 jobs per side: a smoke test
 
-A startd runs in this process (the same :class:`~epcore.daemon.startd.Startd` and
-:class:`~epcore.daemon.loop.StartdLoop` that ``ep startd`` runs), once with cgroup tracking on
+A startd runs in this process (the same :class:`~epcore.startd.startd.Startd` and
+:class:`~epcore.startd.loop.StartdLoop` that ``ep startd`` runs), once with cgroup tracking on
 (a BASE_CGROUP made for the run, the default CGROUP_MEMORY_LIMIT_POLICY) and once without.
 Each round claims the partitionable slot for a one-core job, lets 0.1 s pass (a schedd
 activates a claim a while after making it; the startd prepares the job's cgroups and a
-supervisor inside them meanwhile, :mod:`epcore.daemon.prepare`), and activates the claim; the
+supervisor inside them meanwhile, :mod:`epcore.startd.prepare`), and activates the claim; the
 job is ``/bin/date +%s.%N`` writing its first reading of the clock to its output file. The
 timed span is from just before ``activate`` to that reading: the fork of the starter, its
 sandbox, the user switch and the exec from the prepared supervisor. The target is a median of
@@ -40,8 +40,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from epcore.classad import parse_ad
-from epcore.daemon.loop import StartdLoop
-from epcore.daemon.main import build_startd
+from epcore.startd.loop import StartdLoop
+from epcore.startd.main import build_startd
 
 CONFIG = """\
 LOCAL_DIR = {local}
@@ -76,7 +76,7 @@ def _epcore_round(loop: StartdLoop, out: Path) -> tuple[float, float]:
     done = len(startd.results)
     claim_id = startd.claim("slot1", parse_ad(_job(out)))
     # A schedd activates a claim some time after making it (at least a network round trip);
-    # the startd prepares the job's cgroups and supervisor meanwhile (epcore.daemon.prepare).
+    # the startd prepares the job's cgroups and supervisor meanwhile (epcore.startd.prepare).
     pause = time.monotonic() + CLAIM_TO_ACTIVATION
     while time.monotonic() < pause:
         loop.turn()

@@ -1,4 +1,4 @@
-"""Turning a 1000-job submit file into job ads with epcore.pool.submit.
+"""Turning a 1000-job submit file into job ads with epcore.submit.
 
 Run from the project root after ``python3 -m pip install -e '.[test]'``::
 
@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from epcore.classad import ClassAd
 from epcore.config import Config, MemoryHost
-from epcore.pool.submit import SubmitContext, build_jobs, parse_submit
+from epcore.submit import SubmitContext, build_jobs, parse_submit
 
 TARGET_MS = 1000.0
 ITEMS = "a b c d e f g h i j"

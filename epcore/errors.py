@@ -64,7 +64,8 @@ class JobSetupError(EpError):
 
     def __init__(self, message: str, hold_code: int, hold_subcode: int = 0) -> None:
         self.reason = message
-        self.hold_code = hold_code
+        # A HoldCode becomes the plain integer a job ad carries.
+        self.hold_code = int(hold_code)
         self.hold_subcode = hold_subcode
         super().__init__(message)
 

@@ -392,7 +392,7 @@ class FetchWorkSource(Protocol):
     ``name`` is a hook keyword: the slots whose ``SLOT<N>_JOB_HOOK_KEYWORD`` (else
     ``STARTD_JOB_HOOK_KEYWORD``) is that name (any case) ask this source instead of running
     ``<name>_HOOK_FETCH_WORK``, ``_REPLY_FETCH`` and ``_EVICT_CLAIM`` (see
-    :mod:`epcore.daemon.fetch_work`). The methods are called from the startd's loop: ``fetch``
+    :mod:`epcore.startd.fetch_work`). The methods are called from the startd's loop: ``fetch``
     should answer at once. What they raise is logged and the startd goes on; each gets its own
     copies of the ads.
     """

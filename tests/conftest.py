@@ -1,5 +1,5 @@
 """Project-wide pytest setup: the hypothesis profiles and example count
-(tests/hypothesis_profiles.py), the real system fixtures (tests/system_fixtures.py), the seed
+(epcore.testing.hypothesis_profiles), the real system fixtures (epcore.testing.system), the seed
 documents' directory (tests/seed_documents.py) and the htcondor2.param oracle."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from param_oracle import ParamOracle
 
-pytest_plugins = ["hypothesis_profiles", "system_fixtures", "seed_documents"]
+pytest_plugins = ["epcore.testing.hypothesis_profiles", "epcore.testing.system", "seed_documents"]
 
 
 @pytest.fixture(scope="session")

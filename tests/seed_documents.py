@@ -5,7 +5,7 @@ so their text never enters it: the tests that check the documents' own configura
 read them from the directory the environment names. ``.ci/run`` sets the variable to the seeds
 beside the clone when they are there. Without it those tests skip with the reason; a variable
 naming no directory is a missing component (a failure under ``CI=true``, see
-:func:`system_fixtures.missing`). No other location is ever guessed.
+:func:`epcore.testing.system.missing`). No other location is ever guessed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 
 import pytest
-from system_fixtures import missing
+
+from epcore.testing.system import missing
 
 SEEDS_VARIABLE = "EPCORE_SEEDS_DIR"
 

@@ -41,17 +41,17 @@ END_TO_END = {
     ),
     "ep_machine_attributes": "tests/test_plugins.py::test_third_party_plugin_in_a_real_venv",
     "ep_isolation_backends": (
-        "tests/daemon/test_startd_isolation.py::test_escaped_processes_die_with_the_job"
+        "tests/startd/test_startd_isolation.py::test_escaped_processes_die_with_the_job"
     ),
     "ep_container_runtimes": (
         "plugins/docker/tests/test_docker_startd.py"
         "::test_exit_code_is_recorded_and_the_container_removed"
     ),
     "ep_cron_jobs": (
-        "tests/daemon/test_startd_cron_python.py::test_python_cron_job_ads_appear_in_the_slot_ads"
+        "tests/startd/test_startd_cron_python.py::test_python_cron_job_ads_appear_in_the_slot_ads"
     ),
     "ep_fetch_work_sources": (
-        "tests/daemon/test_fetch_work_source.py"
+        "tests/startd/test_fetch_work_source.py"
         "::test_source_jobs_run_and_claims_are_reused_then_evicted"
     ),
     **{

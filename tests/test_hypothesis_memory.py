@@ -1,5 +1,5 @@
 """Every hypothesis test's peak memory is measured, printed, and held under a limit
-(tests/hypothesis_profiles.py), in a pytest run of its own."""
+(epcore.testing.hypothesis_profiles), in a pytest run of its own."""
 
 from __future__ import annotations
 
@@ -43,10 +43,9 @@ def test_peaks_are_measured_printed_and_limited(pytester: pytest.Pytester) -> No
     past it fails with its peak, the small one and the plain test pass, and the run ends with
     the hypothesis tests' peaks, largest first, and their maximum."""
     pytester.makeconftest(
-        f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n"
-        'pytest_plugins = ["hypothesis_profiles"]\n\n\n'
+        'pytest_plugins = ["epcore.testing.hypothesis_profiles"]\n\n\n'
         "def pytest_configure(config):\n"
-        "    import hypothesis_profiles\n\n"
+        "    from epcore.testing import hypothesis_profiles\n\n"
         f"    hypothesis_profiles.MEMORY_LIMIT_MB = {LIMIT_MB}\n"
     )
     pytester.makepyfile(test_probes=PROBES)

@@ -10,10 +10,8 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
@@ -29,6 +27,15 @@ from epcore.errors import PluginError
 from epcore.plugins import BUILTIN_PLUGINS, Plugins, load_plugins
 from epcore.testing.host import FakeMachineHost
 from epcore.testing.offers import BackendOffer
+from epcore.testing.venv import (
+    can_build_wheels,
+    install_this_epcore,
+    make_venv,
+    output_of,
+    pip_install,
+    real_venv,
+    run_command,
+)
 from epcore.types import (
     ClassAdFunction,
     ContainerRuntimeSpec,
@@ -804,101 +811,11 @@ print(json.dumps({
 """
 
 
-def _can_build_wheels() -> bool:
-    """setuptools can build wheels without downloading anything (bdist_wheel is there)."""
-    return any(
-        importlib.util.find_spec(name) is not None
-        for name in ("wheel", "setuptools.command.bdist_wheel")
-    )
-
-
-def _run(
-    argv: Sequence[str | Path], cwd: Path, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
-    environment.pop("PYTHONPATH", None)
-    return subprocess.run(
-        [str(a) for a in argv],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def _ok(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 0, f"{done.args} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
-def _make_venv(where: Path) -> Path:
-    """``python -m venv --system-site-packages``; its python sees this environment's packages.
-
-    When this interpreter is itself a venv, --system-site-packages would only show the base
-    installation, so this environment's site directories are added through a .pth file
-    (processed like site-packages, editable installs included).
-    """
-    venv = where / "venv"
-    _ok(
-        _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv], where)
-    )
-    python = venv / "bin" / "python"
-    if sys.prefix != sys.base_prefix:
-        site_dir = _ok(_run([python, "-c", "import site; print(site.getsitepackages()[0])"], where))
-        lines = [
-            f"import site; site.addsitedir({d!r})" for d in sys.path if d.endswith("site-packages")
-        ]
-        Path(site_dir.strip(), "_parent_environment.pth").write_text("\n".join(lines) + "\n")
-    return python
-
-
-#: Prints where epcore is imported from and whether its pytest plugin is registered.
-WHERE_IS_EPCORE = """
-import epcore, importlib.metadata as m
-print(epcore.__file__)
-print(any(e.name == "epcore" for e in m.entry_points(group="pytest11")))
-"""
-
-
-def _pip_install(python: Path, where: Path, *targets: str | Path) -> None:
-    _ok(
-        _run(
-            [
-                python,
-                "-m",
-                "pip",
-                "install",
-                "--no-deps",
-                "--no-build-isolation",
-                "--no-index",
-                *targets,
-            ],
-            where,
-        )
-    )
-
-
-def _registered_markers() -> set[str]:
-    """Marker names pyproject.toml registers (pytest runs with --strict-markers)."""
-    settings = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    lines = settings["tool"]["pytest"]["ini_options"].get("markers", [])
-    return {line.split(":", 1)[0].strip() for line in lines}
-
-
-# "venv" marks the tests that build a real virtual environment; it is applied once
-# pyproject.toml registers it, so that an unregistered marker never breaks collection.
-def real_venv(test: Callable[..., None]) -> Callable[..., None]:
-    """Mark ``test`` with "venv" when that marker is registered."""
-    return pytest.mark.venv(test) if "venv" in _registered_markers() else test
-
-
 @real_venv
 def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
     """Real venv, real pip, no mocks: an installed plugin adds Cogs and SampleSite, a plugin
     raising at import is logged and skipped, `ep plugins` lists both, strict loading fails."""
-    if not _can_build_wheels():
+    if not can_build_wheels():
         message = "setuptools cannot build wheels offline here: pip install wheel"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
@@ -912,17 +829,12 @@ def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
             sources / package,
             ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"),
         )
-    python = _make_venv(tmp_path)
-    location, has_pytest_plugin = _ok(_run([python, "-c", WHERE_IS_EPCORE], tmp_path)).split()
-    if Path(location).resolve().parent != ROOT / "epcore" or has_pytest_plugin != "True":
-        # The environment's epcore is another checkout (or older metadata): use this one.
-        _pip_install(python, tmp_path, "-e", ROOT)
-        location = _ok(_run([python, "-c", WHERE_IS_EPCORE], tmp_path)).split()[0]
-        assert Path(location).resolve().parent == ROOT / "epcore"
-    _pip_install(python, tmp_path, sources / SAMPLE, sources / BROKEN)
+    python = make_venv(tmp_path)
+    install_this_epcore(python, tmp_path)
+    pip_install(python, tmp_path, sources / SAMPLE, sources / BROKEN)
 
     ep = [python, "-c", "from epcore.cli.main import main; main()", "plugins"]
-    listing = json.loads(_ok(_run([*ep, "--json"], tmp_path)))
+    listing = json.loads(output_of(run_command([*ep, "--json"], tmp_path)))
     plugins = {p["name"]: p for p in listing["plugins"]}
     assert plugins["sample"] == {
         "name": "sample",
@@ -944,12 +856,12 @@ def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
     assert failures["broken"]["origin"] == "epcore_broken_plugin.plugin"
     assert failures["broken"]["error"] == "ImportError: libgizmo.so.3 is not installed"
 
-    strict = _run([*ep, "--strict"], tmp_path)
+    strict = run_command([*ep, "--strict"], tmp_path)
     assert strict.returncode == 1, strict.stdout + strict.stderr
     assert "sample" in strict.stdout and "epcore-sample-plugin" in strict.stdout
     assert "broken (epcore_broken_plugin.plugin): ImportError" in strict.stdout
 
-    loaded = json.loads(_ok(_run([python, "-c", LOAD_SCRIPT], tmp_path)))
+    loaded = json.loads(output_of(run_command([python, "-c", LOAD_SCRIPT], tmp_path)))
     assert loaded["failures"] == [
         ["broken", "epcore_broken_plugin.plugin", "ImportError: libgizmo.so.3 is not installed"]
     ]
@@ -962,7 +874,7 @@ def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
 
     # The plugin's own test suite, run as its author would: epcore's fixtures and contract
     # classes come through the pytest11 entry point, with no conftest.
-    suite = _run(
+    suite = run_command(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", sources / SAMPLE / "tests"],
         tmp_path,
     )

@@ -15,9 +15,10 @@ RESERVED_* knobs are applied later, when the inventory is built:
   (naming the script and, for bad output, the line) and contributes nothing.
 
 Readings (``ep_host_readings``) are machine-wide: see :func:`idle_times` for KeyboardIdle and
-ConsoleIdle and :func:`cpu_is_busy` for CpuIsBusy. Per-slot rules (SLOTS_CONNECTED_TO_CONSOLE,
-SLOTS_CONNECTED_TO_KEYBOARD, DISCONNECTED_KEYBOARD_IDLE_BOOST) are pure helpers here
-(:func:`slot_idle_times`) that the ad builder applies.
+ConsoleIdle and :func:`cpu_is_busy` for CpuIsBusy. The per-slot rules (SLOTS_CONNECTED_TO_CONSOLE,
+SLOTS_CONNECTED_TO_KEYBOARD, DISCONNECTED_KEYBOARD_IDLE_BOOST) are not applied here: the slot
+ad builder splits these machine-wide readings among slots
+(:func:`epcore.slots.readings.split_readings`).
 """
 
 from __future__ import annotations

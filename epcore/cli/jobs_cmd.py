@@ -19,11 +19,11 @@ from epcore.classad import ClassAd
 from epcore.cli.pool_access import PoolCommandError, connect, pool_config, pool_options
 from epcore.config import Config
 from epcore.errors import EpError
-from epcore.pool.jobqueue import JobStatus
 from epcore.pool.requests import PoolClient
-from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
-from epcore.pool.tables import render_hold_reasons, render_queue
-from epcore.slots.status import format_autoformat, format_json, format_long
+from epcore.schedd.jobqueue import JobStatus
+from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.views.ad_formats import format_autoformat, format_json, format_long
+from epcore.views.tables import render_hold_reasons, render_queue
 
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
 

@@ -15,8 +15,9 @@ import click
 from epcore.cli.pool_access import PoolCommandError, connect, pool_options
 from epcore.errors import EpError
 from epcore.pool.personal import config_file_for, write_personal_config
-from epcore.pool.tables import render_userprio
-from epcore.slots.status import format_json, format_long
+from epcore.pool.roles import ROLES
+from epcore.views.ad_formats import format_json, format_long
+from epcore.views.tables import render_userprio
 
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -29,7 +30,14 @@ _SETTINGS = {"help_option_names": ["-h", "--help"]}
     metavar="FILE",
     help="Read FILE instead of the configuration HTCondor would read.",
 )
-def run_command(config_file: str | None) -> None:
+@click.option(
+    "--role",
+    type=click.Choice(list(ROLES)),
+    default=None,
+    help="Run these daemons (personal: all; central-manager: collector and negotiator; "
+    "submit: the schedd; execute: the startd). Default: as DAEMON_LIST says, else personal.",
+)
+def run_command(config_file: str | None, role: str | None) -> None:
     """Run the personal pool in the foreground: collector, negotiator, job queue and startd.
 
     Without a configuration (no --config, CONDOR_CONFIG or /etc/condor/condor_config) it
@@ -37,7 +45,9 @@ def run_command(config_file: str | None) -> None:
     /var/lib/epcore/condor_config (root) or ~/.epcore/condor_config. Logs go to LOG
     (SchedLog, NegotiatorLog, StartLog...). SIGTERM or Ctrl-C shuts down peacefully (running
     jobs finish), a second one or SIGQUIT fast (jobs are killed and go back to idle); SIGHUP
-    re-reads the configuration.
+    re-reads the configuration. With --role (or a DAEMON_LIST naming daemons) it runs only
+    those; daemons in other processes cannot reach each other yet (issue 22), so a role that
+    needs a peer elsewhere is refused naming the knob.
     """
     from epcore.pool.main import run_pool
 
@@ -52,7 +62,7 @@ def run_command(config_file: str | None) -> None:
         click.echo(f"ep run: wrote the personal pool's configuration to {path}", err=True)
     click.echo(f"ep run: starting the pool with {path}; submit jobs with: ep submit FILE", err=True)
     try:
-        run_pool(path)
+        run_pool(path, role)
     except EpError as error:
         raise PoolCommandError("run", str(error)) from error
     click.echo("ep run: the pool has shut down", err=True)

@@ -16,7 +16,7 @@ def startd_command(config_file: str | None) -> None:
     new ones start), a second SIGTERM or SIGQUIT shuts down fast (jobs are killed). Jobs keep
     running across a crash or kill -9: the next startd takes them back.
     """
-    from epcore.daemon.main import run_startd
+    from epcore.startd.main import run_startd
 
     try:
         run_startd(config_file)

@@ -25,14 +25,14 @@ import click
 from epcore.classad import ClassAd, ClassAdSyntaxError
 from epcore.config import Config
 from epcore.errors import EpError
-from epcore.pool.tables import AD_COLUMNS, render_ads, render_slots
 from epcore.slots.ads import build_slot_ads, slot_ad_problems
-from epcore.slots.status import (
+from epcore.views.ad_formats import (
     format_autoformat,
     format_json,
     format_long,
     select,
 )
+from epcore.views.tables import AD_COLUMNS, render_ads, render_slots
 
 if TYPE_CHECKING:
     from epcore.plugins import Plugins

@@ -1,2 +1,2 @@
-"""The central-manager side of a personal pool: collector, negotiator, job queue and schedd,
-and the submit-file language."""
+"""The assembly of a pool: which services run (``ep run``), the pool's request socket and its
+requests, and the personal pool's configuration."""

@@ -1,72 +1,234 @@
-"""Starting the personal pool: what ``ep run`` runs.
+"""Building and running what ``ep run`` runs: the services of a role, in one loop.
 
-One process holds the whole pool: the startd with its loop, and the central manager
-(collector, negotiator, schedd) as the loop's companion. The startd publishes into the
-collector; the collector's absent and offline ads, the accountant and the job queue are
-read back from SPOOL at start, so a restarted pool keeps its users' priorities, its jobs
-and (as the startd does) its running jobs.
+For the personal pool one process holds every daemon: the startd, the schedd, the collector
+and the negotiator, each a service of one :class:`~epcore.runtime.loop.EventLoop`, and the
+pool's request socket routing users' requests to them. They reach each other through links
+(:mod:`epcore.interfaces`) that this module wires in-process: the startd publishes into the
+collector and sends job results to the schedd; the negotiator reads slots from the collector
+and jobs from the schedd and hands it the matches; the schedd claims slots through a locator
+of startds by address. The collector's absent and offline ads, the accountant and the job
+queue are read back from SPOOL at start, so a restarted pool keeps its users' priorities,
+its jobs and (as the startd does) its running jobs.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from epcore.daemon.loop import StartdLoop
-from epcore.daemon.main import build_startd, daemon_logger
-from epcore.daemon.persist import make_private, read_ad_lines
-from epcore.plugins import Plugins
-from epcore.pool.central import CentralManager
-from epcore.pool.collector import Collector, CollectorSink
-from epcore.pool.collector_log import read_persistent_ads
-from epcore.pool.jobqueue import JobQueue
-from epcore.pool.negotiator import Accountant
-from epcore.pool.schedd import Schedd
+from epcore.collector.collector import Collector
+from epcore.collector.collector_log import read_persistent_ads
+from epcore.collector.service import CollectorService
+from epcore.config import Config
+from epcore.interfaces import JobSource, Locator, RequestHandler, StartdLink
+from epcore.negotiator import Accountant
+from epcore.negotiator.service import NegotiatorService
+from epcore.plugins import Plugins, load_plugins
+from epcore.pool.roles import (
+    COLLECTOR,
+    NEGOTIATOR,
+    SCHEDD,
+    STARTD,
+    check_reachable,
+    daemons_of,
+    role_names,
+)
+from epcore.pool.router import PoolRequests
 from epcore.pool.setup import PoolPaths
+from epcore.runtime.loop import EventLoop, Service
+from epcore.runtime.persist import make_private, read_ad_lines
+from epcore.schedd.jobqueue import JobQueue
+from epcore.schedd.schedd import Schedd
+from epcore.schedd.service import ScheddService
+from epcore.startd.link import LocalStartdLink
+from epcore.startd.loop import StartdService
+from epcore.startd.main import build_startd, daemon_logger
+from epcore.startd.requests import startd_handlers
+from epcore.startd.startd import Startd
 from epcore.types import MachineHost
+
+
+class SharedConfig:
+    """The configuration every service of the process reads: ``load`` reads it again at
+    each SIGHUP, once for all of them."""
+
+    def __init__(self, load: Callable[[], Config], current: Config | None = None) -> None:
+        self.load = load
+        self.current = current if current is not None else load()
+
+    def __call__(self) -> Config:
+        return self.current
+
+    def reload(self) -> None:
+        self.current = self.load()
 
 
 def build_pool(
     config_file: str | None,
     *,
+    role: str | None = None,
     host: MachineHost | None = None,
     plugins: Plugins | None = None,
-) -> StartdLoop:
-    """The loop of a whole pool for the configuration HTCondor would read (or
-    ``config_file``); :meth:`StartdLoop.run` runs it."""
+) -> EventLoop:
+    """The loop of the daemons of ``role`` (None: as the configuration says; see
+    :mod:`epcore.pool.roles`) for the configuration HTCondor would read (or
+    ``config_file``); :meth:`EventLoop.run` runs it. PoolError when a daemon needs a peer
+    that would run elsewhere."""
     clock = time.time
-    startd = build_startd(config_file, host=host, plugins=plugins)
-    config = startd.config
+    if host is None:
+        from epcore.builtin.host import LocalHost
+
+        host = LocalHost()
+    if plugins is None:
+        plugins = load_plugins()
+    known_host, known_plugins = host, plugins
+
+    def load() -> Config:
+        # The plugins' ClassAd functions reach every daemon through the configuration's
+        # evaluation context: the startd's policy, matchmaking, the schedd's policies.
+        return Config.load(
+            config_file,
+            host=known_host,
+            defaults=known_plugins.knob_defaults(),
+            eval_context=known_plugins.eval_context(),
+        )
+
+    shared = SharedConfig(load)
+    config = shared()
+    daemons = daemons_of(role, config)
+    check_reachable(daemons, config)
     paths = PoolPaths.from_config(config)
-    _make_private(paths, startd.log)
-    collector = Collector(config)
+    paths.make_directories()
+    handlers: dict[str, RequestHandler] = {}
+    startds: Locator[StartdLink] = Locator("startd")
+    schedds: Locator[JobSource] = Locator("schedd")
+    startd: Startd | None = None
+    if STARTD in daemons:
+        startd = build_startd(config_file, host=host, plugins=plugins)
+        startd.reload_config = shared
+        link = LocalStartdLink(startd)
+        startds.register(link.address, link)
+        handlers.update(startd_handlers(link))
+        host_name = startd.host_name
+    else:
+        host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
+    logs = {
+        daemon: daemon_logger(f"epcore.{daemon}", config, subsystem, path)
+        for daemon, subsystem, path in (
+            (SCHEDD, "SCHEDD", paths.schedd_log),
+            (COLLECTOR, "COLLECTOR", paths.collector_daemon_log),
+            (NEGOTIATOR, "NEGOTIATOR", paths.negotiator_log),
+        )
+        if daemon in daemons
+    }
+    # The process's own messages (the loop's, the requests') go to the first daemon's log.
+    log = startd.log if startd is not None else next(iter(logs.values()))
+    _make_private(paths, daemons, log)
+    if startd is not None and COLLECTOR not in daemons:
+        log.warning(
+            "the startd's ads stay in %s/startd_ads: the collector at COLLECTOR_HOST (%s) is"
+            " reached over the network only once issue 22 lands",
+            startd.paths.spool,
+            config.get("COLLECTOR_HOST") or "unset",
+        )
+    collector = None
+    if COLLECTOR in daemons:
+        collector = _collector(shared, paths, logs[COLLECTOR], clock)
+        if startd is not None:
+            startd.sink = collector
+        handlers.update(collector.handlers())
+    negotiator = None
+    if NEGOTIATOR in daemons:
+        assert collector is not None  # check_reachable saw to it
+        ad_name = config.get("SCHEDD_NAME") or host_name
+        negotiator = _negotiator(
+            shared, paths, collector, schedds, ad_name, logs[NEGOTIATOR], clock
+        )
+        handlers.update(negotiator.handlers())
+    schedd = None
+    if SCHEDD in daemons:
+        assert collector is not None  # check_reachable saw to it
+        queue = JobQueue.open(paths.queue_database)
+        core = Schedd(config, queue, startds, host_name=host_name, log=logs[SCHEDD], clock=clock)
+        schedd = ScheddService(
+            core,
+            config=shared,
+            address=f"<unix:{paths.control_socket}>",
+            collector=collector,
+            slots=collector,
+            priorities=negotiator,
+            log=logs[SCHEDD],
+            clock=clock,
+        )
+        schedds.register(schedd.address, schedd)
+        if startd is not None:
+            startd.job_results = schedd
+        handlers.update(schedd.handlers())
+    running = role_names(daemons)
+    # The requests' failures go to the SchedLog, as the schedd answers most of them.
+    requests_log = logs.get(SCHEDD, log)
+    router = PoolRequests(
+        paths.control_socket, handlers, roles=running, config=shared, log=requests_log
+    )
+    # The turn's order: the startd, then the users' requests (a submission is queued before
+    # the schedd looks at its queue), the schedd, the collector's housekeeping, the
+    # negotiator; closing in the same order, the startd invalidates its ads before the
+    # collector saves them.
+    services: list[Service] = [StartdService(startd)] if startd is not None else []
+    services.append(router)
+    services.extend(s for s in (schedd, collector, negotiator) if s is not None)
+    name = STARTD if startd is not None else running[0]
+    return EventLoop(services, log=log, name=name, reload=shared.reload)
+
+
+def _collector(
+    shared: SharedConfig, paths: PoolPaths, log: logging.Logger, clock: Callable[[], float]
+) -> CollectorService:
+    collector = Collector(shared())
     collector.load_persistent(read_persistent_ads(Path(paths.collector_log)))
-    startd.sink = CollectorSink(collector, clock)
+    return CollectorService(
+        collector, config=shared, persistent_log=paths.collector_log, log=log, clock=clock
+    )
+
+
+def _negotiator(
+    shared: SharedConfig,
+    paths: PoolPaths,
+    collector: CollectorService,
+    schedds: Locator[JobSource],
+    ad_name: str,
+    log: logging.Logger,
+    clock: Callable[[], float],
+) -> NegotiatorService:
+    config = shared()
     saved = [ad for _, ad in read_ad_lines(paths.accountant_file, "the accountant's state")]
     accountant = Accountant.from_ads(saved, config) if saved else Accountant.empty(config)
-    log = daemon_logger("epcore.schedd", config, "SCHEDD", paths.schedd_log)
-    schedd = Schedd(config, JobQueue.open(paths.queue_database), startd, log=log, clock=clock)
-    central = CentralManager(
-        startd,
-        collector,
-        schedd,
+    return NegotiatorService(
         accountant,
-        paths,
+        config=shared,
+        collector=collector,
+        schedds=schedds,
+        accountant_file=paths.accountant_file,
+        ad_name=ad_name,
         log=log,
-        negotiator_log=daemon_logger(
-            "epcore.negotiator", config, "NEGOTIATOR", paths.negotiator_log
-        ),
         clock=clock,
     )
-    return StartdLoop(startd, companions=[central])
 
 
-def _make_private(paths: PoolPaths, log: logging.Logger) -> None:
+def _make_private(paths: PoolPaths, daemons: frozenset[str], log: logging.Logger) -> None:
     """Make the central manager's state files mode 0600 (an older version left them 0644);
     those in SPOOL the startd has done already, these may be elsewhere."""
-    queue = paths.queue_database
-    for path in (queue, f"{queue}-wal", f"{queue}-shm", paths.accountant_file, paths.collector_log):
+    files: list[str] = []
+    if SCHEDD in daemons:
+        queue = paths.queue_database
+        files += [queue, f"{queue}-wal", f"{queue}-shm"]
+    if NEGOTIATOR in daemons:
+        files.append(paths.accountant_file)
+    if COLLECTOR in daemons:
+        files.append(paths.collector_log)
+    for path in files:
         try:
             if make_private(path):
                 log.info("%s was readable by others: now mode 0600", path)
@@ -74,7 +236,7 @@ def _make_private(paths: PoolPaths, log: logging.Logger) -> None:
             log.error("cannot make %s private: %s", path, error)
 
 
-def run_pool(config_file: str | None) -> None:
-    """Run the pool in the foreground until it has shut down (SIGTERM: peacefully, running
-    jobs finish; a second SIGTERM or SIGQUIT: fast)."""
-    build_pool(config_file).run()
+def run_pool(config_file: str | None, role: str | None = None) -> None:
+    """Run the daemons of ``role`` in the foreground until they have shut down (SIGTERM:
+    peacefully, running jobs finish; a second SIGTERM or SIGQUIT: fast)."""
+    build_pool(config_file, role=role).run()

@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from epcore.classad import ClassAd
-from epcore.daemon.control import ControlClient
+from epcore.interfaces.requests import SUBMIT_CHUNK
+from epcore.runtime.control import ControlClient
 
 COMMANDS = (
     "NewCluster",
@@ -52,8 +53,6 @@ COMMANDS = (
     "Reschedule",
 )
 
-#: Procs per Submit request a client sends at most (a request is one line).
-SUBMIT_CHUNK = 500
 #: About the most bytes of job ads a client puts in one Submit request: well within the
 #: pool's POOL_MAX_REQUEST_SIZE (256 KB by default), so that a big submission goes as several
 #: requests, each cheap to parse, rather than one that holds the pool's loop.
@@ -72,6 +71,8 @@ ADMIN_COMMANDS = frozenset(
         "CancelDrain",
     }
 )
+
+__all__ = ["ADMIN_COMMANDS", "COMMANDS", "SUBMIT_CHUNK", "PoolClient"]
 
 
 def _ads(reply: ClassAd, name: str = "Ads") -> list[ClassAd]:

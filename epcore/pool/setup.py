@@ -54,3 +54,22 @@ class PoolPaths:
             collector_daemon_log=config.get("COLLECTOR_LOG")
             or os.path.join(log_dir, "CollectorLog"),
         )
+
+    def make_directories(self) -> None:
+        """Make the directories of the central manager's files (mode 0755: the pool's
+        socket must stay reachable; the files are private by their own mode); PoolError
+        naming the one that cannot be made. A startd in the process makes its own."""
+        files = (
+            self.control_socket,
+            self.queue_database,
+            self.accountant_file,
+            self.collector_log,
+            self.schedd_log,
+            self.negotiator_log,
+            self.collector_daemon_log,
+        )
+        for directory in sorted({os.path.dirname(path) for path in files} - {""}):
+            try:
+                os.makedirs(directory, mode=0o755, exist_ok=True)
+            except OSError as error:
+                raise PoolError(f"cannot make directory {directory}: {error.strerror}") from error

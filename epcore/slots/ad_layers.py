@@ -1,19 +1,24 @@
 """The layers a slot ad is made of, each computed as plain values (no ClassAd is built here).
 
-:mod:`epcore.slots.ads` assembles a slot's ad from these layers, later layers winning:
+:mod:`epcore.slots.ads` assembles a slot's ad from these layers in this order, later layers
+winning:
 
-1. :meth:`LayerMaker.machine`: what every slot shares (platform, domains, address, totals,
+1. :meth:`LayerMaker.policy`: the policy expressions the engine evaluates (SUSPEND,
+   PREEMPT...), under everything else, so that anything of the same name replaces them;
+2. :meth:`LayerMaker.machine`: what every slot shares (platform, domains, address, totals,
    machine load, clock, benchmarks, draining totals) and the attributes plugins add;
-0. :meth:`LayerMaker.policy`: the policy expressions the engine evaluates (SUSPEND,
-   PREEMPT...), which anything else of the same name replaces;
-2. :meth:`LayerMaker.configured`: the slot's configured attributes (SlotID, SlotType, Start,
+3. :meth:`LayerMaker.configured`: the slot's configured attributes (SlotID, SlotType, Start,
    Rank, SlotWeight, consumption policy, then the STARTD_ATTRS entries, which may replace
    anything above, as in HTCondor); the same for every slot of one number, type, kind and
    execute directory (all the dynamic slots of a parent);
-3. :meth:`LayerMaker.status`: the slot's Name, resources, state, load, claim and job, which
+4. :meth:`LayerMaker.status`: the slot's Name, resources, state, load, claim and job, which
    change only when the slot does;
-4. :meth:`LayerMaker.clock`: what moves with the clock (idle times, the time in the current
-   State and Activity, run and suspension times). Nothing replaces layers 3 and 4.
+5. :meth:`LayerMaker.clock`: what moves with the clock (idle times, the time in the current
+   State and Activity, run and suspension times).
+
+The ads builder adds two layers of its own: the STARTD_CRON outputs between layers 3 and 4 (so
+layers 4 and 5 replace them), and last the other slots' STARTD_SLOT_ATTRS copies
+(``slot<N>_<attr>``), whose names no other layer uses.
 
 Keeping the layers apart is what lets the ads builder update a slot's ad in place: it compares
 each layer with the one it used last time and sets only the attributes that changed.
@@ -208,7 +213,7 @@ class LayerMaker:
         self._slot_configs[key] = found
         return found
 
-    # -- layer 1: the machine -----------------------------------------------------------------
+    # -- layer 2: the machine -----------------------------------------------------------------
 
     def machine(
         self,
@@ -292,7 +297,7 @@ class LayerMaker:
                 f"{error}"
             ) from error
 
-    # -- layer 2: the slot's configuration ----------------------------------------------------
+    # -- layer 3: the slot's configuration ----------------------------------------------------
 
     @staticmethod
     def configured_key(slot: Slot) -> tuple[int, int, str, str]:
@@ -333,6 +338,8 @@ class LayerMaker:
         self._configured[key] = ad
         return ad
 
+    # -- layer 1: the policy expressions -----------------------------------------------------
+
     def policy(self, slot: Slot) -> Layer:
         """The policy expressions of ``slot`` (``policy_attributes``): the layer under all the
         others, so that an attribute of the same name from anywhere else wins (a machine
@@ -347,7 +354,7 @@ class LayerMaker:
             self._policy[key] = found
         return found
 
-    # -- layer 3: the slot's own state ----------------------------------------------------------
+    # -- layer 4: the slot's own state ----------------------------------------------------------
 
     def status(self, slot: Slot, status: SlotStatus, share: SlotReadings, since: float) -> Layer:
         """The slot's name, resources, state, load, claim and job: what changes only when the
@@ -370,6 +377,8 @@ class LayerMaker:
                 ad[f"TotalTime{key}"] = int(seconds)
         _publish_claim(ad, status)
         return ad
+
+    # -- layer 5: the clock -------------------------------------------------------------------
 
     def clock(
         self,

@@ -10,7 +10,8 @@ the older STARTD_EXPRS and SLOT<N>_STARTD_EXPRS (seed 002), then SYSTEM_STARTD_A
 attributes HTCondor itself needs (COLLECTOR_HOST_STRING). Each value is looked up per slot:
 SLOT<N>_<attr>, then SLOT_TYPE_<T>_<attr>, then <attr>; a dynamic slot uses its parent's N.
 A value that is not a ClassAd expression is left out, as HTCondor leaves it out with a
-"CONFIGURATION PROBLEM" in its log; :func:`startd_attr_problems` says which.
+"CONFIGURATION PROBLEM" in its log: :func:`startd_attrs` gives such an entry its problem and no
+expression, and :func:`epcore.slots.ads.slot_ad_problems` lists them for the startd to log.
 
 ``STARTD_SLOT_ATTRS`` (and STARTD_SLOT_EXPRS, SYSTEM_STARTD_SLOT_ATTRS) names slot attributes
 copied from every slot's ad into every slot's ad as ``slot<N>_<attr>`` (``slot<N>_<M>_<attr>``

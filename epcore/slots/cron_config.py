@@ -29,7 +29,7 @@ import attrs
 from epcore.config import Config
 from epcore.config.config import split_list
 from epcore.errors import ConfigError, JobSetupError
-from epcore.starter.jobspec import parse_args_v1, parse_args_v2, parse_env_v1, parse_env_v2
+from epcore.jobs.syntax import parse_args_v1, parse_args_v2, parse_env_v1, parse_env_v2
 
 #: Families of jobs the startd runs.
 STARTD_CRON = "STARTD_CRON"

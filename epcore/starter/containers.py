@@ -19,12 +19,12 @@ import attrs
 from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.errors import ClassAdError, JobSetupError
-from epcore.starter.jobspec import JobCommand
+from epcore.jobs.codes import HoldCode
+from epcore.jobs.command import JobCommand
 from epcore.starter.launch_child import ExitStatus
 from epcore.starter.outcome import EXITED, HELD, Ending
 from epcore.starter.starter import Starter
 from epcore.starter.transfer import (
-    HOLD_TRANSFER_OUTPUT,
     FileStamp,
     executable_into,
     stamps,
@@ -33,8 +33,6 @@ from epcore.starter.transfer import (
 )
 from epcore.types import ContainerJob, ContainerRuntime, RunningContainer
 
-#: HoldReasonCode 6: the job could not be started.
-HOLD_CANNOT_START = 6
 #: Job attributes by which a job asks for a container.
 CONTAINER_WISHES = ("WantDocker", "WantContainer")
 #: MachineMaxVacateTime's default (seed 000).
@@ -57,7 +55,7 @@ def runtime_for(runtimes: tuple[ContainerRuntime, ...], job: ClassAd) -> Contain
                 f"the job asks for a container ({wish} is true) but no container runtime of "
                 f"this execution point runs it (runtimes: {offered})"
             )
-            raise JobSetupError(message, HOLD_CANNOT_START)
+            raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS)
     return None
 
 
@@ -191,4 +189,4 @@ def finish_container(
     if problem is None:
         return ending
     starter.log.error("%s", problem)
-    return Ending(HELD, problem, ending.exit_code, ending.exit_signal, HOLD_TRANSFER_OUTPUT)
+    return Ending(HELD, problem, ending.exit_code, ending.exit_signal, HoldCode.DOWNLOAD_FILE_ERROR)

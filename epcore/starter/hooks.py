@@ -24,10 +24,10 @@ import attrs
 from epcore.classad import ClassAd, Expr, format_old, parse_ad
 from epcore.config import Config
 from epcore.errors import ClassAdError, JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.hook_runner import HookError, HookResult, HookRunner, RunningHook
 
 __all__ = [
-    "HOLD_CODE_HOOK_PREPARE_JOB",
     "HOOK_NAMES",
     "IDLE_STATUS_MINIMUM",
     "JOB_EXIT_ARGUMENTS",
@@ -56,9 +56,6 @@ HOOK_NAMES: Final = ("PREPARE_JOB_BEFORE_TRANSFER", "PREPARE_JOB", "UPDATE_JOB_I
 JOB_EXIT_ARGUMENTS: Final = ("exit", "remove", "hold", "evict")
 #: The values of ``JobState`` given to UPDATE_JOB_INFO and JOB_EXIT.
 JOB_STATES: Final = ("Running", "Suspended")
-#: HTCondor's HoldReasonCode ``HookPrepareJobFailure``: a prepare hook refused the job. The
-#: HoldReasonSubCode is the hook's effective status.
-HOLD_CODE_HOOK_PREPARE_JOB: Final = 19
 #: A prepare hook status of at least this sends the job back to Idle instead of holding it.
 IDLE_STATUS_MINIMUM: Final = 300
 #: Attributes a prepare hook prints to steer the starter; they are not job attributes.
@@ -161,7 +158,7 @@ class PrepareOutcome:
 
     def hold_error(self) -> JobSetupError:
         """The error that puts the job on hold for this outcome (HookPrepareJobFailure)."""
-        return JobSetupError(self.message, HOLD_CODE_HOOK_PREPARE_JOB, self.status)
+        return JobSetupError(self.message, HoldCode.HOOK_PREPARE_JOB_FAILURE, self.status)
 
 
 def _hold(status: int, message: str) -> PrepareOutcome:

@@ -26,9 +26,7 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import ConfigError, JobSetupError
-
-#: HoldReasonCode 23: the starter could not use the account the job must run as.
-HOLD_FAILED_TO_ACCESS_USER_ACCOUNT = 23
+from epcore.jobs.codes import HoldCode
 
 Lookup = Callable[[str], pwd.struct_passwd]
 #: The groups of an account: its name and primary group -> every group id it is in.
@@ -78,7 +76,7 @@ def _user(entry: pwd.struct_passwd, config: Config, why: str, grouplist: GroupLi
     except OSError as error:
         raise JobSetupError(
             f"cannot read the groups of {entry.pw_name}: {error.strerror or error}",
-            HOLD_FAILED_TO_ACCESS_USER_ACCOUNT,
+            HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT,
         ) from error
     return JobUser(
         entry.pw_name,
@@ -140,13 +138,13 @@ def job_user(
         if slot_entry is None:
             raise JobSetupError(
                 f"{knob} names account {slot_account.strip()!r}, which does not exist",
-                HOLD_FAILED_TO_ACCESS_USER_ACCOUNT,
+                HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT,
             )
         return _user(slot_entry, config, knob, grouplist)
     nobody = _account("nobody", lookup)
     if nobody is None:
         raise JobSetupError(
             f"no account to run the job as: no Owner account, no {knob} and no 'nobody' account",
-            HOLD_FAILED_TO_ACCESS_USER_ACCOUNT,
+            HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT,
         )
     return _user(nobody, config, "no Owner account and no slot account: nobody", grouplist)

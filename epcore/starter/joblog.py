@@ -16,6 +16,7 @@ import os
 
 from epcore.classad import ClassAd
 from epcore.errors import JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.privileges import as_user
 from epcore.starter.userlog import EventLogWriter, JobEvent, JobIds, UserLogError
 
@@ -25,10 +26,6 @@ def _path(job: ClassAd, attribute: str, iwd: str) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     return value if os.path.isabs(value) else os.path.join(iwd, value)
-
-
-#: HoldReasonCode 22 (UnableToInitUserLog): the job's event log cannot be opened.
-HOLD_USER_LOG = 22
 
 
 class JobLogs:
@@ -72,5 +69,5 @@ class JobLogs:
                     writer.check()
             except UserLogError as error:
                 raise JobSetupError(
-                    f"Failed to initialize user log: {error}", HOLD_USER_LOG
+                    f"Failed to initialize user log: {error}", HoldCode.UNABLE_TO_INIT_USER_LOG
                 ) from error

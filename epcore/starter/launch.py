@@ -35,6 +35,7 @@ import time
 import attrs
 
 from epcore.errors import JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.launch_child import (
     FORWARDED_SIGNALS,
     SPECIAL_FILE,
@@ -56,11 +57,6 @@ __all__ = [
     "set_subreaper",
 ]
 
-# HTCondor's HoldReasonCodes for a job that cannot be started.
-_HOLD_EXEC = 6
-_HOLD_OUTPUT = 7
-_HOLD_INPUT = 8
-_HOLD_IWD = 14
 
 _SUPERVISOR_STEPS = {
     "subreaper": "make the job's supervisor a child subreaper",
@@ -208,34 +204,38 @@ def _setup_error(spec: LaunchSpec, line: str) -> JobSetupError:
     except (IndexError, ValueError):
         return JobSetupError(
             f"Failed to start '{spec.argv[0]}': its supervisor ended without a report",
-            _HOLD_EXEC,
+            HoldCode.FAILED_TO_CREATE_PROCESS,
         )
     reason = f"{os.strerror(number)} (errno {number})"
     if kind == "F":
         what = _SUPERVISOR_STEPS.get(stage, stage)
-        return JobSetupError(f"Failed to {what}: {reason}", _HOLD_EXEC, number)
+        return JobSetupError(
+            f"Failed to {what}: {reason}", HoldCode.FAILED_TO_CREATE_PROCESS, number
+        )
     if stage == "cwd":
         message = f"Failed to change to initial working directory '{spec.cwd}': {reason}"
-        return JobSetupError(message, _HOLD_IWD, number)
+        return JobSetupError(message, HoldCode.IWD_ERROR, number)
     if stage in ("stdin", "stdout", "stderr") and index == SPECIAL_FILE:
         reason = "it is not a regular file (a FIFO, socket or other special file)"
     if stage == "stdin":
         message = f"Failed to open '{spec.stdin}' as standard input: {reason}"
-        return JobSetupError(message, _HOLD_INPUT, number)
+        return JobSetupError(message, HoldCode.UNABLE_TO_OPEN_INPUT, number)
     if stage in ("stdout", "stderr"):
         path = spec.stdout if stage == "stdout" else spec.stderr
         which = "output" if stage == "stdout" else "error"
         message = f"Failed to open '{path}' as standard {which}: {reason}"
-        return JobSetupError(message, _HOLD_OUTPUT, number)
+        return JobSetupError(message, HoldCode.UNABLE_TO_OPEN_OUTPUT, number)
     if stage == "join" and index < len(spec.setup.join_files):
         path = spec.setup.join_files[index]
         message = f"Failed to write the job's PID to '{path}': {reason}"
-        return JobSetupError(message, _HOLD_EXEC, number)
+        return JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS, number)
     if stage == "identity":
         who = f"uid {spec.uid}, gid {spec.gid}"
         message = f"Failed to switch the job to {who}: {reason}"
-        return JobSetupError(message, _HOLD_EXEC, number)
-    return JobSetupError(f"Failed to execute '{spec.argv[0]}': {reason}", _HOLD_EXEC, number)
+        return JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS, number)
+    return JobSetupError(
+        f"Failed to execute '{spec.argv[0]}': {reason}", HoldCode.FAILED_TO_CREATE_PROCESS, number
+    )
 
 
 def _check_spec(spec: LaunchSpec) -> None:
@@ -250,7 +250,11 @@ def _check_spec(spec: LaunchSpec) -> None:
             problem = f"invalid environment variable name or value {name!r}"
     if problem is not None:
         target = spec.argv[0] if spec.argv else ""
-        raise JobSetupError(f"Failed to execute '{target}': {problem}", _HOLD_EXEC, errno.EINVAL)
+        raise JobSetupError(
+            f"Failed to execute '{target}': {problem}",
+            HoldCode.FAILED_TO_CREATE_PROCESS,
+            errno.EINVAL,
+        )
 
 
 def launch(spec: LaunchSpec) -> LaunchedJob:
@@ -272,7 +276,7 @@ def launch(spec: LaunchSpec) -> LaunchedJob:
         number = exc.errno or errno.EIO
         raise JobSetupError(
             f"Failed to fork a supervisor for '{spec.argv[0]}': {exc.strerror} (errno {number})",
-            _HOLD_EXEC,
+            HoldCode.FAILED_TO_CREATE_PROCESS,
             number,
         ) from exc
     if pid == 0:
@@ -316,7 +320,9 @@ class PreparedSupervisor:
         """Start ``spec``'s job from this supervisor (its join files were joined already)."""
         _check_spec(spec)
         if self.used:
-            raise JobSetupError("this supervisor has started its job already", _HOLD_EXEC)
+            raise JobSetupError(
+                "this supervisor has started its job already", HoldCode.FAILED_TO_CREATE_PROCESS
+            )
         self.used = True
         try:
             view = memoryview(frame_spec(spec))
@@ -327,7 +333,7 @@ class PreparedSupervisor:
             number = exc.errno or errno.EIO
             raise JobSetupError(
                 f"Failed to hand '{spec.argv[0]}' to its supervisor: {exc.strerror}",
-                _HOLD_EXEC,
+                HoldCode.FAILED_TO_CREATE_PROCESS,
                 number,
             ) from exc
         first = _read_first_line(self._report_fd)

@@ -15,6 +15,8 @@ import attrs
 
 from epcore.classad import ClassAd
 from epcore.errors import EpError, JobSetupError
+from epcore.jobs.codes import HoldCode
+from epcore.jobs.command import JobCommand, job_command
 from epcore.starter import protocol
 from epcore.starter.containers import (
     ContainerLaunch,
@@ -23,7 +25,6 @@ from epcore.starter.containers import (
     runtime_for,
 )
 from epcore.starter.hooks import (
-    HOLD_CODE_HOOK_PREPARE_JOB,
     HookError,
     HookRunner,
     JobExitInfo,
@@ -38,7 +39,6 @@ from epcore.starter.hooks import (
 )
 from epcore.starter.identity import job_user
 from epcore.starter.joblog import JobLogs
-from epcore.starter.jobspec import JobCommand, job_command
 from epcore.starter.launch import FORWARDED_SIGNALS, LaunchedJob, LaunchSpec, launch
 from epcore.starter.outcome import EVICTED, EXITED, HELD, HOOK_ARGUMENT, REQUEUED, Ending
 from epcore.starter.starter import Starter, _global_oom_kills
@@ -103,7 +103,7 @@ def _prepare(starter: Starter, runner: HookRunner, keyword: str | None) -> Endin
         try:
             path = hook_path(config, keyword, name)
         except HookError as problem:
-            raise JobSetupError(str(problem), HOLD_CODE_HOOK_PREPARE_JOB) from problem
+            raise JobSetupError(str(problem), HoldCode.HOOK_PREPARE_JOB_FAILURE) from problem
         if path is None:
             continue
         result = runner.run(path, (), prepare_job_input(starter.job), name=name)
@@ -123,7 +123,10 @@ def _launch(starter: Starter, command: JobCommand) -> LaunchedJob:
     user = starter.user
     assert sandbox is not None and user is not None
     if command.universe != VANILLA:
-        raise JobSetupError(f"JobUniverse {command.universe} is not run by this starter", 6)
+        raise JobSetupError(
+            f"JobUniverse {command.universe} is not run by this starter",
+            HoldCode.FAILED_TO_CREATE_PROCESS,
+        )
     environment = starter.environment(command)
     starter.start_tracking()
     setup = ChildSetup()

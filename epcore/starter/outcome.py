@@ -14,9 +14,7 @@ import signal
 import attrs
 
 from epcore.classad import ClassAd
-
-#: HoldReasonCode 34: the job used more of a resource than its slot has (000: "out of resources").
-HOLD_OUT_OF_RESOURCES = 34
+from epcore.jobs.codes import HoldCode
 
 EXITED = "exited"
 HELD = "held"
@@ -55,7 +53,7 @@ class Ending:
             ad["ExitSignal"] = self.exit_signal
         if self.outcome == HELD:
             ad["HoldReason"] = self.reason
-            ad["HoldReasonCode"] = self.hold_code
+            ad["HoldReasonCode"] = int(self.hold_code)
             ad["HoldReasonSubCode"] = self.hold_subcode
         return ad
 
@@ -89,7 +87,7 @@ def decide(
             f"Peak usage: {peak_memory_mb} megabytes. "
             "Consider resubmitting with a higher request_memory."
         )
-        return Ending(HELD, reason, exit_code, exit_signal, HOLD_OUT_OF_RESOURCES, 0)
+        return Ending(HELD, reason, exit_code, exit_signal, HoldCode.JOB_OUT_OF_RESOURCES, 0)
     if stopped_by_startd is not None:
         return Ending(EVICTED, f"The job was evicted: {stopped_by_startd}", exit_code, exit_signal)
     if exit_signal == signal.SIGKILL and global_oom:

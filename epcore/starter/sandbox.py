@@ -16,10 +16,8 @@ import attrs
 
 from epcore.classad import ClassAd, format_old
 from epcore.errors import JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.tree import DIR_FLAGS, NOT_A_DIRECTORY, TreeError, make_usable, walk
-
-#: HoldReasonCode 14: the job's working directory could not be made or used.
-HOLD_IWD = 14
 
 #: How many times removal goes through a sandbox whose user keeps changing it.
 REMOVAL_PASSES = 3
@@ -77,7 +75,9 @@ def make_sandbox(
             os.chown(path, uid, gid)
     except OSError as error:
         raise JobSetupError(
-            f"cannot make the job's sandbox {path}: {error.strerror}", HOLD_IWD, error.errno or 0
+            f"cannot make the job's sandbox {path}: {error.strerror}",
+            HoldCode.IWD_ERROR,
+            error.errno or 0,
         ) from error
     return sandbox
 

@@ -33,10 +33,12 @@ import psutil
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
+from epcore.jobs.command import JobCommand, job_environment
+from epcore.jobs.syntax import Environment
+from epcore.runtime import framing
 from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser
-from epcore.starter.jobspec import Environment, JobCommand, job_environment
 from epcore.starter.launch import PreparedSupervisor
 from epcore.starter.outcome import HELD, Ending, decide
 from epcore.starter.sandbox import (
@@ -180,7 +182,7 @@ class Starter:
         self.starter_id = os.getpid() if starter_id is None else starter_id
         self.job = request.job.copy()
         self.selector = selectors.DefaultSelector()
-        self.channel: protocol.Channel | None = None
+        self.channel: framing.Channel | None = None
         self.stage = "setup"
         self.sandbox: Sandbox | None = None
         self.trackings: list[JobTracking] = []
@@ -207,7 +209,7 @@ class Starter:
         ad["StarterStage"] = self.stage
         if self.start_time is not None:
             ad["JobStartDate"] = int(self.start_time)
-        return protocol.message(protocol.HELLO, ad)
+        return framing.message(protocol.HELLO, ad)
 
     def connect(self) -> None:
         """Connect to the startd when not connected and the retry time has come."""
@@ -221,7 +223,7 @@ class Starter:
             self._forget_channel()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            with protocol.socket_address(self.request.startd_socket) as address:
+            with framing.socket_address(self.request.startd_socket) as address:
                 sock.connect(address)
         except OSError as error:
             sock.close()
@@ -230,7 +232,7 @@ class Starter:
                 self.lost_since = now
             return
         self.lost_since = None
-        self.channel = protocol.Channel(sock, protocol.STARTD_COMMANDS)
+        self.channel = framing.Channel(sock, protocol.STARTD_COMMANDS)
         self.selector.register(self.channel, selectors.EVENT_READ, "startd")
         self.channel.send(self._hello())
         self.log.info("connected to the startd at %s", self.request.startd_socket)
@@ -256,7 +258,7 @@ class Starter:
     def send(self, command: str, payload: ClassAd | None = None) -> None:
         """Send to the startd if connected; the Hello after a reconnect carries the stage."""
         if self.channel is not None and not self.channel.closed:
-            self.channel.send(protocol.message(command, payload))
+            self.channel.send(framing.message(command, payload))
             if self.channel.closed:
                 self._forget_channel()
 
@@ -268,7 +270,7 @@ class Starter:
                 command = ad.evaluate("Command")
                 assert isinstance(command, str)
                 on_command(command, ad)
-        except protocol.ProtocolError as error:
+        except framing.ProtocolError as error:
             self.log.error("bad message from the startd, reconnecting: %s", error)
             self.channel.close()
         if self.channel is not None and self.channel.closed:
@@ -370,7 +372,7 @@ class Starter:
     def wait_for_ack(self, finished: ClassAd) -> None:
         """Send ``finished`` until the startd acknowledges it, reconnecting as needed."""
         self.stage = "finished"
-        sent_on: protocol.Channel | None = None
+        sent_on: framing.Channel | None = None
 
         def on_command(command: str, ad: ClassAd) -> None:
             if command == protocol.ACK:

@@ -31,11 +31,8 @@ import attrs
 
 from epcore.classad import ClassAd
 from epcore.errors import JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.privileges import as_user
-
-#: HoldReasonCode 12 and 13 (HTCondor's table): output and input transfer failed.
-HOLD_TRANSFER_OUTPUT = 12
-HOLD_TRANSFER_INPUT = 13
 
 #: What the sandbox holds that is the starter's, never the job's output.
 _STARTER_FILES = frozenset({".job.ad", ".machine.ad"})
@@ -232,7 +229,7 @@ def executable_into(
                 _write(in_fd, stat.S_IMODE(info.st_mode) | 0o700, sandbox_fd, name)
     except OSError as error:
         message = f"cannot copy the executable {executable} into the sandbox: {error.strerror}"
-        raise JobSetupError(message, 6) from error
+        raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS) from error
     return os.path.join(sandbox, name)
 
 
@@ -250,7 +247,7 @@ def transfer_in(
         except OSError as error:
             reason = error.strerror or str(error)
             message = f"TransferInput: cannot copy {source} into the sandbox: {reason}"
-            raise JobSetupError(message, HOLD_TRANSFER_INPUT) from error
+            raise JobSetupError(message, HoldCode.UPLOAD_FILE_ERROR) from error
     return tuple(made)
 
 

@@ -35,7 +35,7 @@ from epcore.state.policy import (
     published_expressions,
     truth,
 )
-from epcore.state.records import Drain, EngineState, SlotRecord, initial_record
+from epcore.state.records import ActionKind, Drain, EngineState, SlotRecord, initial_record
 from epcore.state.rules import (
     BACKFILL_BUSY,
     BACKFILL_IDLE,
@@ -238,7 +238,7 @@ class Engine:
         elif record.place == BACKFILL_BUSY:
             w.move(record.name, BACKFILL_KILLING, 28, "matched during backfill")
             w.update(record.name, backfill_reason="match")
-            w.act("evict_backfill", record.name)
+            w.act(ActionKind.EVICT_BACKFILL, record.name)
         else:
             return self._refuse(state, f"{record.name} is {record.place}: no match")
         return self._finish(w)
@@ -287,7 +287,7 @@ class Engine:
         elif place in (BACKFILL_BUSY, BACKFILL_KILLING):
             if place == BACKFILL_BUSY:
                 w.move(name, BACKFILL_KILLING, 28, "claimed during backfill")
-                w.act("evict_backfill", name)
+                w.act(ActionKind.EVICT_BACKFILL, name)
             w.update(name, preempting=claim, backfill_reason="claim")
         else:
             return self._refuse(state, f"{name} is {place}: the claim is refused")
@@ -396,7 +396,7 @@ class Engine:
             preempt_deadline=deadline,
         )
         w.update(record.name, job_id=job_id, suspended_total=0.0)
-        w.act("spawn_starter", record.name, claim_id)
+        w.act(ActionKind.SPAWN_STARTER, record.name, claim_id)
         return self._finish(w)
 
     def _refuses_next_job(self, w: Work, name: str, policy: SlotPolicy, job: ClassAd) -> str | None:
@@ -522,7 +522,7 @@ class Engine:
             # Seed 000: after condor_vacate or a shutdown the slot returns to Owner (30) once
             # the backfill client exits.
             w.move(name, BACKFILL_KILLING, 28, cause, backfill_reason="evict")
-            w.act("evict_backfill", name)
+            w.act(ActionKind.EVICT_BACKFILL, name)
         elif record.place == BACKFILL_KILLING:
             w.update(name, backfill_reason="evict", preempting=None)
         elif record.place == BACKFILL_IDLE:

@@ -11,7 +11,7 @@ attributes it needs (``Cmd``; ``Owner`` when the startd is root; ``RequestCpus``
 taken on a new claim (the slot is Unclaimed and START is TRUE), on the slot's idle fetched
 claim (reuse), as a preempting claim (its RANK beats the running claim's) or rejected, always
 with the reason. The text the advisory hooks read (the job ad, ``-----``, the slot ad) is
-built here too. :mod:`epcore.daemon.fetch_work` carries the decisions out.
+built here too. :mod:`epcore.startd.fetch_work` carries the decisions out.
 """
 
 from __future__ import annotations

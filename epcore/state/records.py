@@ -7,6 +7,7 @@ Everything here is frozen. The engine never changes a record; each event returns
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 
 import attrs
@@ -40,30 +41,35 @@ class TransitionRecord:
         return f"{self.slot}: {self.old} -> {self.new} [{self.number}{letter}] {self.cause}"
 
 
+class ActionKind(enum.StrEnum):
+    """What an action asks of the daemon; the values are the words logs and notes print."""
+
+    #: Start the starter for the slot's claim.
+    SPAWN_STARTER = "spawn_starter"
+    #: Vacate the job: the starter sends it its soft-kill signal.
+    SOFT_KILL = "soft_kill"
+    #: Kill the job now.
+    HARD_KILL = "hard_kill"
+    SUSPEND = "suspend"
+    CONTINUE = "continue"
+    START_BACKFILL = "start_backfill"
+    EVICT_BACKFILL = "evict_backfill"
+    #: Remove a dynamic slot (its ad leaves the collector).
+    DELETE_SLOT = "delete_slot"
+    #: KILLING_TIMEOUT ran out: seed 000, SIGKILL "to all of the condor_starter's children,
+    #: and then to the condor_starter itself".
+    KILL_STARTER = "kill_starter"
+    #: Run the benchmarks (the slot is in Owner/Benchmarking).
+    RUN_BENCHMARKS = "run_benchmarks"
+
+
 @attrs.frozen
 class Action:
-    """Something the daemon must do for a slot: ``kind`` is one of :data:`ACTION_KINDS`."""
+    """Something the daemon must do for a slot."""
 
-    kind: str
+    kind: ActionKind
     slot: str
     claim_id: str | None = None
-
-
-#: What an action asks: spawn the starter, soft-kill (vacate) the job, hard-kill it, suspend
-#: or continue it, start or evict the backfill client, delete a dynamic slot, kill the starter
-#: itself (KILLING_TIMEOUT ran out: seed 000, SIGKILL "to all of the condor_starter's children,
-#: and then to the condor_starter itself").
-ACTION_KINDS = (
-    "spawn_starter",
-    "soft_kill",
-    "hard_kill",
-    "suspend",
-    "continue",
-    "start_backfill",
-    "evict_backfill",
-    "delete_slot",
-    "kill_starter",
-)
 
 
 @attrs.frozen

@@ -40,7 +40,7 @@ import attrs
 
 from epcore.classad import ClassAd, parse_expr
 from epcore.state.policy import SlotPolicy, evaluate, is_false, is_true, knob_value, number
-from epcore.state.records import SlotRecord
+from epcore.state.records import ActionKind, SlotRecord
 from epcore.state.states import Activity, Place, State
 from epcore.state.work import Work
 
@@ -156,11 +156,11 @@ def preempt(w: Work, name: str, number_: int, cause: str, policy: SlotPolicy) ->
             suspended_since=None,
         )
         if running:
-            w.act("soft_kill", name, record.claim.claim_id if record.claim else None)
+            w.act(ActionKind.SOFT_KILL, name, record.claim.claim_id if record.claim else None)
     else:
         w.move(name, KILLING, number_, cause, kill_started=w.now, suspended_since=None)
         if running:
-            w.act("hard_kill", name, record.claim.claim_id if record.claim else None)
+            w.act(ActionKind.HARD_KILL, name, record.claim.claim_id if record.claim else None)
 
 
 def drain_closed(w: Work) -> bool:
@@ -226,7 +226,7 @@ def _owner_side(w: Work, name: str, policy: SlotPolicy, benchmarks_reported: boo
     if is_true(policy.knob("RUNBENCHMARKS"), ad, None, now):
         w.move(name, BENCHMARKING, 3, "RUNBENCHMARKS is TRUE")
         if benchmarks_reported:
-            w.act("run_benchmarks", name)
+            w.act(ActionKind.RUN_BENCHMARKS, name)
         return True
     if policy.enable_backfill and is_true(policy.knob("START_BACKFILL"), ad, None, now):
         w.move(name, BACKFILL_IDLE, 7, "ENABLE_BACKFILL and START_BACKFILL are TRUE")
@@ -268,7 +268,7 @@ def _claimed(w: Work, name: str, policy: SlotPolicy) -> bool:
             )
         elif suspend:
             w.move(name, SUSPENDED, 14, "WANT_SUSPEND and SUSPEND are TRUE", suspended_since=now)
-            w.act("suspend", name)
+            w.act(ActionKind.SUSPEND, name)
             w.just_suspended.add(name)
         elif not want_suspend and is_true(policy.knob("PREEMPT", job), ad, job, now):
             w.move(
@@ -294,7 +294,7 @@ def _claimed(w: Work, name: str, policy: SlotPolicy) -> bool:
             w.update(name, retire_reason=None)
         elif suspend:
             w.move(name, SUSPENDED, 20, "WANT_SUSPEND and SUSPEND are TRUE", suspended_since=now)
-            w.act("suspend", name)
+            w.act(ActionKind.SUSPEND, name)
             w.just_suspended.add(name)
         else:
             return False
@@ -321,12 +321,12 @@ def _suspended(w: Work, name: str, policy: SlotPolicy, ad: ClassAd, job: ClassAd
         # the retirement, which then decides when the job is vacated (18).
         w.move(name, RETIRING, 16, "PREEMPT is TRUE", suspended_since=None)
         w.update(name, suspended_total=resumed, retire_from=now, retire_reason=RETIRE_FOR_PREEMPT)
-        w.act("continue", name)
+        w.act(ActionKind.CONTINUE, name)
     elif name not in w.just_suspended and is_true(policy.knob("CONTINUE", job), ad, job, now):
         target, number_ = (RETIRING, 16) if retiring else (BUSY, 15)
         cause = "CONTINUE is TRUE" + (" on a preempted claim" if retiring else "")
         w.move(name, target, number_, cause, suspended_since=None, suspended_total=resumed)
-        w.act("continue", name)
+        w.act(ActionKind.CONTINUE, name)
     else:
         return False
     return True
@@ -371,7 +371,7 @@ def after_preempting(w: Work, name: str) -> None:
     w.move(name, OWNER, number_, "the job left; the claim ended", claim=None, **clear)
     w.update(name, preempting=None, retire_reason=None)
     if record.kind == "dynamic":
-        w.act("delete_slot", name)
+        w.act(ActionKind.DELETE_SLOT, name)
         w.release_dynamic(name)
 
 
@@ -389,12 +389,12 @@ def _preempting(w: Work, name: str, policy: SlotPolicy) -> bool:
             w.move(name, KILLING, 21, "the vacate time ran out", kill_started=now)
         else:
             return False
-        w.act("hard_kill", name)
+        w.act(ActionKind.HARD_KILL, name)
         return True
     assert record.kill_started is not None
     if now >= record.kill_started + policy.number("KILLING_TIMEOUT"):
         w.notes.append(f"{name}: KILLING_TIMEOUT expired; the starter is killed")
-        w.act("kill_starter", name, record.claim.claim_id if record.claim else None)
+        w.act(ActionKind.KILL_STARTER, name, record.claim.claim_id if record.claim else None)
         w.update(name, job_start=None)
         after_preempting(w, name)
         return True
@@ -424,7 +424,7 @@ def _backfill(w: Work, name: str, policy: SlotPolicy) -> bool:
         w.move(name, OWNER, 30, "EVICT_BACKFILL is TRUE")
     elif evict:
         w.move(name, BACKFILL_KILLING, 28, "EVICT_BACKFILL is TRUE", backfill_reason="evict")
-        w.act("evict_backfill", name)
+        w.act(ActionKind.EVICT_BACKFILL, name)
     elif (
         record.place == BACKFILL_IDLE
         and w.drain is None
@@ -432,7 +432,7 @@ def _backfill(w: Work, name: str, policy: SlotPolicy) -> bool:
         and (record.entered_state == now or is_true(policy.knob("START_BACKFILL"), ad, None, now))
     ):
         w.move(name, BACKFILL_BUSY, 26, "the backfill client runs", backfill_running=True)
-        w.act("start_backfill", name)
+        w.act(ActionKind.START_BACKFILL, name)
     else:
         return False
     return True

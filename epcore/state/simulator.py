@@ -23,16 +23,16 @@ import attrs
 
 from epcore.classad import ClassAd, EvalContext
 from epcore.config import Config
+from epcore.config.host import FakeMachineHost
 from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory
 from epcore.slots.layout import plan_slots
 from epcore.slots.slot_status import Benchmarks
 from epcore.state.engine import Engine, EngineError
-from epcore.state.records import EngineState, StatusMemo, TransitionRecord
+from epcore.state.records import ActionKind, EngineState, StatusMemo, TransitionRecord
 from epcore.state.scenario import Event, Scenario, ScenarioError, job_ad
 from epcore.state.work import Outcome
-from epcore.testing.host import FakeMachineHost
 from epcore.types import DetectedResource, HostReadings, MachineAttribute
 
 _HOST_KEYS = {"cpus", "memory", "disk", "swap"}
@@ -166,9 +166,9 @@ class Simulation:
         self.notes.extend(f"t={now - self.origin:g}: {note}" for note in outcome.notes)
         state = outcome.state
         for action in outcome.actions:
-            if action.kind == "hard_kill":
+            if action.kind == ActionKind.HARD_KILL:
                 state = self._take(self.engine.job_gone(state, action.slot, now), now)
-            elif action.kind == "evict_backfill":
+            elif action.kind == ActionKind.EVICT_BACKFILL:
                 state = self._take(self.engine.backfill_exit(state, action.slot, now), now)
         return state
 

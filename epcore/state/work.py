@@ -18,6 +18,7 @@ from epcore.slots.dynamic import release_in
 from epcore.slots.model import SlotLayout
 from epcore.state.records import (
     Action,
+    ActionKind,
     Drain,
     EngineState,
     SlotRecord,
@@ -122,7 +123,7 @@ class Work:
         self._changed.add(name)
         return record
 
-    def act(self, kind: str, name: str, claim_id: str | None = None) -> None:
+    def act(self, kind: ActionKind, name: str, claim_id: str | None = None) -> None:
         """Queue an action for the daemon."""
         self.actions.append(Action(kind, name, claim_id))
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from epcore.analysis.analysis import analyze_job
 from epcore.classad import (
     ERROR,
     ClassAd,
@@ -36,9 +37,8 @@ from epcore.classad.parser import (
     MESSAGE_NESTING,
     check_nesting,
 )
-from epcore.pool.analysis import analyze_job
-from epcore.pool.jobqueue_codec import AdText, parse_stored_ad
-from epcore.pool.negotiator.references import analyse, fingerprint
+from epcore.classad.references import analyse, fingerprint
+from epcore.schedd.jobqueue_codec import AdText, parse_stored_ad
 from epcore.state.explain import explain_expression
 
 BRACKET = 3  # what one level of brackets spends of the budget

@@ -3,7 +3,7 @@
 Under the "ci" profile these tests run 6,000 + 3,000 + 3,000 + 8,000 = 20,000 examples. Their
 input is bounded (MAX_TEXT characters of arbitrary text, ten leaves per generated expression),
 random() draws from a seeded source (oracle.make_context), and each test's peak memory is
-measured, printed and held under 1 GiB (tests/hypothesis_profiles.py).
+measured, printed and held under 1 GiB (epcore.testing.hypothesis_profiles).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pool"))
 
-from pool_harness import pool_factory, shared_dir, submit_as
+from epcore.testing.pool import pool_factory, shared_dir, submit_as
 
 __all__ = ["pool_factory", "shared_dir"]
 

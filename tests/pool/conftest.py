@@ -1,5 +1,5 @@
 """Fixtures of the pool tests: a real personal pool in a subprocess."""
 
-from pool_harness import pool_factory, shared_dir
+from epcore.testing.pool import pool_factory, shared_dir
 
 __all__ = ["pool_factory", "shared_dir"]

@@ -1,6 +1,6 @@
 """End to end through a real ``ep run``: submit files, holds, users' rights, restarts.
 
-Every test starts its own pool (pool_harness) and talks to it with the ``ep`` commands, as
+Every test starts its own pool (epcore.testing.pool) and talks to it with the ``ep`` commands, as
 real users where it matters, or with raw lines on its socket for malformed requests.
 """
 
@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as, user_home
-from system_fixtures import SlotUser
 
 from epcore.classad import parse_ad
-from epcore.starter import protocol
+from epcore.runtime import framing
+from epcore.testing.pool import PoolProcess, submit_as, user_home
+from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
 
@@ -123,7 +123,7 @@ def test_hold_release_and_remove_a_running_job(pool_factory, slot_users, shared_
 
 
 def _user_sleeps(name: str) -> bool:
-    from system_fixtures import user_processes
+    from epcore.testing.system import user_processes
 
     return bool(user_processes(name))
 
@@ -224,7 +224,7 @@ def _raw(pool: PoolProcess, line: bytes, uid: int, gid: int) -> object:
                 sock.settimeout(20)
                 sock.connect(pool.socket)
                 sock.sendall(line)
-                os.write(write, protocol.read_line(sock))
+                os.write(write, framing.read_line(sock))
         finally:
             os._exit(0)
     os.close(write)

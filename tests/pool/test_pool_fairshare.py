@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, open_up
 
 from epcore.classad import ClassAd
+from epcore.testing.pool import PoolProcess
+from epcore.testing.system import open_up
 
 pytestmark = pytest.mark.system
 

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as
-from system_fixtures import SlotUser
 
 from epcore.classad import UNDEFINED
+from epcore.testing.pool import PoolProcess, submit_as
+from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as
-from system_fixtures import SlotUser
+
+from epcore.testing.pool import PoolProcess, submit_as
+from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
 

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.pool.requests import SUBMIT_CHUNK, SUBMIT_REQUEST_BYTES, proc_differences, submit_chunks
-from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.interfaces.requests import SUBMIT_CHUNK
+from epcore.pool.requests import SUBMIT_REQUEST_BYTES, proc_differences, submit_chunks
+from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 
 
 def _cluster(submit_text: str) -> tuple[ClassAd, tuple[ClassAd, ...]]:

@@ -8,15 +8,15 @@ import pytest
 from slot_ad_fixtures import NOW, build, config_of, partitionable_with_dynamic, static_slots
 
 from epcore.classad import ClassAd, ClassAdSyntaxError, parse_ads
-from epcore.pool.tables import activity_time, render_slots
 from epcore.slots.slot_status import SlotStatus
-from epcore.slots.status import (
+from epcore.types import HostReadings
+from epcore.views.ad_formats import (
     format_autoformat,
     format_json,
     format_long,
     select,
 )
-from epcore.types import HostReadings
+from epcore.views.tables import activity_time, render_slots
 
 
 def four_slots() -> list[ClassAd]:

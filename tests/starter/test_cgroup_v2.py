@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from system_fixtures import missing
 
 from epcore.config import Config
 from epcore.errors import ConfigError, IsolationError
 from epcore.starter.cgroups import CgroupBackend, CgroupTracking, cpu_weight, read_layout
+from epcore.testing.system import missing
 from epcore.types import TrackingRequest
 
 MB = 1024 * 1024

@@ -10,7 +10,8 @@ import pytest
 from epcore.classad import parse_ad
 from epcore.config import Config
 from epcore.errors import ConfigError, JobSetupError
-from epcore.starter.identity import HOLD_FAILED_TO_ACCESS_USER_ACCOUNT, job_user
+from epcore.jobs.codes import HoldCode
+from epcore.starter.identity import job_user
 
 
 def _entry(name: str, uid: int) -> pwd.struct_passwd:
@@ -193,7 +194,7 @@ def test_missing_slot_account_is_hold_23_naming_the_knob() -> None:
     config = Config.from_text("SLOT1_USER = ghost")
     with pytest.raises(JobSetupError, match=r"SLOT1_USER names account 'ghost'") as raised:
         job_user(config, parse_ad('[Owner = "root"]'), 1, as_root=True, lookup=_lookup)
-    assert raised.value.hold_code == HOLD_FAILED_TO_ACCESS_USER_ACCOUNT == 23
+    assert raised.value.hold_code == HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT == 23
 
 
 def test_no_account_at_all_is_hold_23() -> None:

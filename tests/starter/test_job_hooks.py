@@ -13,8 +13,8 @@ from job_hooks_support import config, runner, sample_job, write_hook
 
 from epcore.classad import ClassAd, format_old, parse_ad
 from epcore.errors import EpError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.hooks import (
-    HOLD_CODE_HOOK_PREPARE_JOB,
     HOOK_NAMES,
     HookError,
     HookResult,
@@ -164,8 +164,8 @@ def test_hook_status_code_decides(tmp_path: Path, code: int, kind: str, exit_sta
     assert (outcome.kind, outcome.status, outcome.message) == (kind, code, f"site says {code}")
     assert [name for name, _ in outcome.updates] == ["Extra"]
     error = outcome.hold_error()
-    assert (error.hold_code, error.hold_subcode) == (HOLD_CODE_HOOK_PREPARE_JOB, code)
-    assert HOLD_CODE_HOOK_PREPARE_JOB == 19
+    assert (error.hold_code, error.hold_subcode) == (HoldCode.HOOK_PREPARE_JOB_FAILURE, code)
+    assert HoldCode.HOOK_PREPARE_JOB_FAILURE == 19
 
 
 @pytest.mark.parametrize(

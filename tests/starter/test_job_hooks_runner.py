@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from job_hooks_support import LOGGER, eventually_gone, runner, sample_job, write_hook
-from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd, format_old, parse_ad
 from epcore.starter.hooks import HookError, prepare_job_input, prepare_outcome
+from epcore.testing.system import SlotUser
 
 
 def test_hanging_hook_is_killed_with_its_children(tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from system_fixtures import SlotUser, wait_until
 
 from epcore.errors import EpError, JobSetupError
 from epcore.starter.launch import (
@@ -28,6 +27,7 @@ from epcore.starter.launch import (
     prepare_supervisor,
 )
 from epcore.starter.trackers import ProcessGroupTracking
+from epcore.testing.system import SlotUser, wait_until
 from epcore.types import ChildSetup
 
 SH = "/bin/sh"

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from epcore.jobs.codes import HoldCode
 from epcore.starter.outcome import (
     EVICTED,
     EXITED,
     HELD,
-    HOLD_OUT_OF_RESOURCES,
     HOOK_ARGUMENT,
     OUTCOMES,
     REQUEUED,
@@ -127,7 +127,7 @@ def test_decide_branches(
 def test_memory_limit_hold_has_code_34() -> None:
     """A job over its cgroup memory limit is held with HoldReasonCode 34, subcode 0."""
     ending = _decide(exit_code=None, exit_signal=KILL, memory_limit_hit=True, memory_mb=512)
-    assert (ending.hold_code, ending.hold_subcode) == (HOLD_OUT_OF_RESOURCES, 0) == (34, 0)
+    assert (ending.hold_code, ending.hold_subcode) == (HoldCode.JOB_OUT_OF_RESOURCES, 0) == (34, 0)
     assert "512 megabytes" in ending.reason
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.errors import JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.sandbox import (
-    HOLD_IWD,
     Sandbox,
     SandboxError,
     disk_usage_kb,
@@ -59,8 +59,8 @@ def test_existing_sandbox_is_hold_14_naming_the_path(tmp_path: Path) -> None:
     (tmp_path / "dir_7").mkdir()
     with pytest.raises(JobSetupError, match=str(tmp_path / "dir_7")) as raised:
         make_sandbox(str(tmp_path), 7, os.getuid(), os.getgid())
-    assert (raised.value.hold_code, raised.value.hold_subcode) == (HOLD_IWD, errno.EEXIST)
-    assert HOLD_IWD == 14
+    assert (raised.value.hold_code, raised.value.hold_subcode) == (HoldCode.IWD_ERROR, errno.EEXIST)
+    assert HoldCode.IWD_ERROR == 14
 
 
 def test_missing_execute_dir_is_hold_14(tmp_path: Path) -> None:

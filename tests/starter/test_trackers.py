@@ -13,7 +13,6 @@ import psutil
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from system_fixtures import SlotUser, wait_until
 
 from epcore.config import Config
 from epcore.errors import ConfigError, IsolationError
@@ -28,6 +27,7 @@ from epcore.starter.trackers import (
     tracker_specs,
     tracking_gid_range,
 )
+from epcore.testing.system import SlotUser, wait_until
 from epcore.types import IsolationBackend, JobTracking, TrackingRequest
 
 PATIENCE = 10.0

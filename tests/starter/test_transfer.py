@@ -10,17 +10,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from system_fixtures import SlotUser
 
 from epcore.classad import parse_ad
 from epcore.errors import JobSetupError
+from epcore.jobs.codes import HoldCode
 from epcore.starter.transfer import (
-    HOLD_TRANSFER_INPUT,
     executable_into,
     stamps,
     transfer_in,
     transfer_out,
 )
+from epcore.testing.system import SlotUser
 
 ME = (os.getuid(), os.getgid())
 
@@ -63,7 +63,7 @@ def test_a_missing_input_holds_the_job_with_code_13(places: tuple[Path, Path], l
     job = parse_ad(f'[ TransferInput = "{listed}" ]')
     with pytest.raises(JobSetupError) as caught:
         transfer_in(job, str(iwd), str(sandbox), *ME)
-    assert caught.value.hold_code == HOLD_TRANSFER_INPUT
+    assert caught.value.hold_code == HoldCode.UPLOAD_FILE_ERROR
     assert "missing" in str(caught.value) or "/no/such" in str(caught.value)
 
 
@@ -85,7 +85,7 @@ def test_input_links_to_files_are_followed_and_to_directories_refused(
     assert (sandbox / "inner.txt").read_text() == "inner"
     with pytest.raises(JobSetupError, match="link to a directory") as caught:
         transfer_in(parse_ad('[ TransferInput = "dirlink" ]'), str(iwd), str(sandbox), *ME)
-    assert caught.value.hold_code == HOLD_TRANSFER_INPUT
+    assert caught.value.hold_code == HoldCode.UPLOAD_FILE_ERROR
 
 
 def test_a_directorys_fifos_are_left_out_and_links_inside_follow_the_same_rules(
@@ -300,7 +300,7 @@ def test_a_symlink_planted_in_the_sandbox_is_refused(
         transfer_in(
             parse_ad('[ TransferInput = "keep" ]'), str(iwd), str(sandbox), user.uid, user.gid
         )
-    assert caught.value.hold_code == HOLD_TRANSFER_INPUT
+    assert caught.value.hold_code == HoldCode.UPLOAD_FILE_ERROR
     (sandbox / "out").symlink_to(private / "keep")
     job = parse_ad('[ TransferOutput = "out/kept.txt" ]')
     problem = transfer_out(job, str(sandbox), str(iwd), {}, user.uid, user.gid)

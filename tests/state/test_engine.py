@@ -11,7 +11,7 @@ from epcore.classad import parse_ad
 from epcore.slots.layout import plan_slots
 from epcore.state.claims import lease_seconds, new_claim_id
 from epcore.state.engine import Engine, EngineError
-from epcore.state.records import EngineState
+from epcore.state.records import ActionKind, EngineState
 from epcore.state.rules import retirement_end, vacate_time
 from epcore.state.scenario import Scenario
 from epcore.state.simulator import Simulation
@@ -75,7 +75,8 @@ def test_activate_spawns_the_starter_and_sets_job_start() -> None:
     assert claimed.claim_id is not None
     outcome = engine.activate(claimed.state, claimed.claim_id, 20)
     assert [(t.number, str(t.new)) for t in outcome.transitions] == [(11, "Claimed/Busy")]
-    assert [a.kind for a in outcome.actions] == ["spawn_starter"]
+    assert [a.kind for a in outcome.actions] == [ActionKind.SPAWN_STARTER]
+    assert type(outcome.actions[0].kind) is ActionKind
     status = outcome.state.statuses()["slot1"]
     assert status.job is not None and status.job.started_at == 20
     assert status.job.job_id == "7.1" and status.claim is not None

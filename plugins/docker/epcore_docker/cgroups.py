@@ -13,10 +13,8 @@ from pathlib import Path
 
 import attrs
 
+from epcore.api import CgroupLayout, V1Group, read_int, read_keyed, read_layout, read_pids
 from epcore.errors import IsolationError
-from epcore.starter.cgroups.files import read_int, read_keyed, read_pids
-from epcore.starter.cgroups.mountinfo import CgroupLayout, read_layout
-from epcore.starter.cgroups.v1 import V1Group
 from epcore.types import TrackedUsage
 
 

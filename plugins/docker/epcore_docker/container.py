@@ -24,8 +24,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from epcore.starter.privileges import as_user
-from epcore.starter.userfiles import open_user_file
+from epcore.api import as_user, open_user_file
 from epcore.types import ChildSetup, TrackedUsage
 from epcore_docker.cgroups import ContainerCgroup, find_cgroup
 

@@ -23,11 +23,10 @@ import docker
 import docker.errors
 from docker.utils import parse_repository_tag
 
+from epcore.api import HoldCode
 from epcore.errors import JobSetupError
 from epcore_docker.container import DOCKER_ERRORS
 
-#: HoldReasonCode 6: the job could not be started (its image could not be had).
-HOLD_CANNOT_START = 6
 CACHE_FILE = "docker_image_cache"
 
 
@@ -111,7 +110,7 @@ class ImageCache:
                 found = _inspect(api, image)
                 if found is None:
                     message = f"Cannot pull docker image {image}: dockerd does not list it"
-                    raise JobSetupError(message, HOLD_CANNOT_START)
+                    raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS)
                 known[image] = CacheEntry(image, now)
             if image in known:
                 size = found.get("Size")
@@ -131,7 +130,7 @@ class ImageCache:
         except DOCKER_ERRORS as error:
             reason = getattr(error, "explanation", None) or str(error)
             message = f"Cannot pull docker image {image}: {reason}"
-            raise JobSetupError(message, HOLD_CANNOT_START) from error
+            raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS) from error
 
     def _remove(self, api: docker.APIClient, image: str) -> bool:
         """Remove an evicted image; False when it is still in use (kept for later)."""

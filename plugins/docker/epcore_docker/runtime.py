@@ -28,11 +28,10 @@ import docker.errors
 import docker.types
 from docker.models.containers import Container
 
+from epcore.api import HoldCode, as_user, open_user_file
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import ConfigError, JobSetupError
-from epcore.starter.privileges import as_user
-from epcore.starter.userfiles import open_user_file
 from epcore.types import ContainerJob, MachineAttribute, RunningContainer
 from epcore_docker.container import DOCKER_ERRORS, DockerContainer
 from epcore_docker.images import ImageCache
@@ -48,8 +47,6 @@ NAME = "docker"
 #: The label naming the job a container belongs to.
 JOB_KEY_LABEL = "epcore.job_key"
 SLOT_LABEL = "epcore.slot"
-#: HoldReasonCode 6: the job could not be started.
-HOLD_CANNOT_START = 6
 #: Seconds a request to dockerd may take (a pull or a wait takes as long as it needs).
 API_TIMEOUT = 60
 _CONTAINER_NAME = re.compile(r"[^A-Za-z0-9_.-]")
@@ -176,12 +173,18 @@ class DockerRuntime:
         # then fails the create below with its own reason.
         reason = self.configuration_problem()
         if reason is not None:
-            raise JobSetupError(f"this execution point cannot run docker jobs: {reason}", 6)
+            raise JobSetupError(
+                f"this execution point cannot run docker jobs: {reason}",
+                HoldCode.FAILED_TO_CREATE_PROCESS,
+            )
         settings = self._settings
         assert settings is not None
         image = request.job.evaluate("DockerImage")
         if not isinstance(image, str) or not image.strip():
-            raise JobSetupError("a docker job needs DockerImage (docker_image) as a string", 6)
+            raise JobSetupError(
+                "a docker job needs DockerImage (docker_image) as a string",
+                HoldCode.FAILED_TO_CREATE_PROCESS,
+            )
         image = image.strip()
         options = job_options(settings, request.machine, request.job, now=time.time())
         for warning in options.warnings:
@@ -193,7 +196,7 @@ class DockerRuntime:
         except DOCKER_ERRORS as error:
             reason = getattr(error, "explanation", None) or str(error)
             message = f"Cannot create the container of docker image {image}: {reason}"
-            raise JobSetupError(message, HOLD_CANNOT_START) from error
+            raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS) from error
         container_id = str(container.id)
         log.info("created container %s (%s) from %s", container_id[:12], container.name, image)
         try:
@@ -206,7 +209,7 @@ class DockerRuntime:
             self._remove_quietly(container_id, log)
             reason = getattr(error, "explanation", None) or str(error)
             message = f"Cannot start the container of docker image {image}: {reason}"
-            raise JobSetupError(message, HOLD_CANNOT_START) from error
+            raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS) from error
         return DockerContainer(
             container_id,
             self.new_api,
@@ -293,7 +296,7 @@ class DockerRuntime:
                 fd = open_user_file(request.stdin, os.O_RDONLY | os.O_NOFOLLOW)
             except OSError as error:
                 message = f"cannot read the job's input {request.stdin}: {error.strerror}"
-                raise JobSetupError(message, 8) from error
+                raise JobSetupError(message, HoldCode.UNABLE_TO_OPEN_INPUT) from error
         api = self.new_api()
         sock = api.attach_socket(container_id, params={"stdin": 1, "stream": 1})
         raw: socket.socket = getattr(sock, "_sock", sock)

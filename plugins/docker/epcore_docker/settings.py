@@ -13,14 +13,13 @@ import re
 
 import attrs
 
+from epcore.api import HoldCode, split_list
 from epcore.classad import UNDEFINED, ClassAd, EvalContext, Expr, parse_expr
 from epcore.config import Config
-from epcore.config.config import split_list
 from epcore.errors import ClassAdSyntaxError, ConfigError, JobSetupError
 from epcore.types import MachineAttribute
 from epcore_docker.extra_args import ExtraArguments, parse_extra_arguments
 
-HOLD_CODE_EXEC_FAILURE = 6
 DEFAULT_IMAGE_CACHE_SIZE = 8
 _DEFAULT_SOURCE = "<Default>"
 _VOLUME_NAME = re.compile(r"[A-Za-z0-9_]+")
@@ -198,7 +197,7 @@ def _network_mode(
         f"DockerNetworkType {requested!r} is not offered by this machine"
         f" (offered: {offered_text}; DOCKER_NETWORKS lists the custom ones)"
     )
-    raise JobSetupError(message, HOLD_CODE_EXEC_FAILURE)
+    raise JobSetupError(message, HoldCode.FAILED_TO_CREATE_PROCESS)
 
 
 def _read_volumes(config: Config) -> tuple[Volume, ...]:

@@ -32,7 +32,8 @@ from pathlib import Path
 import docker
 import docker.errors
 import pytest
-from system_fixtures import missing
+
+from epcore.testing.system import missing
 
 #: The label on every container and image the tests make, with the run's tag as its value.
 TEST_RUN_LABEL = "epcore.test_run"

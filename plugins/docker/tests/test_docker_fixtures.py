@@ -21,7 +21,8 @@ from docker_fixtures import (
     remove_labelled,
     statically_linked,
 )
-from system_fixtures import missing
+
+from epcore.testing.system import missing
 
 
 def _run(

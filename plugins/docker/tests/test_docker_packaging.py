@@ -15,9 +15,17 @@ from pathlib import Path
 
 import epcore_docker
 import pytest
-from test_plugins import _can_build_wheels, _make_venv, _ok, _pip_install, _run, real_venv
 
-from epcore.plugins import load_plugins
+from epcore.testing.process import EP_MODULE
+from epcore.testing.venv import (
+    can_build_wheels,
+    install_this_epcore,
+    make_venv,
+    output_of,
+    pip_install,
+    real_venv,
+    run_command,
+)
 
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 REPOSITORY = PLUGIN_ROOT.parent.parent
@@ -56,14 +64,21 @@ def test_importing_the_package_does_not_import_the_sdk() -> None:
 
 
 def test_plugin_is_loaded_through_the_entry_point_group() -> None:
-    """load_plugins finds the plugin "docker" from distribution epcore-docker, without failure."""
-    plugins = load_plugins()
-    loaded = {info.name: info for info in plugins.describe()}
-    failures = {failure.name: failure.error for failure in plugins.failures}
+    """``ep plugins`` finds the plugin "docker" from distribution epcore-docker, without
+    failure."""
+    done = subprocess.run(
+        [sys.executable, "-m", EP_MODULE, "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    listing = json.loads(done.stdout)
+    loaded = {plugin["name"]: plugin for plugin in listing["plugins"]}
+    failures = {failure["name"]: failure["error"] for failure in listing["failures"]}
     assert "docker" not in failures, failures.get("docker")
-    assert loaded["docker"].distribution == "epcore-docker"
-    assert loaded["docker"].version == epcore_docker.__version__
-    assert loaded["docker"].hooks
+    assert loaded["docker"]["distribution"] == "epcore-docker"
+    assert loaded["docker"]["version"] == epcore_docker.__version__
+    assert loaded["docker"]["hooks"]
 
 
 def _imported_modules(source: Path) -> set[str]:
@@ -99,7 +114,7 @@ def test_core_never_imports_the_plugin_or_the_sdk(forbidden: str) -> None:
 def test_pip_installs_the_plugin_into_a_fresh_venv(tmp_path: Path) -> None:
     """Real venv, real pip (offline): ``pip install ./plugins/docker`` makes ``ep plugins``
     list docker, loaded from the venv's own copy of the package."""
-    if not _can_build_wheels():
+    if not can_build_wheels():
         message = "setuptools cannot build wheels offline here: pip install wheel"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
@@ -109,15 +124,16 @@ def test_pip_installs_the_plugin_into_a_fresh_venv(tmp_path: Path) -> None:
     shutil.copytree(
         PLUGIN_ROOT, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
     )
-    python = _make_venv(tmp_path)
-    _pip_install(python, tmp_path, source)
+    python = make_venv(tmp_path)
+    install_this_epcore(python, tmp_path)
+    pip_install(python, tmp_path, source)
 
-    where = _ok(
-        _run([python, "-c", "import epcore_docker; print(epcore_docker.__file__)"], tmp_path)
+    where = output_of(
+        run_command([python, "-c", "import epcore_docker; print(epcore_docker.__file__)"], tmp_path)
     )
     assert Path(where.strip()).is_relative_to(tmp_path / "venv"), where
     ep = [python, "-c", "from epcore.cli.main import main; main()", "plugins"]
-    listing = json.loads(_ok(_run([*ep, "--json"], tmp_path)))
+    listing = json.loads(output_of(run_command([*ep, "--json"], tmp_path)))
     plugins = {plugin["name"]: plugin for plugin in listing["plugins"]}
     assert [failure for failure in listing["failures"] if failure["name"] == "docker"] == []
     assert plugins["docker"]["distribution"] == "epcore-docker"

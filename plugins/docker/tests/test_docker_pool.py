@@ -7,7 +7,6 @@ import io
 import os
 import re
 import subprocess
-import sys
 import tarfile
 import uuid
 from pathlib import Path
@@ -15,12 +14,7 @@ from pathlib import Path
 import pytest
 from docker_fixtures import BUSYBOX, BUSYBOX_APPLETS, TEST_RUN_LABEL, busybox_rootfs
 
-# The pool tests' harness runs ``ep run`` and ``ep`` commands as users (its fixtures are
-# registered by the import).
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "pool"))
-from pool_harness import PoolProcess, pool_factory, shared_dir, submit_as
-
-__all__ = ["pool_factory", "shared_dir"]
+from epcore.testing.pool import PoolProcess, submit_as
 
 pytestmark = pytest.mark.system
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 import uuid
@@ -19,20 +18,10 @@ import docker
 import psutil
 import pytest
 from docker_fixtures import TEST_RUN_LABEL
-from system_fixtures import SlotUser
 
-from epcore.classad import ClassAd, parse_ad
-from epcore.daemon.loop import StartdLoop
-from epcore.daemon.main import build_startd
-from epcore.daemon.persist import read_claims
-from epcore.daemon.startd import Startd
-from epcore.plugins import load_plugins
-
-# The daemon tests' harness runs ``ep startd`` (its fixture is registered by the import).
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "daemon"))
-from startd_harness import BASE_CONFIG, StartdProcess, startd_factory
-
-__all__ = ["startd_factory"]
+from epcore.classad import ClassAd
+from epcore.testing.startd import BASE_CONFIG, InProcessStartd, StartdProcess
+from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
 
@@ -42,25 +31,21 @@ CASE_LABEL = "epcore.test_case"
 
 @attrs.frozen
 class EmbeddedStartd:
-    """An opened in-process startd, its loop, and the label of its containers."""
+    """An in-process startd of the test, the label of its containers, and the job's Iwd and
+    user."""
 
-    startd: Startd
-    loop: StartdLoop
+    in_process: InProcessStartd
     case: str
     iwd: Path
     user: SlotUser
 
     def turn_until(self, check: Callable[[], bool], timeout: float, what: str) -> None:
-        """Turn the loop until ``check`` holds."""
-        deadline = time.monotonic() + timeout
-        while not check():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.loop.turn()
+        """Turn the startd's loop until ``check`` holds."""
+        self.in_process.turn_until(check, timeout, what)
 
     def run(self, job_text: str, slot: str = "slot1") -> None:
         """Claim ``slot`` for the job and activate it."""
-        self.startd.activate(self.startd.claim(slot, parse_ad(job_text)))
+        self.in_process.run(job_text, slot)
 
     def wait_gone(self, client: docker.DockerClient, run_tag: str) -> None:
         """Turn the loop until no container of this startd is left (the starter removes it
@@ -69,8 +54,7 @@ class EmbeddedStartd:
 
     def result(self, timeout: float = 60.0) -> ClassAd:
         """The first job result (the loop turned until there is one)."""
-        self.turn_until(lambda: len(self.startd.results) > 0, timeout, "a job result")
-        return self.startd.results[0]
+        return self.in_process.result(timeout)
 
 
 def _job(user: SlotUser, iwd: Path, image: str, script: str, memory: int = 16) -> str:
@@ -124,20 +108,13 @@ def embedded(
             f" --label {CASE_LABEL}={case}\n" + extra
         )
         (local / "condor_config").write_text(text)
-        startd = build_startd(str(local / "condor_config"), plugins=load_plugins())
-        loop = StartdLoop(startd)
-        loop.open()
-        made = EmbeddedStartd(startd, loop, case, iwd, user)
+        made = EmbeddedStartd(InProcessStartd.open(str(local / "condor_config")), case, iwd, user)
         opened.append(made)
         return made
 
     yield make
     for made in opened:
-        made.startd.shutdown(fast=True)
-        deadline = time.monotonic() + 30
-        while not made.loop.finished and time.monotonic() < deadline:
-            made.loop.turn()
-        made.loop.close()
+        made.in_process.close()
     shutil.rmtree(top, ignore_errors=True)
 
 
@@ -185,7 +162,7 @@ def test_vacate_stops_a_job_that_ignores_sigterm(
     )
     time.sleep(0.5)  # the shell has set its trap
     vacated = time.monotonic()
-    ep.startd.vacate("slot1")
+    ep.in_process.startd.vacate("slot1")
     result = ep.result()
     took = time.monotonic() - vacated
     assert result.evaluate("JobOutcome") == "evicted", result
@@ -211,7 +188,7 @@ def test_policy_suspension_pauses_the_container_then_continues_it(
     ep.turn_until(lambda: status() == ["running"], 30, "the container to run")
     ep.turn_until(lambda: status() == ["paused"], 30, "the container to be paused")
     ep.turn_until(lambda: status() == ["running"], 30, "the container to continue")
-    ep.startd.vacate("slot1", fast=True)
+    ep.in_process.startd.vacate("slot1", fast=True)
     assert ep.result().evaluate("JobOutcome") == "evicted"
     ep.wait_gone(docker_client, run_tag)
 
@@ -234,15 +211,15 @@ def test_unreachable_dockerd_means_no_docker_jobs(embedded, busybox_image) -> No
     """With DOCKER_URL pointing nowhere the slots advertise HasDocker = false with a reason,
     the startd keeps running, and a docker job activated anyway is held with code 6."""
     ep = embedded("DOCKER_URL = unix:///nonexistent/epcore/docker.sock\n")
-    ads = ep.startd.query()
+    ads = ep.in_process.startd.query()
     assert [ad.evaluate("HasDocker") for ad in ads] == [False, False]
     assert "dockerd does not answer" in str(ads[0].evaluate("DockerOfflineReason"))
     ep.run(_job(ep.user, ep.iwd, busybox_image, "true"))
     result = ep.result()
     assert result.evaluate("JobOutcome") == "held", result
     assert result.evaluate("HoldReasonCode") == 6
-    assert not ep.loop.finished
-    assert len(ep.startd.query()) == 2
+    assert not ep.in_process.loop.finished
+    assert len(ep.in_process.startd.query()) == 2
 
 
 # -- a real ``ep startd`` and a starter killed with kill -9 -------------------------------
@@ -251,7 +228,7 @@ def test_unreachable_dockerd_means_no_docker_jobs(embedded, busybox_image) -> No
 def _starter_of(startd: StartdProcess) -> psutil.Process:
     """The startd's one starter: the child of the startd its claims file names."""
     assert startd.process is not None
-    saved = read_claims(str(startd.directory / "spool" / "startd_claims"))
+    saved = startd.saved_claims()
     assert len(saved) == 1, saved
     children = {p.pid: p for p in psutil.Process(startd.process.pid).children()}
     assert saved[0].pid in children, (saved, children)

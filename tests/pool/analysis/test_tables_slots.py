@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from epcore.classad import ClassAd
 from epcore.cli.status_cmd import StatusRequest, render
-from epcore.pool.tables import render_slots
+from epcore.views.tables import render_slots
 
 EXPECTED = """\
 Name                 OpSys      Arch   State     Activity LoadAv Mem   ActvtyTime

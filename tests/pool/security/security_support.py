@@ -2,7 +2,7 @@
 the pool still answers another user within 2 s, and a job of that user still runs.
 
 The attacks themselves live in the test modules beside this one, one module per finding;
-each starts a real ``ep run`` (pool_harness) and attacks it as a real unprivileged user.
+each starts a real ``ep run`` (epcore.testing.pool) and attacks it as a real unprivileged user.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pool_harness import PoolProcess, user_home
-from system_fixtures import SlotUser
+from epcore.testing.pool import PoolProcess, user_home
+from epcore.testing.system import SlotUser
 
 #: How long another user may wait for an answer after an attack (must-show 2).
 ANSWER_WITHIN_SECONDS = 2.0

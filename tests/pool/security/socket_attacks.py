@@ -25,11 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 import psutil
-from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd
-from epcore.daemon.control import request
-from epcore.starter import protocol
+from epcore.runtime import framing
+from epcore.runtime.control import request
+from epcore.testing.system import SlotUser
 
 Outcome = dict[str, Any]
 
@@ -169,8 +169,8 @@ def _answers(data: bytes) -> list[str]:
         if not line.strip():
             continue
         try:
-            ad = protocol.decode(line, None)
-        except protocol.ProtocolError:
+            ad = framing.decode(line, None)
+        except framing.ProtocolError:
             found.append("unreadable")
             continue
         error = ad.evaluate("Error")
@@ -251,7 +251,7 @@ def big_requests(path: str, seconds: float, size: int, connections: int = 4) -> 
 
     def query(count: int) -> bytes:
         names = [f"Attribute{n:07d}" for n in range(count)]
-        return protocol.encode(request("QueryJobs", Projection=names, Constraint="false"))
+        return framing.encode(request("QueryJobs", Projection=names, Constraint="false"))
 
     line = query(size // 20)
     line = query(int(size // 20 * size / len(line)) - 1)
@@ -274,7 +274,7 @@ def unread_queries(path: str, seconds: float, count: int, history: bool = True) 
     the pool closed the connection before ``seconds`` passed, and after how long."""
     sock = _connect(path, blocking=False)
     assert sock is not None, "cannot connect"
-    line = protocol.encode(request("QueryJobs", History=history))
+    line = framing.encode(request("QueryJobs", History=history))
     started = time.monotonic()
     deadline = started + seconds
     queued = line * count

@@ -15,12 +15,12 @@ import socket
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as, user_home
 from security_support import assert_pool_serves
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.classad.parser import MESSAGE_NESTING
-from epcore.starter import protocol
+from epcore.runtime import framing
+from epcore.testing.pool import PoolProcess, submit_as, user_home
 
 pytestmark = pytest.mark.system
 
@@ -45,7 +45,7 @@ def _raw(pool: PoolProcess, line: bytes, uid: int, gid: int) -> ClassAd:
                 sock.settimeout(20)
                 sock.connect(pool.socket)
                 sock.sendall(line)
-                os.write(write, protocol.read_line(sock))
+                os.write(write, framing.read_line(sock))
         finally:
             os._exit(0)
     os.close(write)

@@ -11,15 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as, user_home
 from security_support import assert_pool_serves
-from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.daemon.control import ControlError
 from epcore.pool.requests import PoolClient, proc_differences
-from epcore.pool.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.runtime.control import ControlError
+from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.testing.pool import PoolProcess, submit_as, user_home
+from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
 

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from pool_harness import submit_as
 from security_support import assert_pool_serves
+
+from epcore.testing.pool import submit_as
 
 pytestmark = pytest.mark.system
 

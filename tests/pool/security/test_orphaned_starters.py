@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as
 from security_support import assert_pool_serves
-from system_fixtures import user_processes
 
 from epcore.starter.lifecycle import LEASE_KILL_GRACE
+from epcore.testing.pool import PoolProcess, submit_as
+from epcore.testing.system import user_processes
 
 pytestmark = pytest.mark.system
 

@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as, user_home
 from security_support import assert_pool_serves, submitted_cluster
-from system_fixtures import SlotUser
 
 from epcore.classad import ClassAd
-from epcore.daemon.control import ControlError
 from epcore.pool.requests import PoolClient
+from epcore.runtime.control import ControlError
+from epcore.testing.pool import PoolProcess, submit_as, user_home
+from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as
 from security_support import assert_pool_serves
-from system_fixtures import SlotUser, user_processes
 
 from epcore.classad import ClassAd
+from epcore.testing.pool import PoolProcess, submit_as
+from epcore.testing.system import SlotUser, user_processes
 
 pytestmark = pytest.mark.system
 

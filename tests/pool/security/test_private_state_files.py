@@ -13,9 +13,10 @@ import stat
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as
 from security_support import assert_pool_serves
-from system_fixtures import SlotUser
+
+from epcore.testing.pool import PoolProcess, submit_as
+from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as
 from security_support import ANSWER_WITHIN_SECONDS, assert_pool_serves
 
 from epcore.classad.functions._pcre import MATCH_TIMEOUT
+from epcore.testing.pool import PoolProcess, submit_as
 
 pytestmark = pytest.mark.system
 

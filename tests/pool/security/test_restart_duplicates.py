@@ -16,9 +16,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from pool_harness import PoolProcess, submit_as, user_home
 from security_support import assert_pool_serves
-from system_fixtures import SlotUser
+
+from epcore.testing.pool import PoolProcess, submit_as, user_home
+from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
 

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from pool_harness import PoolProcess, submit_as, user_home
 from security_support import assert_pool_serves, start_as_user
-from system_fixtures import V1_ROOT, SlotUser
+
+from epcore.testing.pool import PoolProcess, submit_as, user_home
+from epcore.testing.system import V1_ROOT, SlotUser
 
 pytestmark = pytest.mark.system
 

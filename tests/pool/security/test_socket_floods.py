@@ -14,7 +14,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-from pool_harness import PoolProcess, submit_as, user_home
 from security_support import ANSWER_WITHIN_SECONDS, assert_pool_serves
 from socket_attacks import (
     MemoryWatch,
@@ -26,6 +25,8 @@ from socket_attacks import (
     unfinished_ads,
     unread_queries,
 )
+
+from epcore.testing.pool import PoolProcess, submit_as, user_home
 
 pytestmark = pytest.mark.system
 

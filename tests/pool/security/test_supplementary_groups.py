@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pool_harness import submit_as
 from security_support import assert_pool_serves
-from system_fixtures import SlotUser, missing
+
+from epcore.testing.pool import submit_as
+from epcore.testing.system import SlotUser, missing
 
 pytestmark = pytest.mark.system
 

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from pool_harness import PoolProcess, submit_as
 from security_support import assert_pool_serves, start_as_user
-from system_fixtures import SlotUser, user_processes
+
+from epcore.testing.pool import PoolProcess, submit_as
+from epcore.testing.system import SlotUser, user_processes
 
 pytestmark = pytest.mark.system
 

@@ -14,7 +14,7 @@ import pytest
 
 from epcore.classad import ERROR, ClassAd, parse_expr
 from epcore.config import Config
-from epcore.plugins import Plugins
+from epcore.testing import Plugins
 from epcore.testing.contracts import DetectorContract, MachineAttributesContract
 from epcore.testing.host import FakeMachineHost
 

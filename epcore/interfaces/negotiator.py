@@ -1,0 +1,13 @@
+"""What the other roles ask of a negotiator."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class PriorityQuery(Protocol):
+    """The accountant's answer about one submitter (better-analyze shows it)."""
+
+    def effective_priority(self, submitter: str) -> float:
+        """``submitter``'s effective user priority (lower is better)."""
+        ...

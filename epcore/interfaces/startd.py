@@ -1,0 +1,70 @@
+"""What the other roles ask of a startd: claims and their jobs, vacate and drain, queries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from epcore.classad import ClassAd
+
+
+class StartdLink(Protocol):
+    """A startd as a schedd or the pool's administration reaches it. Slots are named as the
+    startd's ads name them (``slot1@host``; the startd also takes its short names)."""
+
+    @property
+    def address(self) -> str:
+        """Where the startd is reached (its ads' MyAddress)."""
+        ...
+
+    def claim(self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False) -> str:
+        """Claim ``slot`` for ``job`` on behalf of ``client``; the claim id."""
+        ...
+
+    def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
+        """Start the claim's job (``job``: the next job on a reused claim)."""
+        ...
+
+    def release(self, claim_id: str) -> None:
+        """Give the claim back (its job, if any, is stopped)."""
+        ...
+
+    def alive(self, claim_id: str) -> None:
+        """Keep the claim's lease."""
+        ...
+
+    def vacate(self, slot: str, fast: bool = False) -> None:
+        """Evict the job on ``slot`` (its claim ends)."""
+        ...
+
+    def vacate_slots(self, slot: str | None, fast: bool = False) -> list[str]:
+        """Vacate ``slot`` (None: every claimed slot); the names of the slots vacated."""
+        ...
+
+    def drain(self, how: str, check: str | None = None, start: str | None = None) -> None:
+        """Drain the machine (``how``: graceful, quick, fast)."""
+        ...
+
+    def cancel_drain(self) -> None:
+        """Stop draining."""
+        ...
+
+    def query(self, constraint: str | None = None) -> list[ClassAd]:
+        """The slots' current ads passing ``constraint``."""
+        ...
+
+    def claim_ready(self, claim_id: str) -> bool:
+        """Whether ``claim_id`` holds a slot that is Claimed/Idle (ready for a job)."""
+        ...
+
+    def slot_of(self, claim_id: str) -> str | None:
+        """The full name of the slot ``claim_id`` holds or waits for; None: no slot has it."""
+        ...
+
+    def claims(self) -> list[tuple[str, ClassAd]]:
+        """Every current claim with its job (a restarted schedd adopts these)."""
+        ...
+
+    def recent_results(self, claim_ids: Iterable[str]) -> list[ClassAd]:
+        """The results the startd recorded lately for these public claim ids."""
+        ...

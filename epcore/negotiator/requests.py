@@ -1,0 +1,57 @@
+"""The negotiator's answers to the pool's requests (:mod:`epcore.pool.requests` lists them
+all): the accountant's ads (``UserPrio``) and its administration (condor_userprio's
+``SetFactor``, ``SetCeiling``, ``SetFloor``, ``ResetUsage``, ``DeleteSubmitter``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from epcore.classad import ClassAd
+from epcore.interfaces import Requester
+from epcore.runtime.control import answer, argument, text_argument
+
+if TYPE_CHECKING:
+    from epcore.negotiator.service import NegotiatorService
+
+
+def _user_prio(service: NegotiatorService, requester: Requester, request: ClassAd) -> ClassAd:
+    return answer(True, Ads=service.accountant.to_ads())
+
+
+def _set_submitter(
+    command: str,
+) -> Callable[[NegotiatorService, Requester, ClassAd], ClassAd]:
+    def handler(service: NegotiatorService, requester: Requester, request: ClassAd) -> ClassAd:
+        name = text_argument(request, "Submitter")
+        now = service.clock()
+        accountant = service.accountant
+        if command in ("SetFactor", "SetCeiling", "SetFloor"):
+            value = argument(request, "Value", float)
+            assert isinstance(value, int | float)
+            setter = {
+                "SetFactor": accountant.set_factor,
+                "SetCeiling": accountant.set_ceiling,
+                "SetFloor": accountant.set_floor,
+            }[command]
+            service.accountant = setter(name, float(value), now)
+        elif command == "ResetUsage":
+            service.accountant = accountant.reset_usage(name, now)
+        else:
+            service.accountant = accountant.delete(name)
+        service.save_accountant()
+        service.log.info("%s %s by %s", command, name, requester.name)
+        return answer(True)
+
+    return handler
+
+
+#: The negotiator's answers, by Command.
+HANDLERS: dict[str, Callable[[NegotiatorService, Requester, ClassAd], ClassAd]] = {
+    "UserPrio": _user_prio,
+    "SetFactor": _set_submitter("SetFactor"),
+    "SetCeiling": _set_submitter("SetCeiling"),
+    "SetFloor": _set_submitter("SetFloor"),
+    "ResetUsage": _set_submitter("ResetUsage"),
+    "DeleteSubmitter": _set_submitter("DeleteSubmitter"),
+}

@@ -1,0 +1,239 @@
+"""The negotiator as a service of the runtime's loop.
+
+A cycle is due every NEGOTIATOR_INTERVAL seconds, and sooner (but not within
+NEGOTIATOR_MIN_INTERVAL of the last one) when a schedd wants one (jobs were submitted or
+released, or claims were given back while jobs wait), as a schedd asks its negotiator to
+reschedule. Each cycle takes the slot ads from the collector and the idle jobs from every
+schedd through their links, updates the accountant's usage, matches, and hands each
+schedd its matches; then it saves the accountant and advertises the negotiator's ad. No
+cycle starts once the pool is shutting down.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from epcore.classad import ClassAd
+from epcore.config import Config
+from epcore.interfaces import (
+    CollectorLink,
+    JobSource,
+    Locator,
+    Match,
+    RequestHandlers,
+    SubmitterJobs,
+)
+from epcore.interfaces.requests import bind_handlers
+from epcore.negotiator.accountant import Accountant
+from epcore.negotiator.cycle import negotiate
+from epcore.negotiator.requests import HANDLERS
+from epcore.negotiator.settings import significance
+from epcore.runtime.loop import LoopHandle, ReadyEvent
+from epcore.runtime.persist import write_ad_lines
+
+#: The longest the negotiator's ad waits between two advertisements, in seconds.
+ADVERTISE_INTERVAL = 60.0
+
+
+class NegotiatorService:
+    """The negotiation cycle and the accountant in the loop (module docstring); ``config``
+    gives the configuration in force, ``name`` the negotiator ad's Name."""
+
+    name = "negotiator"
+
+    def __init__(
+        self,
+        accountant: Accountant,
+        *,
+        config: Callable[[], Config],
+        collector: CollectorLink,
+        schedds: Locator[JobSource],
+        accountant_file: str,
+        ad_name: str,
+        log: logging.Logger,
+        clock: Callable[[], float],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.accountant = accountant
+        self.current_config = config
+        self.config = config()
+        self.collector = collector
+        self.schedds = schedds
+        self.accountant_file = accountant_file
+        self.ad_name = ad_name
+        self.log = log
+        self.clock = clock
+        self.monotonic = monotonic
+        self.last_cycle = -1e9
+        self.next_cycle = 0.0
+        self.next_ad = 0.0
+        self.cycles = 0
+        self.last_cycle_stats = ClassAd()
+        # Jobs the last cycle failed on, with the error: logged when they start failing.
+        self.failed_jobs: dict[str, str] = {}
+        self.stopping = False
+
+    # -- the in-process link (PriorityQuery) --------------------------------------------------
+
+    def effective_priority(self, submitter: str) -> float:
+        return self.accountant.eup(submitter)
+
+    def handlers(self) -> RequestHandlers:
+        """The negotiator's answers to the pool's requests, by Command."""
+        return bind_handlers(self, HANDLERS)
+
+    # -- the loop's calls -----------------------------------------------------------------
+
+    def open(self, loop: LoopHandle) -> None:
+        self.next_cycle = self.monotonic() + self._min_interval()
+
+    def ready(self, events: Sequence[ReadyEvent]) -> None:
+        pass
+
+    def _wanted(self) -> bool:
+        return any(self.schedds.link(a).wants_negotiation() for a in self.schedds.addresses())
+
+    def timeout(self) -> float:
+        if self.stopping:
+            return self.next_ad - self.monotonic()  # no more cycles: waiting would spin
+        due = self.next_cycle
+        if self._wanted():
+            due = min(due, self.last_cycle + self._min_interval())
+        return min(due, self.next_ad) - self.monotonic()
+
+    def tick(self) -> None:
+        now = self.clock()
+        tick = self.monotonic()
+        due = tick >= self.next_cycle or (
+            self._wanted() and tick >= self.last_cycle + self._min_interval()
+        )
+        if due and not self.stopping:
+            try:
+                self.negotiate(now)
+            except Exception:  # a failed cycle must not take the pool and its jobs down
+                self.log.exception("the negotiation cycle failed")
+                self.next_cycle = tick + self._interval()
+            self.next_ad = tick  # the negotiator's ad follows each cycle
+        if tick >= self.next_ad:
+            self.advertise(now)
+
+    def flush(self) -> None:
+        pass
+
+    def reconfig(self) -> None:
+        self.config = self.current_config()
+
+    def shutdown(self, fast: bool) -> None:
+        self.stopping = True
+
+    @property
+    def finished(self) -> bool:
+        return self.stopping
+
+    def close(self) -> None:
+        self.save_accountant()
+
+    def close_in_child(self) -> None:
+        pass
+
+    # -- the work -------------------------------------------------------------------------
+
+    def _min_interval(self) -> float:
+        return max(self.config.get_float("NEGOTIATOR_MIN_INTERVAL", 5.0), 0.0)
+
+    def _interval(self) -> float:
+        return max(self.config.get_float("NEGOTIATOR_INTERVAL", 60.0), 1.0)
+
+    def negotiate(self, now: float) -> None:
+        """One negotiation cycle: update the usage, match, hand the matches to the schedds."""
+        started = self.monotonic()
+        schedds = [self.schedds.link(address) for address in self.schedds.addresses()]
+        for schedd in schedds:
+            schedd.cycle_started()
+        slots = self.collector.query("Machine", now=now)
+        self.accountant = self.accountant.update_usage(slots, now)
+        reserved = set().union(*(schedd.reserved_slots() for schedd in schedds))
+        if reserved:
+            slots = [s for s in slots if str(s.evaluate("Name")) not in reserved]
+        wanted = significance(self.config, slots, now)
+        submitters: list[SubmitterJobs] = []
+        owners: dict[str, JobSource] = {}
+        for schedd in schedds:
+            for offered in schedd.negotiable_jobs(slots, wanted, now):
+                submitters.append(offered)
+                owners.setdefault(offered.submitter, schedd)
+        matches = 0
+        if submitters:
+            cycle = negotiate(self.config, self.accountant, slots, submitters, now)
+            self.accountant = cycle.accountant
+            self._log_failures(cycle.failures)
+            matches = len(cycle.matches)
+            for match in cycle.matches:
+                self.log.info(
+                    "Matched %s %s %s (%s)",
+                    match.job_id,
+                    match.submitter,
+                    match.slot_name,
+                    match.reason,
+                )
+            self._hand_out(cycle.matches, owners, now)
+        self.save_accountant()
+        tick = self.monotonic()
+        self.cycles += 1
+        self.last_cycle = tick
+        self.next_cycle = tick + self._interval()
+        jobs = sum(len(s.jobs) for s in submitters)
+        self.log.info(
+            "negotiation cycle %d: %d slots, %d submitters, %d idle jobs, %d matches in %.3f s",
+            self.cycles,
+            len(slots),
+            len(submitters),
+            jobs,
+            matches,
+            tick - started,
+        )
+        stats = ClassAd()
+        stats["LastNegotiationCycleTime0"] = int(now)
+        stats["LastNegotiationCycleDuration0"] = round(tick - started, 3)
+        stats["LastNegotiationCycleMatches0"] = matches
+        stats["LastNegotiationCycleActiveSubmitterCount0"] = len(submitters)
+        stats["LastNegotiationCycleNumIdleJobs0"] = jobs
+        stats["LastNegotiationCycleTotalSlots0"] = len(slots)
+        self.last_cycle_stats = stats
+
+    def _hand_out(
+        self, matches: Sequence[Match], owners: Mapping[str, JobSource], now: float
+    ) -> None:
+        """Each schedd's matches, in the cycle's order, to that schedd."""
+        by_schedd: dict[int, tuple[JobSource, list[Match]]] = {}
+        for match in matches:
+            schedd = owners[match.submitter]
+            by_schedd.setdefault(id(schedd), (schedd, []))[1].append(match)
+        for schedd, taken in by_schedd.values():
+            schedd.take_matches(taken, now)
+
+    def _log_failures(self, failures: Mapping[str, str]) -> None:
+        """Log each job the cycle could not handle, once for as long as it keeps failing."""
+        for job, error in failures.items():
+            if self.failed_jobs.get(job) != error:
+                self.log.error(
+                    "job %s skipped by the negotiation cycle (and its autocluster): %s", job, error
+                )
+        self.failed_jobs = dict(failures)
+
+    def save_accountant(self) -> None:
+        try:
+            write_ad_lines(self.accountant_file, self.accountant.to_ads())
+        except OSError as error:
+            self.log.error("cannot save the accountant to %s: %s", self.accountant_file, error)
+
+    def advertise(self, now: float) -> None:
+        """The negotiator's ad (the last cycle's statistics), into the collector."""
+        interval = max(self.config.get_float("SCHEDD_INTERVAL", 300.0), 1.0)
+        self.next_ad = self.monotonic() + min(interval, ADVERTISE_INTERVAL)
+        ad = self.last_cycle_stats.copy()
+        ad["MyType"] = "Negotiator"
+        ad["Name"] = self.ad_name
+        self.collector.update([ad], now)

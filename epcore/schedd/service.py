@@ -1,0 +1,202 @@
+"""The schedd as a service of the runtime's loop, and as its peers reach it in-process.
+
+Each turn it activates the claims that became ready, applies the periodic policy when due and
+keeps its claims alive (:meth:`Schedd.tick`); every SCHEDD_INTERVAL (at most a minute) and
+after each negotiation cycle it advertises the schedd's and the submitters' ads to the
+collector. At start it adopts the running jobs whose claims its startds took back. It is the
+in-process :class:`~epcore.interfaces.JobSource` of the negotiator and
+:class:`~epcore.interfaces.JobResults` of the startds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from epcore.classad import ClassAd
+from epcore.config import Config
+from epcore.interfaces import (
+    AdQuery,
+    CollectorLink,
+    Match,
+    PriorityQuery,
+    RequestHandlers,
+    Significance,
+    SubmitterJobs,
+)
+from epcore.interfaces.requests import bind_handlers
+from epcore.runtime.loop import LoopHandle, ReadyEvent
+from epcore.schedd.jobqueue import JobStatus
+from epcore.schedd.requests import HANDLERS
+from epcore.schedd.schedd import Schedd
+
+#: The longest the schedd's ads wait between two advertisements, in seconds.
+ADVERTISE_INTERVAL = 60.0
+
+
+class ScheddService:
+    """A :class:`Schedd` in the loop (module docstring). ``config`` gives the configuration in
+    force; ``address`` is where users reach it (its ad's MyAddress); ``collector`` takes its
+    ads, ``slots`` answers better-analyze's slot query and ``priorities`` its priority
+    question (None: no negotiator in reach)."""
+
+    name = "schedd"
+
+    def __init__(
+        self,
+        schedd: Schedd,
+        *,
+        config: Callable[[], Config],
+        address: str,
+        collector: CollectorLink,
+        slots: AdQuery,
+        priorities: PriorityQuery | None,
+        log: logging.Logger,
+        clock: Callable[[], float],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.schedd = schedd
+        self.current_config = config
+        self.config = config()
+        self.address = address
+        self.collector = collector
+        self.slots = slots
+        self.priorities = priorities
+        self.log = log
+        self.clock = clock
+        self.monotonic = monotonic
+        self.next_ads = 0.0
+        self.stopping = False
+
+    @property
+    def host_name(self) -> str:
+        return self.schedd.host_name
+
+    @property
+    def ad_name(self) -> str:
+        """The schedd's Name: SCHEDD_NAME, else the host's name."""
+        return self.config.get("SCHEDD_NAME") or self.schedd.host_name
+
+    def priority(self, submitter: str) -> float | None:
+        """``submitter``'s effective priority, when a negotiator is in reach."""
+        return None if self.priorities is None else self.priorities.effective_priority(submitter)
+
+    def handlers(self) -> RequestHandlers:
+        """The schedd's answers to the pool's requests, by Command."""
+        return bind_handlers(self, HANDLERS)
+
+    # -- the in-process links (JobResults, JobSource) ---------------------------------------
+
+    def job_result(self, result: ClassAd, now: float) -> None:
+        self.schedd.job_result(result, now)
+
+    def wants_negotiation(self) -> bool:
+        return self.schedd.wants_negotiation
+
+    def cycle_started(self) -> None:
+        self.schedd.wants_negotiation = False
+        self.next_ads = self.monotonic()  # the submitters' ads follow each cycle
+
+    def reserved_slots(self) -> set[str]:
+        return self.schedd.reserved_slots()
+
+    def negotiable_jobs(
+        self, slots: Sequence[ClassAd], significance: Significance, now: float
+    ) -> list[SubmitterJobs]:
+        return self.schedd.negotiable_jobs(slots, significance, now)
+
+    def take_matches(self, matches: Sequence[Match], now: float) -> None:
+        self.schedd.take_matches(matches, now)
+
+    def reschedule(self) -> None:
+        """A negotiation cycle soon (condor_reschedule)."""
+        self.schedd.wants_negotiation = True
+
+    # -- the loop's calls -----------------------------------------------------------------
+
+    def open(self, loop: LoopHandle) -> None:
+        """Adopt the running jobs whose claims the startds took back."""
+        startds = self.schedd.startds
+        claims: list[tuple[str, str, ClassAd]] = []
+        for address in startds.addresses():
+            claims.extend((address, claim, job) for claim, job in startds.link(address).claims())
+
+        def history(claim_ids: set[str]) -> Iterable[ClassAd]:
+            for address in startds.addresses():
+                yield from startds.link(address).recent_results(claim_ids)
+
+        self.schedd.recover(claims, self.clock(), history)
+
+    def ready(self, events: Sequence[ReadyEvent]) -> None:
+        pass
+
+    def timeout(self) -> float:
+        wait = min(self.next_ads - self.monotonic(), self.schedd.periodic.wait(self.clock()))
+        if self.schedd.pending:
+            wait = min(wait, 1.0)
+        return wait
+
+    def tick(self) -> None:
+        now = self.clock()
+        self.schedd.tick(now)
+        if self.monotonic() >= self.next_ads:
+            self.advertise(now)
+
+    def flush(self) -> None:
+        pass
+
+    def reconfig(self) -> None:
+        self.config = self.current_config()
+        self.schedd.config = self.config
+
+    def shutdown(self, fast: bool) -> None:
+        self.stopping = True
+
+    @property
+    def finished(self) -> bool:
+        return self.stopping
+
+    def close(self) -> None:
+        self.schedd.queue.close()
+
+    def close_in_child(self) -> None:
+        pass
+
+    # -- the work -------------------------------------------------------------------------
+
+    def advertise(self, now: float) -> None:
+        """The schedd's and the submitters' ads, into the collector."""
+        interval = max(self.config.get_float("SCHEDD_INTERVAL", 300.0), 1.0)
+        self.next_ads = self.monotonic() + min(interval, ADVERTISE_INTERVAL)
+        schedd = self.schedd
+        counts = schedd.queue.counts()
+        name = self.ad_name
+        schedd_ad = ClassAd()
+        schedd_ad["MyType"] = "Scheduler"
+        schedd_ad["Name"] = name
+        schedd_ad["Machine"] = schedd.host_name
+        schedd_ad["TotalIdleJobs"] = counts.get(JobStatus.IDLE, 0)
+        schedd_ad["TotalRunningJobs"] = counts.get(JobStatus.RUNNING, 0)
+        schedd_ad["TotalHeldJobs"] = counts.get(JobStatus.HELD, 0)
+        schedd_ad["TotalRemovedJobs"] = counts.get(JobStatus.REMOVED, 0)
+        schedd_ad["MyAddress"] = self.address
+        ads = [schedd_ad]
+        tallies: dict[str, dict[str, int]] = {}
+        for submitter_name, idle in schedd.idle_counts().items():
+            tallies.setdefault(submitter_name, {})["IdleJobs"] = idle
+        for running in schedd.running.values():
+            tally = tallies.setdefault(running.submitter, {})
+            tally["RunningJobs"] = tally.get("RunningJobs", 0) + 1
+        for job in schedd.queue.jobs(statuses=(JobStatus.HELD,)):
+            tally = tallies.setdefault(schedd.submitter(job), {})
+            tally["HeldJobs"] = tally.get("HeldJobs", 0) + 1
+        for submitter_name, tally in sorted(tallies.items()):
+            ad = ClassAd()
+            ad["MyType"] = "Submitter"
+            ad["Name"] = submitter_name
+            ad["ScheddName"] = name
+            for column in ("RunningJobs", "IdleJobs", "HeldJobs"):
+                ad[column] = tally.get(column, 0)
+            ads.append(ad)
+        self.collector.update(ads, now)

@@ -1,0 +1,619 @@
+"""The startd: the policy engine driven by a real clock, with starters running real jobs.
+
+:class:`Startd` holds everything one startd has (configuration, plugins, the slot ads builder,
+the engine and its state, the starters) and offers the control requests
+(:class:`~epcore.runtime.control.StartdControl`) as methods, so a program that embeds epcore
+calls them directly and ``ep`` calls them over the control socket. Every event goes through
+:meth:`Startd.take`, which keeps the engine's new state, logs and announces each transition
+and carries out the engine's actions (spawn a starter, soft- or hard-kill, suspend...).
+:mod:`epcore.startd.loop` runs it: the clock, the timers, the sockets and the signals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+from collections import deque
+from collections.abc import Callable, Mapping
+
+from epcore.classad import ClassAd, parse_expr
+from epcore.config import Config
+from epcore.errors import EpError
+from epcore.interfaces import AdSink, JobResults
+from epcore.plugins import Plugins
+from epcore.runtime import persist
+from epcore.runtime.control import ControlError
+from epcore.slots.ads import SlotAdBuilder
+from epcore.slots.config_attrs import slot_prefix
+from epcore.slots.inventory import build_inventory, execute_disks_kb
+from epcore.slots.layout import plan_slots
+from epcore.startd import backends, recovery
+from epcore.startd.cron import StartdCron
+from epcore.startd.fetch_work import FetchWork
+from epcore.startd.prepare import Preparations
+from epcore.startd.publish import MemorySink
+from epcore.startd.setup import StartdPaths, restart_changes
+from epcore.startd.starters import StarterHandle, StarterPool
+from epcore.starter import protocol
+from epcore.starter.sandbox import sandbox_path
+from epcore.starter.starter import StarterRequest, cgroup_key
+from epcore.state.engine import Engine, EngineError
+from epcore.state.records import Action, ActionKind, EngineState, StatusMemo
+from epcore.state.restore import SavedClaim
+from epcore.state.work import Outcome
+from epcore.types import (
+    HostReadings,
+    JobFinished,
+    JobStarted,
+    MachineAttribute,
+    MachineHost,
+    SlotStateChange,
+)
+
+Clock = Callable[[], float]
+
+#: The engine's actions that the startd passes on to the slot's starter, as its commands.
+_STARTER_COMMANDS: Mapping[ActionKind, str] = {
+    ActionKind.SOFT_KILL: protocol.SOFT_KILL,
+    ActionKind.HARD_KILL: protocol.HARD_KILL,
+    ActionKind.SUSPEND: protocol.SUSPEND,
+    ActionKind.CONTINUE: protocol.CONTINUE,
+}
+
+
+class Startd:
+    """One startd (see the module docstring); ``clock`` gives epoch seconds."""
+
+    def __init__(
+        self,
+        config: Config,
+        plugins: Plugins,
+        host: MachineHost,
+        *,
+        log: logging.Logger,
+        sink: AdSink | None = None,
+        clock: Clock,
+        reload_config: Callable[[], Config] | None = None,
+    ) -> None:
+        self.config = config
+        self.plugins = plugins
+        self.host = host
+        self.log = log
+        self.sink: AdSink = sink if sink is not None else MemorySink()
+        self.clock = clock
+        self.reload_config = reload_config
+        self.paths = StartdPaths.from_config(config)
+        self.paths.make_directories()
+        self._make_state_private()
+        now = clock()
+        self.started_at = now
+        detected = plugins.detect_resources(config, host)
+        self.inventory = build_inventory(
+            config, detected, execute_disks_kb=execute_disks_kb(config, host)
+        )
+        self.host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
+        self.address = f"<unix:{self.paths.control_socket}>"
+        self.extra_attributes: list[MachineAttribute] = []
+        self.containers = backends.container_runtimes(plugins, config, log)
+        self._last_readings: tuple[int, HostReadings] | None = None
+        self._ads_memo: tuple[EngineState, float, bool, dict[str, ClassAd]] | None = None
+        #: The cron jobs and benchmarks (a companion of the startd's loop).
+        self.cron = StartdCron(self)
+        #: The fetch-work hooks and Python sources (a companion of the startd's loop).
+        self.fetch_work = FetchWork(self)
+        self.engine, self.builder = self._policy(config)
+        self.statuses = StatusMemo()
+        self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
+        self.isolation = backends.isolation_backends(plugins, config, log)
+        self.starters = StarterPool(self.paths.starter_socket, log)
+        self.preparations = Preparations(log)
+        self.close_in_child: Callable[[], None] = lambda: None
+        self.publish_wanted = True
+        self.saved: dict[str, persist.SavedStarter] = {}
+        self.claims_file = persist.ClaimsFile(self.paths.claims_file)
+        #: The latest results, for an embedding program or a benchmark to look at.
+        self.results: deque[ClassAd] = deque(maxlen=1000)
+        #: Where every recorded result goes: the link to the schedd that runs the jobs.
+        self.job_results: JobResults | None = None
+        for problem in self.engine.problems(self.state):
+            log.error("policy problem: %s", problem)
+
+    def _make_state_private(self) -> None:
+        """Make the state files and logs an older version left readable by all mode 0600."""
+        for directory in (self.paths.spool, self.paths.log_dir):
+            try:
+                changed = persist.make_directory_private(directory)
+            except OSError as error:
+                self.log.error("cannot make the files in %s private: %s", directory, error)
+                continue
+            for name in changed:
+                self.log.info("%s/%s was readable by others: now mode 0600", directory, name)
+
+    # -- building -------------------------------------------------------------------------
+
+    def _policy(self, config: Config) -> tuple[Engine, SlotAdBuilder]:
+        # The runtimes' attributes first: a site plugin's ep_machine_attributes may replace them.
+        self.extra_attributes = backends.runtime_attributes(self.containers, self.log)
+        self.extra_attributes += self.plugins.machine_attributes(config, self.inventory)
+        engine = Engine(
+            config,
+            self.policy_ads,
+            random.SystemRandom(),
+            inventory=self.inventory,
+            address=self.address,
+            benchmarks_reported=True,
+        )
+        builder = SlotAdBuilder(
+            config,
+            self.inventory,
+            host_name=self.host_name,
+            started_at=self.started_at,
+            address=self.address,
+            policy_attributes=engine.published_attributes,
+        )
+        return engine, builder
+
+    # -- ads ------------------------------------------------------------------------------
+
+    def ads(self, state: EngineState, now: float, *, published: bool = True) -> dict[str, ClassAd]:
+        """Every slot's ad by short name (``published``: as advertised, Requirements folded).
+
+        The engine asks many times during one event for the same state; the last answer is
+        kept for that (state, now, published). Only the last: the builder updates its ads in
+        place, so an answer for the other ``published`` is no longer what it was.
+        """
+        memo = self._ads_memo
+        if memo is not None and memo[0] is state and memo[1] == now and memo[2] == published:
+            return memo[3]
+        readings = self._readings(now)
+        ads = self._build_ads(state, now, readings, published)
+        if self.cron.remerge(ads, state, now):
+            ads = self._build_ads(state, now, readings, published)
+        self._ads_memo = (state, now, published, ads)
+        return ads
+
+    def _build_ads(
+        self, state: EngineState, now: float, readings: HostReadings, published: bool
+    ) -> dict[str, ClassAd]:
+        built = self.builder.build(
+            state.layout,
+            readings,
+            self.statuses.statuses(state),
+            now,
+            extra_attributes=self.extra_attributes,
+            benchmarks=self.cron.benchmarks.published(state.last_benchmark),
+            draining=state.draining_totals(now),
+            fold_requirements=published,
+            cron=self.cron.layers,
+        )
+        return {slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)}
+
+    def attributes_changed(self, now: float, publish: bool) -> None:
+        """Cron attributes changed: build the ads again, let the policy see them, and publish
+        now when ``publish``."""
+        self._ads_memo = None
+        self.take(self.engine.set_attributes(self.state, now), now)
+        if publish:
+            self.publish(now)
+
+    def benchmarks_finished(self, now: float) -> None:
+        """The benchmarks ran (their results are in ``cron.benchmarks``): tell the engine."""
+        self._ads_memo = None
+        self.publish_wanted = True
+        self.take(self.engine.benchmarks_finished(self.state, now), now)
+
+    def _readings(self, now: float) -> HostReadings:
+        """The host readings at ``now``, taken at most once per second: the engine asks for
+        ads many times in one event, and each reading scans the terminal devices."""
+        second = int(now)
+        if self._last_readings is None or self._last_readings[0] != second:
+            self._last_readings = (second, self.plugins.host_readings(self.config, self.host, now))
+        return self._last_readings[1]
+
+    def policy_ads(self, state: EngineState, now: float) -> dict[str, ClassAd]:
+        """The engine's ad source."""
+        return self.ads(state, now, published=False)
+
+    def publish(self, now: float) -> None:
+        """Send every slot's ad to the sink."""
+        self.sink.advertise(list(self.ads(self.state, now).values()), now)
+        self.publish_wanted = False
+
+    # -- events ---------------------------------------------------------------------------
+
+    def take(self, outcome: Outcome, now: float) -> Outcome:
+        """Keep ``outcome``'s state, announce its transitions, carry out its actions."""
+        self.state = outcome.state
+        for move in outcome.transitions:
+            self.log.info(
+                "%s: Changing state and activity: %s -> %s (%s)",
+                move.slot,
+                move.old,
+                move.new,
+                move.cause,
+            )
+            old_state, old_activity = move.old.names
+            new_state, new_activity = move.new.names
+            self.plugins.slot_state_changed(
+                SlotStateChange(
+                    move.slot, old_state, old_activity, new_state, new_activity, now, move.cause
+                )
+            )
+            self.publish_wanted = True
+        for note in outcome.notes:
+            self.log.info("%s", note)
+        for action in outcome.actions:
+            self.act(action, now)
+        self.sync_preparations()
+        return outcome
+
+    def sync_preparations(self) -> None:
+        """Prepare the next job of every claim; drop what no claim needs any more."""
+        self.preparations.sync(
+            self.state,
+            self.config,
+            self.isolation,
+            self.paths.execute,
+            int(self.inventory.memory_mb),
+            self.containers,
+        )
+
+    def _run(self, outcome: Outcome, now: float) -> Outcome:
+        taken = self.take(outcome, now)
+        if taken.refused is not None:
+            raise ControlError(taken.refused)
+        return taken
+
+    def act(self, action: Action, now: float) -> None:
+        """Carry out one of the engine's actions."""
+        kind, claim_id = action.kind, action.claim_id
+        if kind == ActionKind.SPAWN_STARTER and claim_id is not None:
+            self.spawn_starter(action.slot, claim_id, now)
+            return
+        handle = self._handle_of(action.slot)
+        command = _STARTER_COMMANDS.get(kind)
+        if command is not None:
+            if handle is None:
+                self.log.warning("%s: %s, but no starter runs there", action.slot, kind)
+                if kind == ActionKind.HARD_KILL:
+                    self.take(self.engine.job_gone(self.state, action.slot, now), now)
+                return
+            payload = ClassAd()
+            payload["Why"] = f"{kind.replace('_', ' ')} of {action.slot} by the startd's policy"
+            if self.starters.send(handle.claim_id, command, payload):
+                self.log.info("%s: told the starter to %s", action.slot, kind.replace("_", " "))
+            else:
+                self.log.warning("%s: the starter is not connected to %s", action.slot, kind)
+                if kind == ActionKind.HARD_KILL:
+                    self.starters.kill(handle.claim_id)
+        elif kind == ActionKind.KILL_STARTER:
+            if handle is not None:
+                self.log.warning("%s: KILLING_TIMEOUT ran out: killing the starter", action.slot)
+                self.starters.kill(handle.claim_id)
+        elif kind == ActionKind.EVICT_BACKFILL:
+            self.take(self.engine.backfill_exit(self.state, action.slot, now), now)
+        elif kind == ActionKind.START_BACKFILL:
+            self.log.info("%s: no backfill system is installed to start", action.slot)
+        elif kind == ActionKind.RUN_BENCHMARKS:
+            self.cron.request_benchmarks()
+        elif kind == ActionKind.DELETE_SLOT:
+            self.sink.invalidate([f"{action.slot}@{self.host_name}"], now)
+
+    def _handle_of(self, slot: str) -> StarterHandle | None:
+        """The starter running on ``slot``: by the slot's claim, or (the engine may have
+        ended the claim in the same step, as KILLING_TIMEOUT does) by the slot's name."""
+        record = self.state.slot(slot)
+        if record is not None and record.claim is not None:
+            found = self.starters.handles.get(record.claim.claim_id)
+            if found is not None:
+                return found
+        return next(
+            (h for h in self.starters.handles.values() if h.slot == slot and not h.gone), None
+        )
+
+    # -- starters -------------------------------------------------------------------------
+
+    def spawn_starter(self, slot: str, claim_id: str, now: float) -> None:
+        """Fork the starter of the job that ``claim_id`` activated on ``slot``."""
+        record = self.state.slot(slot)
+        assert record is not None and record.claim is not None
+        layout_slot = self.state.layout.find(record.slot_id, record.sub_id)
+        assert layout_slot is not None
+        request = StarterRequest(
+            slot_name=slot,
+            slot_id=record.slot_id,
+            claim_id=claim_id,
+            job=record.claim.job,
+            machine=self.ads(self.state, now)[slot].copy(),
+            execute_dir=self.config.get(f"SLOT{record.slot_id}_EXECUTE") or self.paths.execute,
+            startd_socket=self.paths.starter_socket,
+            startd_address=self.address,
+            config=self.config,
+            isolation=self.isolation,
+            containers=self.containers,
+            cpus=float(layout_slot.resources.cpus),
+            memory_mb=int(layout_slot.resources.memory_mb),
+            startd_memory_mb=int(self.inventory.memory_mb),
+            starter_log=f"{self.paths.starter_log}.{slot}",
+            prepared=self.preparations.take(claim_id),
+            lease=record.claim.lease,
+        )
+        from epcore.starter.main import run_starter
+
+        def close_in_child() -> None:
+            self.close_in_child()
+            self.preparations.close_in_child()
+
+        def write_down(handle: StarterHandle) -> None:
+            # Before the starter may run anything: a restart adopts or cleans up after every
+            # starter this startd may have forked (the starter waits for this).
+            entry = persist.SavedStarter(
+                self._saved_claim(slot, now),
+                handle.pid,
+                recovery.started(handle.pid),
+                request.prepared.job_key
+                if request.prepared is not None
+                else cgroup_key(request.execute_dir, slot, handle.pid),
+                sandbox_path(request.execute_dir, handle.pid),
+            )
+            self.claims_file.add(entry)
+            self.saved[claim_id] = entry
+
+        try:
+            handle = self.starters.spawn(
+                claim_id, slot, lambda: run_starter(request), close_in_child, write_down
+            )
+        except OSError as error:
+            # No process could be forked, or it could not be recorded: the job cannot start
+            # now; the slot is freed.
+            self.log.error("%s: cannot start a starter: %s", slot, error)
+            if request.prepared is not None:
+                request.prepared.supervisor.abandon()
+                with contextlib.suppress(EpError):
+                    request.prepared.tracking.release()
+            self.take(self.engine.job_gone(self.state, slot, now), now)
+            return
+        if request.prepared is not None:
+            self.preparations.handed_over(request.prepared)
+        self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
+
+    def _saved_claim(self, slot: str, now: float) -> SavedClaim:
+        record = self.state.slot(slot)
+        assert record is not None and record.claim is not None
+        claim = record.claim
+        return SavedClaim(
+            slot_id=record.slot_id,
+            partitionable=record.sub_id is not None,
+            claim_id=claim.claim_id,
+            job=claim.job,
+            rank=claim.rank,
+            made_at=claim.made_at,
+            lease=claim.lease,
+            client_machine=claim.client_machine,
+            job_start=record.job_start if record.job_start is not None else now,
+            run_time=claim.run_time,
+            suspend_time=claim.suspend_time,
+        )
+
+    def save_claims(self) -> None:
+        """Rewrite the claims file with every saved claim (after a restart)."""
+        self.claims_file.rewrite(list(self.saved.values()))
+
+    def restore(self, now: float) -> None:
+        """Take back the claims whose starters outlived the previous startd
+        (:func:`epcore.startd.recovery.restore`)."""
+        recovery.restore(self, now)
+
+    def reclaim(self, entry: persist.SavedStarter) -> None:
+        """Clean up after a starter that died (:func:`epcore.startd.recovery.reclaim`)."""
+        recovery.reclaim(self, entry)
+
+    def record_result(self, result: ClassAd, now: float) -> None:
+        """Write a finished job's result to the history and tell the plugins."""
+        result["CompletionDate"] = int(now)
+        persist.append_history(self.paths.history_file, result)
+        self.results.append(result)
+        slot = result.evaluate("SlotName")
+        job_id = f"{result.evaluate('ClusterId')}.{result.evaluate('ProcId')}"
+        code = result.evaluate("ExitCode")
+        reason = result.evaluate("ExitReason")
+        self.plugins.job_finished(
+            JobFinished(
+                slot if isinstance(slot, str) else "",
+                job_id,
+                now,
+                code if isinstance(code, int) and not isinstance(code, bool) else None,
+                reason if isinstance(reason, str) else "",
+            )
+        )
+
+    def starter_message(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
+        """A message from a known starter."""
+        command = message.evaluate("Command")
+        if command == protocol.STARTED:
+            start = message.evaluate("JobStartDate")
+            handle.job_start = float(start) if isinstance(start, int | float) else now
+            handle.stage = "running"
+            job_id = message.evaluate("JobId")
+            self.plugins.job_started(
+                JobStarted(handle.slot, job_id if isinstance(job_id, str) else "", now)
+            )
+        elif command == protocol.UPDATE:
+            handle.usage = message
+        elif command == protocol.FINISHED:
+            self.finished(handle, message, now)
+
+    def announce(self, result: ClassAd, now: float) -> None:
+        """Send a recorded result to the schedd's link, once the engine has taken the job's
+        end (so that a schedd reusing the claim finds it Claimed/Idle)."""
+        if self.job_results is not None:
+            self.job_results.job_result(result, now)
+
+    def finished(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
+        """The starter of ``handle`` reports its job's end: record it, acknowledge, and tell
+        the engine the job is gone."""
+        result: ClassAd | None = None
+        if handle.stage != "acknowledged":
+            result = message.copy()
+            del result["Command"]
+            result["SlotName"] = handle.slot
+            result["ClaimId"] = handle.claim_id
+            self.record_result(result, now)
+        handle.stage = "acknowledged"
+        # The claims file first: a startd that dies before it must not see the job as lost.
+        self.saved.pop(handle.claim_id, None)
+        self.claims_file.drop(handle.claim_id)
+        self.starters.send(handle.claim_id, protocol.ACK)
+        self.job_left(handle, message, now)
+        if result is not None:
+            self.announce(result, now)
+
+    def job_left(self, handle: StarterHandle, message: ClassAd | None, now: float) -> None:
+        """Tell the engine that the job of ``handle`` is no longer running."""
+        record = self.state.slot(handle.slot)
+        if record is None or record.job_start is None:
+            return
+        code = message.evaluate("ExitCode") if message is not None else None
+        if record.claim is not None and record.claim.claim_id == handle.claim_id:
+            exit_code = code if isinstance(code, int) and not isinstance(code, bool) else -1
+            self.take(self.engine.job_exit(self.state, handle.claim_id, exit_code, now), now)
+        else:
+            self.take(self.engine.job_gone(self.state, handle.slot, now), now)
+
+    def starter_exited(self, handle: StarterHandle, now: float) -> None:
+        """A starter process is gone; if its job's end was never reported, it is lost."""
+        if handle.stage != "acknowledged":
+            saved = self.saved.pop(handle.claim_id, None)
+            self.log.error("%s: starter %d died before reporting", handle.slot, handle.pid)
+            if saved is not None:
+                lost = recovery.lost(saved.claim, "the starter died before reporting the job's end")
+                lost["SlotName"] = handle.slot
+                lost["ClaimId"] = handle.claim_id
+                self.record_result(lost, now)
+                self.claims_file.drop(handle.claim_id)
+                self.reclaim(saved)
+                self.job_left(handle, None, now)
+                self.announce(lost, now)
+            else:
+                self.job_left(handle, None, now)
+        self.starters.forget(handle.claim_id)
+
+    # -- the control requests (StartdControl) ----------------------------------------------
+
+    def claim(self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False) -> str:
+        now = self.clock()
+        try:
+            outcome = self._run(
+                self.engine.claim(
+                    self.state, slot, job, now, client=client, by_priority=by_priority
+                ),
+                now,
+            )
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+        assert outcome.claim_id is not None
+        return outcome.claim_id
+
+    def _claim_event(
+        self, method: Callable[[EngineState, str, float], Outcome], claim_id: str
+    ) -> None:
+        now = self.clock()
+        try:
+            self._run(method(self.state, claim_id, now), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+
+    def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
+        now = self.clock()
+        try:
+            self._run(self.engine.activate(self.state, claim_id, now, job), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+
+    def claim_ready(self, claim_id: str) -> bool:
+        """Whether ``claim_id`` is its slot's claim and the slot is Claimed/Idle (a preempting
+        claim becomes ready once the preempted job is gone)."""
+        for record in self.state.slots:
+            if record.claim is not None and record.claim.claim_id == claim_id:
+                return str(record.place) == "Claimed/Idle"
+        return False
+
+    def claims(self) -> list[tuple[str, ClassAd]]:
+        """Every current claim with the job it was last given (a schedd adopts these after a
+        restart)."""
+        return [
+            (record.claim.claim_id, record.claim.job)
+            for record in self.state.slots
+            if record.claim is not None
+        ]
+
+    def slot_of(self, claim_id: str) -> str | None:
+        """The short name of the slot ``claim_id`` holds (a preempting claim: the slot it
+        waits for), or None when no slot has it."""
+        for record in self.state.slots:
+            for claim in (record.claim, record.preempting):
+                if claim is not None and claim.claim_id == claim_id:
+                    return record.name
+        return None
+
+    def release(self, claim_id: str) -> None:
+        self._claim_event(self.engine.release, claim_id)
+
+    def alive(self, claim_id: str) -> None:
+        self._claim_event(self.engine.alive, claim_id)
+
+    def vacate(self, slot: str, fast: bool = False) -> None:
+        now = self.clock()
+        try:
+            self._run(self.engine.vacate(self.state, slot, fast, now), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+
+    def drain(self, how: str, check: str | None = None, start: str | None = None) -> None:
+        now = self.clock()
+        try:
+            self._run(self.engine.drain(self.state, how, now, check=check, start=start), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
+
+    def cancel_drain(self) -> None:
+        now = self.clock()
+        self._run(self.engine.cancel_drain(self.state, now), now)
+
+    def query(self, constraint: str | None = None) -> list[ClassAd]:
+        now = self.clock()
+        ads = list(self.ads(self.state, now).values())
+        if constraint is None:
+            return ads
+        expr = parse_expr(constraint)
+        context = self.config.eval_context.at(now)
+        return [ad for ad in ads if expr.evaluate(ad, context=context) is True]
+
+    def reconfig(self) -> None:
+        """Read the configuration again: policy, attributes and intervals change now; the
+        slot layout, resources and process tracking wait for a restart (logged)."""
+        if self.reload_config is None:
+            raise ControlError("this startd was given no way to read its configuration again")
+        new = self.reload_config()
+        for name in restart_changes(self.config, new):
+            self.log.warning("reconfig: %s changed; it takes effect at the next restart", name)
+        self.config = new
+        self.containers = backends.container_runtimes(self.plugins, new, self.log)
+        self.engine, self.builder = self._policy(new)
+        self.cron.reconfig(new)
+        self._ads_memo = None
+        self.publish_wanted = True
+        self.log.info("reconfigured")
+
+    def shutdown(self, fast: bool = False) -> None:
+        now = self.clock()
+        self.take(self.engine.shutdown(self.state, fast, now), now)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.state.shutting_down
+
+    def idle(self) -> bool:
+        """True when no job runs and no starter is left (a shut-down startd may exit)."""
+        return not self.starters.handles and all(r.job_start is None for r in self.state.slots)

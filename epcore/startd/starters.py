@@ -1,0 +1,272 @@
+"""The startd's side of its starters: forking them, their connections, and taking them back.
+
+A starter is forked from the startd (no new interpreter: activation to the job's first
+instruction must take milliseconds), puts itself in a session of its own, and connects back to
+the startd's starter socket (``$(LOCK)/startd_starters``, mode 0600). Because the starter is
+the client, a startd that restarts simply listens again: the starters that outlived the old
+one reconnect within a second, and their Hello names the claim they run, so the new startd
+*adopts* them. A starter forked by this startd is reaped with ``waitpid``; an adopted one is
+watched through its PID. A new starter runs nothing until the startd has written it down in
+its claims file: a startd killed in between leaves no job running that its successor cannot
+find.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import os
+import signal
+import socket
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+
+import attrs
+import psutil
+
+from epcore.classad import ClassAd
+from epcore.runtime import framing
+from epcore.runtime.control import listen
+from epcore.starter import protocol
+
+#: Signals the startd handles that a forked starter must not inherit handlers for.
+_RESET_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGCHLD)
+
+
+@attrs.define(eq=False)
+class StarterHandle:
+    """One starter the startd knows: the claim it runs, its process and its connection."""
+
+    claim_id: str
+    slot: str
+    pid: int
+    forked: bool
+    channel: framing.Channel | None = None
+    stage: str = "setup"
+    usage: ClassAd = attrs.field(factory=ClassAd)
+    job_start: float | None = None
+    gone: bool = False
+    #: Commands sent before the starter connected (just forked, or reconnecting after a
+    #: startd restart), delivered when it says Hello.
+    waiting: list[ClassAd] = attrs.field(factory=list)
+
+
+#: What the startd writes on a new starter's pipe once the starter is recorded.
+GO = b"g"
+
+
+def _wait_for_go(go_read: int) -> bool:
+    """In a new starter: wait until the startd has recorded it (False: the startd went away
+    first, and the starter must not run anything)."""
+    try:
+        return os.read(go_read, 1) == GO
+    finally:
+        os.close(go_read)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+class StarterPool:
+    """Every starter of one startd, by ClaimId, and the socket they connect to."""
+
+    def __init__(self, socket_path: str, log: logging.Logger) -> None:
+        self.socket_path = socket_path
+        self.log = log
+        self.handles: dict[str, StarterHandle] = {}
+        #: Starters replaced by a newer one on the same claim before they were reaped.
+        self.retiring: list[StarterHandle] = []
+        self.unknown: list[framing.Channel] = []
+        self.server: socket.socket | None = None
+
+    # -- the socket -------------------------------------------------------------------------
+
+    def listen(self) -> socket.socket:
+        """Listen on the starter socket, mode 0600 (as the control socket)."""
+        self.server = listen(self.socket_path, backlog=128)
+        return self.server
+
+    def accept(self) -> list[framing.Channel]:
+        """Accept waiting connections; they are unknown until their Hello."""
+        accepted = []
+        assert self.server is not None
+        while True:
+            try:
+                sock, _ = self.server.accept()
+            except BlockingIOError:
+                break
+            channel = framing.Channel(sock, protocol.STARTER_COMMANDS)
+            self.unknown.append(channel)
+            accepted.append(channel)
+        return accepted
+
+    def introduce(self, channel: framing.Channel, hello: ClassAd) -> StarterHandle | None:
+        """Bind a new connection to the starter its Hello names (None: an unknown claim)."""
+        if channel in self.unknown:
+            self.unknown.remove(channel)
+        claim_id = hello.evaluate("ClaimId")
+        handle = self.handles.get(claim_id) if isinstance(claim_id, str) else None
+        if handle is None:
+            self.log.warning("a starter said Hello for unknown claim %s", str(claim_id)[:40])
+            return None
+        if handle.channel is not None and handle.channel is not channel:
+            handle.channel.close()
+        handle.channel = channel
+        self.log.info("%s: starter %d connected", handle.slot, handle.pid)
+        for command in handle.waiting:
+            channel.send(command)
+        handle.waiting.clear()
+        stage = hello.evaluate("StarterStage")
+        handle.stage = stage if isinstance(stage, str) else handle.stage
+        start = hello.evaluate("JobStartDate")
+        if isinstance(start, int | float) and not isinstance(start, bool):
+            handle.job_start = float(start)
+        return handle
+
+    def messages(self, channel: framing.Channel) -> Iterator[ClassAd]:
+        """The messages waiting on ``channel`` (a broken one is logged and closed)."""
+        try:
+            yield from channel.receive()
+        except framing.ProtocolError as error:
+            self.log.error("bad message from a starter: %s", error)
+            channel.close()
+
+    def send(self, claim_id: str, command: str, payload: ClassAd | None = None) -> bool:
+        """Send to the starter of ``claim_id``, or keep the command until it connects; False
+        when there is no such starter."""
+        handle = self.handles.get(claim_id)
+        if handle is None or handle.gone:
+            return False
+        ad = framing.message(command, payload)
+        if handle.channel is None or handle.channel.closed:
+            handle.waiting.append(ad)
+        else:
+            handle.channel.send(ad)
+        return True
+
+    # -- processes --------------------------------------------------------------------------
+
+    def spawn(
+        self,
+        claim_id: str,
+        slot: str,
+        run: Callable[[], int],
+        close_in_child: Callable[[], None],
+        record: Callable[[StarterHandle], None] = lambda handle: None,
+    ) -> StarterHandle:
+        """Fork a starter that runs ``run()`` in a session of its own, once ``record`` (called
+        here with the new starter) has returned.
+
+        The starter waits on a pipe for that: a startd killed between the fork and its record
+        closes the pipe without a word, and the starter exits without running anything, so
+        that no job runs that a restarted startd cannot know of. When ``record`` raises, the
+        starter is ended the same way and the error goes to the caller.
+        """
+        go_read, go_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the starter
+            # The startd's objects stay as they are: a collection here would touch every one
+            # of them and copy the startd's memory page by page.
+            gc.freeze()
+            code = 1
+            try:
+                os.close(go_write)
+                os.setsid()
+                signal.set_wakeup_fd(-1)
+                for signum in _RESET_SIGNALS:
+                    signal.signal(signum, signal.SIG_DFL)
+                # Before the startd's descriptors are closed: a stale number among them may
+                # be the pipe's.
+                if _wait_for_go(go_read):
+                    close_in_child()
+                    code = run()
+            except BaseException:
+                traceback.print_exc(file=sys.stderr)
+            finally:
+                os._exit(code)
+        os.close(go_read)
+        handle = StarterHandle(claim_id, slot, pid, forked=True)
+        try:
+            record(handle)
+        except BaseException:
+            os.close(go_write)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            raise
+        # A starter that died already is reaped and reported as any other.
+        with contextlib.suppress(OSError):
+            os.write(go_write, GO)
+        os.close(go_write)
+        self._replace(handle)
+        return handle
+
+    def _replace(self, handle: StarterHandle) -> None:
+        old = self.handles.get(handle.claim_id)
+        if old is not None and not old.gone:
+            self.retiring.append(old)
+        self.handles[handle.claim_id] = handle
+
+    def adopt(self, claim_id: str, slot: str, pid: int) -> StarterHandle:
+        """Take back a starter that outlived the previous startd."""
+        handle = StarterHandle(claim_id, slot, pid, forked=False, stage="running")
+        self._replace(handle)
+        return handle
+
+    def exited(self) -> list[StarterHandle]:
+        """Starters whose process is gone since the last call (forked ones are reaped)."""
+        gone = []
+        for old in list(self.retiring):
+            if self._done(old):
+                self.retiring.remove(old)
+        for handle in self.handles.values():
+            if handle.gone:
+                continue
+            if self._done(handle):
+                handle.gone = True
+                gone.append(handle)
+        return gone
+
+    @staticmethod
+    def _done(handle: StarterHandle) -> bool:
+        """True once the starter's process is gone (a forked one is reaped here)."""
+        if handle.forked:
+            try:
+                pid, _status = os.waitpid(handle.pid, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            return pid == handle.pid
+        return not _alive(handle.pid)
+
+    def kill(self, claim_id: str) -> None:
+        """SIGKILL every process below the starter of ``claim_id``, then the starter (a job
+        started from a supervisor the startd prepared is not below it: the startd reclaims
+        that job's cgroups when it sees the starter gone)."""
+        handle = self.handles.get(claim_id)
+        if handle is None or handle.gone:
+            return
+        try:
+            starter = psutil.Process(handle.pid)
+            children = starter.children(recursive=True)
+        except psutil.Error:
+            return
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        with contextlib.suppress(psutil.Error):
+            starter.kill()
+
+    def forget(self, claim_id: str) -> None:
+        handle = self.handles.pop(claim_id, None)
+        if handle is not None and handle.channel is not None:
+            handle.channel.close()
+
+    def channels(self) -> list[framing.Channel]:
+        """Every open connection (known starters and those yet to say Hello)."""
+        known = [h.channel for h in self.handles.values() if h.channel and not h.channel.closed]
+        return known + [c for c in self.unknown if not c.closed]

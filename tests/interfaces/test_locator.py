@@ -1,0 +1,26 @@
+"""The in-process locator of peers: links by address, a clear error for the rest."""
+
+from __future__ import annotations
+
+import pytest
+
+from epcore.errors import EpError
+from epcore.interfaces import Locator, PeerUnreachable
+
+
+def test_a_registered_link_is_found_by_its_address() -> None:
+    """The link registered for an address is the one the locator gives for it."""
+    locator: Locator[str] = Locator("startd")
+    locator.register("<unix:/a>", "link a")
+    locator.register("<unix:/b>", "link b")
+    assert locator.link("<unix:/b>") == "link b"
+    assert locator.addresses() == ["<unix:/a>", "<unix:/b>"]
+
+
+def test_an_unknown_address_says_the_peer_is_not_in_this_process() -> None:
+    """A peer at an address nobody registered is unreachable, with the peer's kind and the
+    address in the message, as an EpError."""
+    locator: Locator[str] = Locator("schedd")
+    with pytest.raises(PeerUnreachable, match=r"no schedd at <10\.0\.0\.1:9618> in this process"):
+        locator.link("<10.0.0.1:9618>")
+    assert issubclass(PeerUnreachable, EpError)

@@ -1,0 +1,117 @@
+"""``ep run --role``: which daemons a role runs, which roles can run alone until the network
+links come (issue 22), and a real process for each role."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from epcore.config import Config
+from epcore.errors import PoolError
+from epcore.pool.roles import ROLES, check_reachable, daemons_of
+from epcore.runtime.control import ControlError
+from epcore.startd.control import StartdClient
+from epcore.testing.pool import PoolProcess, run_ep
+
+
+def _config(text: str) -> Config:
+    return Config.from_text(text, subsystem="MASTER")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", ROLES["personal"]),
+        ("use ROLE: Personal", ROLES["personal"]),
+        ("use ROLE: CentralManager", ROLES["central-manager"]),
+        ("use ROLE: Submit", ROLES["submit"]),
+        ("use ROLE: Execute", ROLES["execute"]),
+        ("use ROLE: CentralManager\nuse ROLE: Submit", {"collector", "negotiator", "schedd"}),
+    ],
+)
+def test_without_a_role_the_configuration_chooses(text: str, expected: frozenset[str]) -> None:
+    """DAEMON_LIST (as ``use ROLE:`` sets it) names the daemons; one naming none of them (the
+    default, MASTER alone) means the personal pool."""
+    assert daemons_of(None, _config(text)) == expected
+
+
+def test_a_role_given_wins_over_the_configuration() -> None:
+    """``--role execute`` runs the startd alone whatever DAEMON_LIST says."""
+    assert daemons_of("execute", _config("use ROLE: CentralManager")) == {"startd"}
+
+
+def test_an_unknown_role_is_refused_with_the_known_ones() -> None:
+    """A misspelt role is an error listing the roles."""
+    with pytest.raises(PoolError, match="no role 'submitter'; the roles are personal, "):
+        daemons_of("submitter", _config(""))
+
+
+@pytest.mark.parametrize("role", ["personal", "central-manager", "execute"])
+def test_roles_that_need_no_other_process_may_run(role: str) -> None:
+    """The whole pool, a central manager and an execute point each run on their own."""
+    check_reachable(ROLES[role], _config(""))
+
+
+def test_a_schedd_without_its_central_manager_names_the_knob() -> None:
+    """A submit role cannot reach a collector elsewhere yet: the error names COLLECTOR_HOST
+    and its value, and says how to run instead."""
+    config = _config("COLLECTOR_HOST = cm.example.org")
+    with pytest.raises(PoolError) as caught:
+        check_reachable(ROLES["submit"], config)
+    message = str(caught.value)
+    assert "the schedd needs a collector" in message
+    assert "COLLECTOR_HOST (cm.example.org)" in message
+    assert "issue 22" in message and "--role personal" in message
+
+
+def test_ep_run_as_a_submit_point_refuses_to_start(tmp_path: Path) -> None:
+    """``ep run --role submit`` exits with the error naming COLLECTOR_HOST, starting nothing."""
+    local = tmp_path / "local"
+    local.mkdir()
+    config = tmp_path / "condor_config"
+    config.write_text(f"LOCAL_DIR = {local}\nLOG = {local}/log\nSPOOL = {local}/spool\n")
+    result = run_ep(["run", "--role", "submit", "--config", str(config)])
+    assert result.status != 0
+    assert "COLLECTOR_HOST" in result.stderr
+    assert not (local / "spool" / "pool_control").exists()
+
+
+def test_a_central_manager_answers_queries_and_refuses_jobs(
+    pool_factory: Callable[..., PoolProcess],
+) -> None:
+    """With ``use ROLE: CentralManager`` the process runs the collector and the negotiator:
+    status and priority queries are answered (no slots, no users yet), a submission is
+    refused as nothing here queues jobs, and no startd runs."""
+    pool = pool_factory("DAEMON_LIST = MASTER\nuse ROLE: CentralManager\n")
+    assert pool.client.query_ads("Machine") == []
+    assert any(ad.evaluate("MyType") == "Negotiator" for ad in pool.client.query_ads(None))
+    assert pool.client.user_prio() == []
+    with pytest.raises(ControlError, match="NewCluster: no daemon here answers it"):
+        pool.client.new_cluster()
+    assert not (pool.directory / "log" / "StartLog").exists()
+
+
+def test_an_execute_point_runs_a_startd_with_its_control_socket(
+    pool_factory: Callable[..., PoolProcess],
+) -> None:
+    """With ``use ROLE: Execute`` the process runs the startd alone: its control socket
+    answers with the slots' ads, the pool's socket refuses the central manager's queries, and
+    the StartLog says that the collector at COLLECTOR_HOST is not reached."""
+    pool = pool_factory("DAEMON_LIST = MASTER\nuse ROLE: Execute\n", start=False)
+    pool.launch()
+    startd = StartdClient(str(pool.directory / "lock" / "startd_control"), timeout=10)
+
+    def answers() -> bool:
+        pool.check_alive()
+        try:
+            return bool(startd.query())
+        except ControlError:
+            return False
+
+    pool.wait_for(answers, 60.0, "the startd to answer on its control socket")
+    assert all(str(ad.evaluate("Name")).startswith("slot") for ad in startd.query())
+    with pytest.raises(ControlError, match="QueryAds: no daemon here answers it"):
+        pool.client.query_ads("Machine")
+    assert "the collector at COLLECTOR_HOST" in pool.log("StartLog")
