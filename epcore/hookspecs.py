@@ -25,11 +25,12 @@ import pluggy
 if TYPE_CHECKING:
     from epcore.config import Config, KnobDefault
     from epcore.types import (
-        BackendSpec,
         ClassAdFunction,
+        ContainerRuntimeSpec,
         DetectedResource,
         FetchWorkSource,
         HostReadings,
+        IsolationBackendSpec,
         JobFinished,
         JobStarted,
         MachineAttribute,
@@ -85,34 +86,24 @@ def ep_machine_attributes(
 
 
 @hookspec
-def ep_isolation_backends() -> Sequence[BackendSpec] | None:
-    """All results: process-tracking and limiting backends (kind "isolation")."""
+def ep_isolation_backends() -> Sequence[IsolationBackendSpec] | None:
+    """All results: process-tracking and limiting backends (process group, cgroups...).
+
+    The startd builds each with its configuration at startup, keeps those the configuration
+    wants and the machine supports, and hands them to every starter it forks; a backend of a
+    built-in one's name replaces it.
+    """
 
 
 @hookspec
-def ep_container_runtimes() -> Sequence[BackendSpec] | None:
-    """All results: container runtimes (kind "container").
+def ep_container_runtimes() -> Sequence[ContainerRuntimeSpec] | None:
+    """All results: container runtimes.
 
     The startd calls each factory with its configuration at startup and on reconfiguration;
     it builds a :class:`~epcore.types.ContainerRuntime` (built objects must not start
     anything). The runtimes' machine attributes join every slot ad, and a starter runs a job
     in the first runtime whose ``runs(job)`` is true.
     """
-
-
-@hookspec
-def ep_vm_backends() -> Sequence[BackendSpec] | None:
-    """All results: virtual machine backends (kind "vm")."""
-
-
-@hookspec
-def ep_backfill_backends() -> Sequence[BackendSpec] | None:
-    """All results: backfill backends (kind "backfill"); BACKFILL_SYSTEM selects one by name."""
-
-
-@hookspec
-def ep_power_backends() -> Sequence[BackendSpec] | None:
-    """All results: power-management backends (kind "power")."""
 
 
 @hookspec
@@ -131,7 +122,11 @@ def ep_classad_functions() -> Sequence[ClassAdFunction] | None:
     """All results: extra ClassAd functions; a name already defined is an error.
 
     A name is already defined when it is one of the built-in functions or another plugin's
-    (names compared without regard to case, as the ClassAd language compares them).
+    (names compared without regard to case, as the ClassAd language compares them). Called once
+    when a daemon or command reads its configuration: the functions join the built-in ones in
+    the configuration's evaluation context, so the startd's policy and slot ads, matchmaking,
+    the schedd's policies and ``ep eval``/``ep explain``/``ep simulate`` can call them. A
+    function that raises, or answers no ClassAd value, is ERROR where it was called.
     """
 
 

@@ -27,13 +27,18 @@ import attrs
 import pluggy
 
 from epcore import __version__, hookspecs
+from epcore.classad import EvalContext
+from epcore.classad.functions import function_table
 from epcore.errors import PluginError
 from epcore.types import (
-    BackendSpec,
     ClassAdFunction,
+    ContainerRuntime,
+    ContainerRuntimeSpec,
     DetectedResource,
     FetchWorkSource,
     HostReadings,
+    IsolationBackend,
+    IsolationBackendSpec,
     JobFinished,
     JobStarted,
     MachineAttribute,
@@ -55,16 +60,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 
 _log = logging.getLogger("epcore.plugins")
 _T = TypeVar("_T")
-
-#: Backend kinds and the hook that offers each.
-BACKEND_KINDS = ("isolation", "container", "vm", "backfill", "power")
-BACKEND_HOOKS = {
-    "isolation": "ep_isolation_backends",
-    "container": "ep_container_runtimes",
-    "vm": "ep_vm_backends",
-    "backfill": "ep_backfill_backends",
-    "power": "ep_power_backends",
-}
+_S = TypeVar("_S", IsolationBackendSpec, ContainerRuntimeSpec)
 
 #: Hooks whose results are ignored; each plugin gets them even when another one fails.
 NOTIFICATION_HOOKS = ("ep_slot_state_changed", "ep_job_started", "ep_job_finished")
@@ -116,21 +112,6 @@ def _holds_name(key: str) -> Callable[[object], bool]:
     def holds(answer: object) -> bool:
         return _is_sequence(answer) and any(
             str(getattr(other, "name", "")).lower() == key for other in answer
-        )
-
-    return holds
-
-
-def _holds_backend(name: str, kind: str) -> Callable[[object], bool]:
-    """A test of one plugin's answer: does it offer backend ``name`` of ``kind``?
-
-    Specs are compared by name and kind: a factory is often a fresh closure on every call.
-    """
-
-    def holds(answer: object) -> bool:
-        return _is_sequence(answer) and any(
-            isinstance(other, BackendSpec) and (other.name, other.kind) == (name, kind)
-            for other in answer
         )
 
     return holds
@@ -357,22 +338,73 @@ class Plugins:
             self._collect("ep_machine_attributes", MachineAttribute, kwargs, named=True)
         )
 
-    def backends(self, kind: str) -> list[BackendSpec]:
-        """The backends of ``kind`` ("isolation", "container", "vm", "backfill", "power").
+    def isolation_backends(self) -> list[IsolationBackendSpec]:
+        """The isolation backends offered, one per name (the later plugin wins)."""
+        specs = self._collect("ep_isolation_backends", IsolationBackendSpec, named=True)
+        return _last_wins(self._callable_factories("ep_isolation_backends", specs))
 
-        One per name: when two plugins offer a backend of one name, the later one wins.
-        """
-        if kind not in BACKEND_HOOKS:
-            raise PluginError(f"unknown backend kind {kind!r}; known: {', '.join(BACKEND_KINDS)}")
-        hook = BACKEND_HOOKS[kind]
-        specs: list[BackendSpec] = self._collect(hook, BackendSpec, named=True)
+    def container_runtimes(self) -> list[ContainerRuntimeSpec]:
+        """The container runtimes offered, one per name (the later plugin wins)."""
+        specs = self._collect("ep_container_runtimes", ContainerRuntimeSpec, named=True)
+        return _last_wins(self._callable_factories("ep_container_runtimes", specs))
+
+    def build_isolation_backend(
+        self, spec: IsolationBackendSpec, config: Config
+    ) -> IsolationBackend:
+        """The backend ``spec``'s factory builds for ``config``; one that is not an
+        :class:`~epcore.types.IsolationBackend` of the spec's name is a PluginError naming the
+        plugin. What the factory raises goes through."""
+        built = spec.factory(config)
+        if isinstance(built, IsolationBackend) and built.name == spec.name:
+            return built
+        raise self._misbuilt("ep_isolation_backends", spec, built, IsolationBackend)
+
+    def build_container_runtime(
+        self, spec: ContainerRuntimeSpec, config: Config
+    ) -> ContainerRuntime:
+        """The runtime ``spec``'s factory builds for ``config``; one that is not a
+        :class:`~epcore.types.ContainerRuntime` of the spec's name is a PluginError naming the
+        plugin. What the factory raises goes through."""
+        built = spec.factory(config)
+        if isinstance(built, ContainerRuntime) and built.name == spec.name:
+            return built
+        raise self._misbuilt("ep_container_runtimes", spec, built, ContainerRuntime)
+
+    def _misbuilt(
+        self,
+        hook: str,
+        spec: IsolationBackendSpec | ContainerRuntimeSpec,
+        built: object,
+        protocol: type,
+    ) -> PluginError:
+        """The error for ``spec`` whose factory built ``built``: not a ``protocol`` (the
+        kind's), or not named like the spec (the factories are typed, but a plugin's Python
+        is not checked)."""
+        named = f"an object named {spec.name}"
+        expected = named if isinstance(built, protocol) else f"a {protocol.__name__}"
+        culprit = self._offerer(hook, spec)
+        return PluginError(
+            f"{hook} of {culprit}: the factory of {spec.name} built {built!r}, not {expected}"
+        )
+
+    def _callable_factories(self, hook: str, specs: list[_S]) -> list[_S]:
+        """``specs``, each checked to have a callable factory (a PluginError naming the
+        plugin otherwise: the daemon calls it much later, far from the plugin's answer)."""
         for spec in specs:
-            if spec.kind != kind:
-                culprit = self._blame(hook, {}, _holds_backend(spec.name, spec.kind))
+            if not callable(getattr(spec, "factory", None)):
+                culprit = self._offerer(hook, spec)
                 raise PluginError(
-                    f"backend {spec.name} of {culprit} is of kind {spec.kind}, offered as {kind}"
+                    f"{hook} of {culprit}: the factory of {_name_of(spec)} is not callable"
                 )
-        return _last_wins(specs)
+        return specs
+
+    def _offerer(self, hook: str, spec: object) -> str:
+        """Which plugin answered ``hook`` with ``spec`` (by equality; by name when its
+        factory is a fresh closure on every call)."""
+        culprit = self._blame(hook, {}, _holds(spec))
+        if culprit == _names([]):
+            culprit = self._blame(hook, {}, _holds_name(_name_of(spec).lower()))
+        return culprit
 
     def cron_jobs(self, config: Config) -> list[PythonCronJob]:
         """Cron jobs written in Python, one per name (the later plugin wins)."""
@@ -404,6 +436,17 @@ class Plugins:
                 )
             seen.add(key)
         return functions
+
+    def eval_context(self) -> EvalContext:
+        """The evaluation context a daemon or tool reads its configuration with: the built-in
+        ClassAd functions and every plugin's (:meth:`classad_functions`), so that START, RANK,
+        the slot ads, matchmaking, the schedd's policies and ``ep eval`` can all call them.
+
+        A plugin function that raises, or answers something that is not a ClassAd value, is
+        ERROR in that evaluation (logged): a plugin must not stop a daemon's policy pass.
+        """
+        extra = {function.name: function.impl for function in self.classad_functions()}
+        return EvalContext(functions=function_table(extra, _log.error))
 
     def slot_state_changed(self, change: SlotStateChange) -> None:
         """Tell every plugin that a slot changed State or Activity."""

@@ -9,7 +9,7 @@ configuration, so that nothing is started before the daemon asks for it.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
@@ -256,10 +256,11 @@ class JobTracking(Protocol):
         ...
 
 
+@runtime_checkable
 class IsolationBackend(Protocol):
     """Tracks and limits jobs' processes (process group, PID namespace, GIDs, cgroups).
 
-    Built by its :class:`BackendSpec` factory from the configuration; the starter asks
+    Built by its :class:`IsolationBackendSpec` factory from the configuration; the starter asks
     :meth:`wanted` and :meth:`available`, then :meth:`track` once per job.
     """
 
@@ -351,10 +352,11 @@ class RunningContainer(JobTracking, Protocol):
         ...
 
 
+@runtime_checkable
 class ContainerRuntime(Protocol):
     """Runs jobs in containers (docker, apptainer); advertises what it can run.
 
-    Built once by the startd from its :class:`BackendSpec` factory, then inherited by every
+    Built once by the startd from its :class:`ContainerRuntimeSpec` factory, then inherited by every
     starter it forks (an object holding a connection must open its own in each process).
     """
 
@@ -381,44 +383,6 @@ class ContainerRuntime(Protocol):
 
     def reclaim(self, job_key: str) -> bool:
         """Remove the container of ``job_key`` after its starter died; False when none."""
-        ...
-
-
-class VmBackend(Protocol):
-    """Runs vm universe jobs (libvirt)."""
-
-    name: str
-
-    def machine_attributes(self) -> Sequence[MachineAttribute]:
-        """HasVM, VM_Type and friends."""
-        ...
-
-
-class BackfillBackend(Protocol):
-    """Runs backfill work (BOINC) on slots nobody claims."""
-
-    name: str
-
-    def start(self, slot_name: str) -> None:
-        """Start backfill work on ``slot_name``."""
-        ...
-
-    def evict(self, slot_name: str) -> None:
-        """Stop backfill work on ``slot_name`` at once."""
-        ...
-
-
-class PowerBackend(Protocol):
-    """Puts the machine into a power state (suspend, hibernate, off)."""
-
-    name: str
-
-    def supported_states(self) -> Sequence[str]:
-        """The states HIBERNATE may ask for (``"RAM"``, ``"DISK"``, ``"OFF"``)."""
-        ...
-
-    def enter(self, state: str) -> None:
-        """Enter ``state``."""
         ...
 
 
@@ -451,17 +415,23 @@ class FetchWorkSource(Protocol):
         ...
 
 
-Factory = Callable[["Config"], object]
+@attrs.frozen
+class IsolationBackendSpec:
+    """An isolation backend a plugin offers (``ep_isolation_backends``): its ``name`` (what
+    the configuration turns on, and what a later plugin offers to replace it) and the
+    ``factory`` that builds it for a configuration without starting anything."""
+
+    name: str
+    factory: Callable[[Config], IsolationBackend]
 
 
 @attrs.frozen
-class BackendSpec:
-    """A backend a plugin offers: its ``kind`` ("isolation", "container", "vm", "backfill",
-    "power"), its ``name`` (what configuration selects), and a factory building it."""
+class ContainerRuntimeSpec:
+    """A container runtime a plugin offers (``ep_container_runtimes``): its ``name`` and the
+    ``factory`` that builds it for a configuration without starting anything."""
 
-    kind: str
     name: str
-    factory: Factory
+    factory: Callable[[Config], ContainerRuntime]
 
 
 @attrs.frozen

@@ -1,4 +1,5 @@
-"""The hookspecs follow the project's conventions, and only epcore/plugins.py calls hooks."""
+"""The hookspecs follow the project's conventions, only epcore/plugins.py calls hooks, and
+every hook's result reaches runtime code: no hook leads nowhere."""
 
 from __future__ import annotations
 
@@ -22,15 +23,49 @@ COVERAGE = {
     "extra machine attributes": "ep_machine_attributes",
     "isolation backends": "ep_isolation_backends",
     "container runtimes": "ep_container_runtimes",
-    "VM backends": "ep_vm_backends",
-    "backfill backends": "ep_backfill_backends",
-    "power backends": "ep_power_backends",
     "cron jobs": "ep_cron_jobs",
     "fetch-work sources": "ep_fetch_work_sources",
     "extra ClassAd functions": "ep_classad_functions",
     "notification: slot state changed": "ep_slot_state_changed",
     "notification: job started": "ep_job_started",
     "notification: job finished": "ep_job_finished",
+}
+
+#: An end-to-end test of each hook: a daemon, a pool or a command that uses what a plugin
+#: answers (path from the repository root, then the test's name).
+END_TO_END = {
+    "ep_config_defaults": "tests/test_plugins.py::test_third_party_plugin_in_a_real_venv",
+    "ep_detect_resources": "tests/test_plugins.py::test_third_party_plugin_in_a_real_venv",
+    "ep_host_readings": (
+        "tests/cli/test_status_cmd.py::test_default_view_lists_the_partitionable_slot"
+    ),
+    "ep_machine_attributes": "tests/test_plugins.py::test_third_party_plugin_in_a_real_venv",
+    "ep_isolation_backends": (
+        "tests/startd/test_startd_isolation.py::test_escaped_processes_die_with_the_job"
+    ),
+    "ep_container_runtimes": (
+        "plugins/docker/tests/test_docker_startd.py"
+        "::test_exit_code_is_recorded_and_the_container_removed"
+    ),
+    "ep_cron_jobs": (
+        "tests/startd/test_startd_cron_python.py::test_python_cron_job_ads_appear_in_the_slot_ads"
+    ),
+    "ep_fetch_work_sources": (
+        "tests/startd/test_fetch_work_source.py"
+        "::test_source_jobs_run_and_claims_are_reused_then_evicted"
+    ),
+    **{
+        hook: (
+            "tests/pool/test_pool_plugin_functions.py"
+            "::test_a_plugin_function_in_start_decides_which_jobs_run"
+        )
+        for hook in (
+            "ep_classad_functions",
+            "ep_slot_state_changed",
+            "ep_job_started",
+            "ep_job_finished",
+        )
+    },
 }
 
 #: How a hook's docstring must start, given how it is called.
@@ -117,3 +152,140 @@ def test_every_hookspec_is_called_by_the_plugin_manager() -> None:
         name for name in SPEC_NAMES if f".{name}(" not in source and f'"{name}"' not in source
     ]
     assert not uncalled
+
+
+# -- every hook reaches a consumer ------------------------------------------------------------
+
+#: The helpers through which Plugins methods call a hook named by its first argument.
+_CALLING_HELPERS = ("_collect", "_notify")
+
+
+def _parse(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _runtime_modules() -> list[Path]:
+    """Every module of epcore whose calls count as use: all but the plugin manager itself and
+    epcore.testing (test helpers use hooks without anything depending on the result)."""
+    return [
+        path
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != PACKAGE / "plugins.py" and PACKAGE / "testing" not in path.parents
+    ]
+
+
+def _methods(tree: ast.Module, class_name: str) -> dict[str, ast.FunctionDef]:
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
+    return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+
+
+def _calls_hook(method: ast.FunctionDef, hook: str) -> bool:
+    """Whether ``method`` calls ``hook``: ``....hook.<hook>(...)`` or ``self._collect("<hook>",
+    ...)`` (or ``_notify``)."""
+    for node in ast.walk(method):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        if node.func.attr == hook:
+            return True
+        first = node.args[0] if node.args else None
+        if (
+            node.func.attr in _CALLING_HELPERS
+            and isinstance(first, ast.Constant)
+            and first.value == hook
+        ):
+            return True
+    return False
+
+
+def _self_calls(method: ast.FunctionDef) -> set[str]:
+    """The methods ``method`` calls on ``self``."""
+    return {
+        node.func.attr
+        for node in ast.walk(method)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    }
+
+
+def _plugin_calls(trees: list[ast.Module]) -> set[str]:
+    """Method names called on something named like the plugins (``plugins.x()``,
+    ``self.plugins.x()``, ``load_plugins().x()``) in ``trees``."""
+    return {
+        node.func.attr
+        for tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and "plugins" in ast.unparse(node.func.value).lower()
+    }
+
+
+def unreached_hooks(
+    manager: ast.Module, runtime: list[ast.Module], hooks: list[str], class_name: str = "Plugins"
+) -> dict[str, list[str]]:
+    """Each hook whose calling methods (in ``manager``'s ``class_name``) no runtime module
+    reaches, directly or through another method that it reaches, with those methods."""
+    methods = _methods(manager, class_name)
+    reached = _plugin_calls(runtime) & set(methods)
+    grown = True
+    while grown:
+        # A method called by a reached method is reached too (classad_functions through
+        # eval_context, _collect through every public method).
+        more = {name for r in reached for name in _self_calls(methods[r]) if name in methods}
+        grown = not more <= reached
+        reached |= more
+    found: dict[str, list[str]] = {}
+    for hook in hooks:
+        callers = [name for name, method in methods.items() if _calls_hook(method, hook)]
+        if not callers or not set(callers) & reached:
+            found[hook] = callers
+    return found
+
+
+def test_every_hook_reaches_runtime_code() -> None:
+    """For every hookspec, the Plugins method that calls it is called (directly, or through
+    another Plugins method) from epcore's runtime code outside plugins.py and epcore.testing."""
+    runtime = [_parse(path) for path in _runtime_modules()]
+    unreached = unreached_hooks(_parse(PACKAGE / "plugins.py"), runtime, SPEC_NAMES)
+    assert not unreached, f"hooks whose results reach nothing (hook: calling methods): {unreached}"
+
+
+SYNTHETIC_MANAGER = """
+class Plugins:
+    def used(self):
+        return self._collect("ep_used", None)
+
+    def through(self):
+        return self._helper()
+
+    def _helper(self):
+        return self._manager.hook.ep_indirect()
+
+    def only_tested(self):
+        return self._collect("ep_dead", None)
+
+    def _collect(self, hook, record):
+        return []
+"""
+
+
+def test_the_reach_check_finds_a_hook_only_tests_use() -> None:
+    """The check reports a hook whose calling method runtime code never calls, a hook no
+    method calls, and accepts hooks reached directly or through another method."""
+    runtime = [ast.parse("def run(plugins):\n    plugins.used()\n    self.plugins.through()\n")]
+    hooks = ["ep_used", "ep_indirect", "ep_dead", "ep_uncalled"]
+    found = unreached_hooks(ast.parse(SYNTHETIC_MANAGER), runtime, hooks)
+    assert found == {"ep_dead": ["only_tested"], "ep_uncalled": []}
+
+
+@pytest.mark.parametrize("hook", SPEC_NAMES)
+def test_every_hook_has_an_end_to_end_test(hook: str) -> None:
+    """Each hook names a test that exercises it through a daemon, a pool or a command, and
+    that test exists."""
+    assert hook in END_TO_END, f"{hook} has no end-to-end test in END_TO_END"
+    path, name = END_TO_END[hook].split("::")
+    tree = _parse(PACKAGE.parent / path)
+    tests = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert name in tests, f"{path} has no {name}"

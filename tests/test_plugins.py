@@ -12,7 +12,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -20,10 +20,11 @@ import pytest
 import epcore
 import epcore.plugins as plugins_module
 from epcore import hookimpl
-from epcore.classad import ClassAd
+from epcore.classad import ERROR, ClassAd, parse_expr
+from epcore.classad.functions import builtin_functions
 from epcore.config import Config, KnobDefault
 from epcore.errors import PluginError
-from epcore.plugins import BACKEND_HOOKS, BUILTIN_PLUGINS, Plugins, load_plugins
+from epcore.plugins import BUILTIN_PLUGINS, Plugins, load_plugins
 from epcore.testing.host import FakeMachineHost
 from epcore.testing.offers import BackendOffer
 from epcore.testing.venv import (
@@ -36,16 +37,20 @@ from epcore.testing.venv import (
     run_command,
 )
 from epcore.types import (
-    BackendSpec,
     ClassAdFunction,
+    ContainerRuntimeSpec,
     DetectedResource,
     HostReadings,
+    IsolationBackend,
+    IsolationBackendSpec,
     JobFinished,
     JobStarted,
+    JobTracking,
     MachineAttribute,
     MachineInventory,
     PythonCronJob,
     SlotStateChange,
+    TrackingRequest,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,14 +171,31 @@ class Listener:
         self._hear(event)
 
 
-def spec(kind: str, name: str) -> BackendSpec:
-    """A backend spec whose factory builds a small named object."""
+class Tracker:
+    """The smallest isolation backend: it never tracks anything."""
 
-    class Built:
-        def __init__(self) -> None:
-            self.name = name
+    def __init__(self, name: str) -> None:
+        self.name = name
 
-    return BackendSpec(kind, name, lambda config: Built())
+    def available(self) -> bool:
+        return True
+
+    def wanted(self) -> bool:
+        return True
+
+    def track(self, request: TrackingRequest) -> JobTracking:
+        raise AssertionError("not tracked here")
+
+    def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
+        return ()
+
+    def reclaim(self, job_key: str) -> bool:
+        return False
+
+
+def isolation(name: str, built: str | None = None) -> IsolationBackendSpec:
+    """An isolation spec whose factory builds a :class:`Tracker` named ``built`` (``name``)."""
+    return IsolationBackendSpec(name, lambda config: Tracker(built or name))
 
 
 def knob(name: str) -> KnobDefault:
@@ -553,40 +575,92 @@ def test_machine_attributes_later_plugin_wins(config: Config) -> None:
     assert [(a.name, a.value) for a in found] == [("site", "b"), ("HasFoo", True)]
 
 
-@pytest.mark.parametrize("kind", sorted(BACKEND_HOOKS))
-def test_backends_of_each_kind(kind: str, config: Config) -> None:
-    """Each kind's hook offers its specs; other kinds stay apart; a later name replaces."""
-    first = spec(kind, "alpha")
+def test_isolation_backends_one_per_name(config: Config) -> None:
+    """Isolation specs of all plugins come back; a later plugin's name replaces an earlier one."""
     plugins = only(
-        ("one", Backends(first, spec(kind, "beta"))),
-        ("two", Backends(spec(kind, "ALPHA"))),
+        ("one", Backends(isolation("alpha"), isolation("beta"))),
+        ("two", Backends(isolation("ALPHA"))),
     )
-    found = plugins.backends(kind)
+    found = plugins.isolation_backends()
     assert [s.name for s in found] == ["ALPHA", "beta"]
-    assert all(s.kind == kind for s in found)
-    assert getattr(found[1].factory(config), "name", None) == "beta"
-    others = [k for k in BACKEND_HOOKS if k != kind]
-    assert all(plugins.backends(other) == [] for other in others)
+    assert plugins.build_isolation_backend(found[1], config).name == "beta"
+    assert plugins.container_runtimes() == []
 
 
-def test_backend_of_the_wrong_kind_is_an_error() -> None:
-    """A spec offered through another kind's hook is a PluginError naming plugin and kinds."""
+def test_backend_spec_of_the_wrong_kind_is_an_error() -> None:
+    """An isolation spec offered as a container runtime is a PluginError naming the plugin."""
 
     class Misfiled:
         @hookimpl
-        def ep_container_runtimes(self) -> list[BackendSpec]:
-            return [spec("vm", "qemu")]
+        def ep_container_runtimes(self) -> list[object]:
+            return [isolation("cgroup")]
 
-    plugins = only(("fine", Backends(spec("container", "docker"))), ("misfiled", Misfiled()))
-    message = "backend qemu of plugin misfiled is of kind vm, offered as container"
-    with pytest.raises(PluginError, match=message):
-        plugins.backends("container")
+    with pytest.raises(PluginError, match=r"ep_container_runtimes of plugin misfiled .* not a"):
+        only(("misfiled", Misfiled())).container_runtimes()
 
 
-def test_unknown_backend_kind_is_an_error() -> None:
-    """Asking for a kind that does not exist is a PluginError listing the known kinds."""
-    with pytest.raises(PluginError, match="isolation, container, vm, backfill, power"):
-        only().backends("teleport")
+def test_backend_factory_that_is_not_callable_is_an_error() -> None:
+    """A spec whose factory cannot be called is refused when offered, naming the plugin."""
+    broken = IsolationBackendSpec("gid", "not a factory")  # type: ignore[arg-type]
+    with pytest.raises(PluginError, match="plugin odd: the factory of gid is not callable"):
+        only(("odd", Backends(broken))).isolation_backends()
+
+
+@pytest.mark.parametrize(
+    ("built", "message"),
+    [
+        (
+            lambda config: object(),
+            "the factory of cgroup built <object .*>, not a IsolationBackend",
+        ),
+        (
+            lambda config: Tracker("other"),
+            "the factory of cgroup built .*, not an object named cgroup",
+        ),
+    ],
+    ids=["not-a-backend", "misnamed"],
+)
+def test_backend_factory_building_the_wrong_thing_is_an_error(
+    built: Callable[[Config], IsolationBackend], message: str, config: Config
+) -> None:
+    """What a factory builds must be its kind's Protocol, named as the spec: else a PluginError
+    naming the plugin."""
+    plugins = only(("maker", Backends(IsolationBackendSpec("cgroup", built))))
+    (spec,) = plugins.isolation_backends()
+    with pytest.raises(PluginError, match=f"plugin maker: {message}"):
+        plugins.build_isolation_backend(spec, config)
+
+
+def test_container_runtime_built_from_its_spec(config: Config) -> None:
+    """A container runtime spec builds a ContainerRuntime; anything else is a PluginError."""
+
+    class Runtime:
+        name = "podman"
+
+        def machine_attributes(self) -> list[MachineAttribute]:
+            return []
+
+        def runs(self, job: ClassAd) -> bool:
+            return False
+
+        def start(self, request: object, log: object) -> object:
+            raise AssertionError("not started here")
+
+        def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
+            return ()
+
+        def reclaim(self, job_key: str) -> bool:
+            return False
+
+    runtime = Runtime()
+    plugins = only(
+        ("runtimes", Backends(ContainerRuntimeSpec("podman", lambda config: runtime))),
+        ("odd", Backends(ContainerRuntimeSpec("lxc", lambda config: Tracker("lxc")))),
+    )
+    good, odd = plugins.container_runtimes()
+    assert plugins.build_container_runtime(good, config) is runtime
+    with pytest.raises(PluginError, match=r"plugin odd: .*not a ContainerRuntime"):
+        plugins.build_container_runtime(odd, config)
 
 
 def test_cron_jobs_and_fetch_work_sources(config: Config) -> None:
@@ -643,6 +717,23 @@ def test_classad_function_defined_twice_is_an_error(
     """A function name two plugins define, or a built-in one, is a PluginError naming them."""
     with pytest.raises(PluginError, match=message):
         only(*plugins).classad_functions()
+
+
+def test_eval_context_calls_every_plugins_functions(caplog: pytest.LogCaptureFixture) -> None:
+    """The plugins' evaluation context calls each plugin's functions beside the built-ins; one
+    that raises is ERROR in that evaluation and logged, naming the function."""
+
+    class Broken:
+        @hookimpl
+        def ep_classad_functions(self) -> Sequence[ClassAdFunction]:
+            return [ClassAdFunction("shaky", lambda call: 1 / 0)]
+
+    context = only(("a", Functions("gizmoName")), ("b", Broken())).eval_context()
+    assert parse_expr('strcat(gizmoName(), "!")').evaluate(context=context) == "gizmoName!"
+    with caplog.at_level(logging.ERROR, logger="epcore.plugins"):
+        assert parse_expr("shaky()").evaluate(context=context) is ERROR
+    assert "ClassAd function shaky failed: ZeroDivisionError" in caplog.text
+    assert set(only().eval_context().functions or {}) == set(builtin_functions())
 
 
 NOTIFICATIONS: list[tuple[str, object]] = [
@@ -749,7 +840,15 @@ def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
         "name": "sample",
         "distribution": "epcore-sample-plugin",
         "version": "1.2.0",
-        "hooks": ["ep_config_defaults", "ep_detect_resources", "ep_machine_attributes"],
+        "hooks": [
+            "ep_classad_functions",
+            "ep_config_defaults",
+            "ep_detect_resources",
+            "ep_job_finished",
+            "ep_job_started",
+            "ep_machine_attributes",
+            "ep_slot_state_changed",
+        ],
     }
     assert plugins["detection"]["distribution"] == "epcore"
     failures = {f["name"]: f for f in listing["failures"]}
@@ -780,6 +879,7 @@ def test_third_party_plugin_in_a_real_venv(tmp_path: Path) -> None:
         tmp_path,
     )
     assert suite.returncode == 0, suite.stdout + suite.stderr
-    # 2 contract classes (5 + 4 tests) and the plugin's own knob test.
-    assert re.search(r"\b10 passed\b", suite.stdout), suite.stdout
+    # 2 contract classes (5 + 4 tests), the plugin's own knob test and its ClassAd function
+    # in START (3 cases).
+    assert re.search(r"\b13 passed\b", suite.stdout), suite.stdout
     assert time.monotonic() - started < 60

@@ -183,11 +183,11 @@ def _first_false(slot: ClassAd, job: ClassAd, context: EvalContext) -> tuple[_Sl
 
 
 def _refusal(
-    slot: ClassAd, job: ClassAd, clause: _SlotClause, value: Value, now: float
+    slot: ClassAd, job: ClassAd, clause: _SlotClause, value: Value, now: float, base: EvalContext
 ) -> SlotRefusal:
     """A named refusal, with the values behind its clause."""
     explanation = explain_expression(
-        Expr(clause.node), slot, job, now=now, my_name="slot", target_name="job"
+        Expr(clause.node), slot, job, now=now, my_name="slot", target_name="job", base=base
     )
     return SlotRefusal(
         slot_name(slot),
@@ -225,11 +225,11 @@ def _mine(slot: ClassAd, job: ClassAd) -> bool:
 
 
 def _job_clauses(
-    job: ClassAd, slots: Sequence[ClassAd], now: float
+    job: ClassAd, slots: Sequence[ClassAd], now: float, base: EvalContext
 ) -> tuple[tuple[ClauseCount, ...], list[bool]]:
     """Each top-level clause of the job's Requirements counted on its own, and for each slot
     whether the whole Requirements is TRUE."""
-    context = EvalContext(now=now)
+    context = base.at(now)
     expr = job.lookup("Requirements")
     if expr is None:
         return (), [False] * len(slots)
@@ -243,7 +243,7 @@ def _job_clauses(
                 matched += 1
             elif evidence is None:
                 explanation = explain_expression(
-                    clause_expr, job, slot, now=now, my_name="job", target_name="slot"
+                    clause_expr, job, slot, now=now, my_name="job", target_name="slot", base=base
                 )
                 why = _evidence(explanation) or f"{expression_text(clause)} is " + value_text(
                     explanation.value
@@ -277,12 +277,15 @@ def analyze_job(
     *,
     now: float,
     submitter_prio: float | None = None,
+    base: EvalContext | None = None,
 ) -> JobAnalysis:
     """How ``slots`` divide for ``job`` at ``now``; ``submitter_prio`` (the job's submitter's
     effective priority) splits the slots serving others by whether their user's priority
-    (RemoteUserPrio) is better (lower or equal) than it."""
-    context = EvalContext(now=now)
-    clauses, job_accepts = _job_clauses(job, slots, now)
+    (RemoteUserPrio) is better (lower or equal) than it. Expressions are evaluated with
+    ``base``'s functions (the configuration's: the plugins' ClassAd functions too)."""
+    base = base or EvalContext()
+    context = base.at(now)
+    clauses, job_accepts = _job_clauses(job, slots, now, base)
     tally = _Tally()
     for slot, job_ok in zip(slots, job_accepts, strict=True):
         slot_ok = _slot_accepts(slot, job, context)
@@ -298,7 +301,7 @@ def analyze_job(
             clause, value = _first_false(slot, job, context)
             tally.refusing_clauses[clause.node] += 1
             if len(tally.refusals) < NAMED_REFUSALS:
-                tally.refusals.append(_refusal(slot, job, clause, value, now))
+                tally.refusals.append(_refusal(slot, job, clause, value, now, base))
         else:
             _count_state(tally, slot, job, submitter_prio)
     return _finish(job, slots, clauses, sum(job_accepts), tally)

@@ -33,7 +33,7 @@ import attrs
 
 from epcore import hookimpl
 from epcore.builtin.nvidia import GPU_RESOURCE, gpu_discovery_plan, program_available
-from epcore.classad import ClassAd, ClassAdSyntaxError, EvalContext, Expr, parse_ad, parse_expr
+from epcore.classad import ClassAd, ClassAdSyntaxError, Expr, parse_ad, parse_expr
 from epcore.errors import ClassAdError, ConfigError
 from epcore.types import DetectedResource, HostReadings, ResourceDevice
 
@@ -367,7 +367,7 @@ def cpu_is_busy(
             "ConsoleIdle": console_idle,
         }
     )
-    return expression.evaluate(machine, context=EvalContext(now=now)) is True
+    return expression.evaluate(machine, context=config.eval_context.at(now)) is True
 
 
 @hookimpl

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from epcore import hookimpl
-from epcore.types import BackendSpec
+from epcore.types import IsolationBackendSpec
 
 
 @hookimpl
-def ep_isolation_backends() -> Sequence[BackendSpec]:
+def ep_isolation_backends() -> Sequence[IsolationBackendSpec]:
     """The four built-in process trackers."""
     from epcore.starter.cgroups.backend import CgroupBackend
     from epcore.starter.trackers import tracker_specs
 
-    return (*tracker_specs(), BackendSpec("isolation", CgroupBackend.name, CgroupBackend))
+    return (*tracker_specs(), IsolationBackendSpec(CgroupBackend.name, CgroupBackend))

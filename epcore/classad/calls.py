@@ -55,7 +55,10 @@ class EvalContext:
     ``CurrentTime`` attribute report; ``None`` means "ask the system clock when a
     function needs it". Simulations pass a fixed ``now`` so results are reproducible.
     ``local_offset`` and ``zone_name`` describe the local time zone (formatTime's
-    ``%z`` and ``%Z``); the defaults ask the process's own zone.
+    ``%z`` and ``%Z``); the defaults ask the process's own zone. ``functions`` is the
+    function table evaluations use (None: the built-in functions); a daemon puts the
+    built-ins and its plugins' functions here once, and every evaluation with this context,
+    or one made from it with :meth:`at`, can call them.
     """
 
     now: float | None = None
@@ -64,6 +67,12 @@ class EvalContext:
     rng: random.Random | None = None
     user_home: Callable[[str], str | None] | None = None
     user_map: Callable[[str, str], Sequence[str] | None] | None = None
+    # Left out of the hash (a table is a dict), kept in equality: equal contexts hash alike.
+    functions: FunctionTable | None = attrs.field(default=None, hash=False)
+
+    def at(self, now: float) -> EvalContext:
+        """This context with the clock fixed at ``now`` (the functions and zones kept)."""
+        return attrs.evolve(self, now=now)
 
 
 class FunctionCall(Protocol):

@@ -109,6 +109,8 @@ def _start(
     functions: FunctionTable | None,
 ) -> tuple[State, Frame | None]:
     context = context or _DEFAULT_CONTEXT
+    if functions is None:
+        functions = context.functions
     table = default_functions() if functions is None else functions
     if my is None and target is None:
         return State(context, table), None

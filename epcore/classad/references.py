@@ -16,6 +16,7 @@ from operator import itemgetter
 import attrs
 
 from epcore.classad import ClassAd, Expr, ast
+from epcore.classad.classad import default_functions
 
 #: Functions whose result depends on attributes their arguments do not name, or that give a
 #: different answer on every call.
@@ -62,7 +63,9 @@ class _Collector:
             return
         if kind is ast.Call:
             assert isinstance(node, ast.Call)
-            if node.name.lower() in _DYNAMIC_FUNCTIONS:
+            name = node.name.lower()
+            if name in _DYNAMIC_FUNCTIONS or name not in default_functions():
+                # A plugin's function may read anything, or change its answer at any time.
                 self.dynamic = True
             for arg in node.args:
                 self.visit(arg)

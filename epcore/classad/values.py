@@ -23,7 +23,7 @@ code here always tests ``type(v) is int`` rather than ``isinstance``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Union
+from typing import TYPE_CHECKING, Final, TypeGuard, Union
 
 import attrs
 
@@ -91,3 +91,17 @@ def wrap_int(value: int) -> int:
         return value
     value &= _MASK64
     return value - (1 << 64) if value > INT64_MAX else value
+
+
+def is_value(candidate: object) -> TypeGuard[Value]:
+    """Whether ``candidate`` is a ClassAd value (a list: when every element is one)."""
+    from epcore.classad.classad import ClassAd
+
+    if candidate is UNDEFINED or candidate is ERROR:
+        return True
+    if isinstance(candidate, list):
+        return all(is_value(element) for element in candidate)
+    if isinstance(candidate, float | str | AbsTime | RelTime | ClassAd):
+        return True
+    # bool is an int; an int beyond 64 bits is none: the language has no such number.
+    return isinstance(candidate, int) and INT64_MIN <= candidate <= INT64_MAX

@@ -38,9 +38,13 @@ def _load(files: Sequence[str], subsystem: str, local_name: str | None) -> Confi
     from epcore.plugins import load_plugins
 
     try:
-        defaults = load_plugins().knob_defaults()
+        plugins = load_plugins()
         return Config.load(
-            list(files) or None, subsystem=subsystem, local_name=local_name, defaults=defaults
+            list(files) or None,
+            subsystem=subsystem,
+            local_name=local_name,
+            defaults=plugins.knob_defaults(),
+            eval_context=plugins.eval_context(),
         )
     except EpError as error:
         raise ConfigFailure(str(error)) from error

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from epcore.classad import ClassAd, ClassAdSyntaxError, parse_ad, parse_ads, parse_expr
+from epcore.classad import (
+    ClassAd,
+    ClassAdSyntaxError,
+    EvalContext,
+    parse_ad,
+    parse_ads,
+    parse_expr,
+)
+from epcore.errors import PluginError
+from epcore.plugins import load_plugins
 
 if TYPE_CHECKING:
     from epcore.classad import Expr, Value
@@ -120,8 +129,9 @@ def unparse_value(value: Value) -> str:
 class EvalSession:
     """The state classad_eval keeps while it walks its arguments."""
 
-    def __init__(self, echo: Callable[[str], None]) -> None:
+    def __init__(self, echo: Callable[[str], None], context: EvalContext | None = None) -> None:
         self.my = ClassAd()
+        self.context = context
         self.target: ClassAd | None = None
         self.quiet = False
         # classad_eval shows the context ad before the first result and again
@@ -162,7 +172,7 @@ class EvalSession:
         if not self.quiet and not self.shown:
             self._echo(str(self.my))
         self.shown = True
-        self._echo(unparse_value(item.evaluate(self.my, self.target)))
+        self._echo(unparse_value(item.evaluate(self.my, self.target, context=self.context)))
 
 
 _HELP = """Evaluate ClassAd expressions against a context ad, like HTCondor's classad_eval.
@@ -203,4 +213,9 @@ file cannot be read; 2 when an option is misused.
     "items", nargs=-1, type=click.UNPROCESSED, metavar="[AD|ASSIGNMENT|EXPRESSION|OPTION]..."
 )
 def eval_command(items: tuple[str, ...]) -> None:
-    EvalSession(click.echo).run(items)
+    try:
+        # The installed plugins' ClassAd functions, as the daemons would call them.
+        context = load_plugins().eval_context()
+    except PluginError as error:
+        raise click.ClickException(str(error)) from error
+    EvalSession(click.echo, context).run(items)

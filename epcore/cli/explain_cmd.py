@@ -83,7 +83,12 @@ def load_machine(
     if plugins is None:
         plugins = load_plugins()
     found = machine_ads(config_file, now, host=host, plugins=plugins)
-    config = Config.load(config_file, host=host, defaults=plugins.knob_defaults())
+    config = Config.load(
+        config_file,
+        host=host,
+        defaults=plugins.knob_defaults(),
+        eval_context=plugins.eval_context(),
+    )
     return Machine(config, found.ads, found.problems)
 
 
@@ -103,7 +108,9 @@ def choose_slot(ads: Sequence[ClassAd], name: str | None) -> ClassAd:
     raise ExplainFailure(f"no slot named {name!r} (the slots are {known})")
 
 
-def apply_overrides(ad: ClassAd, settings: Sequence[str], now: float) -> ClassAd:
+def apply_overrides(
+    ad: ClassAd, settings: Sequence[str], now: float, base: EvalContext | None = None
+) -> ClassAd:
     """A copy of ``ad`` with each ``Attr=value`` of ``settings`` set (value is an expression).
 
     Requirements is derived from START by the ad builder, so it is derived again here from the
@@ -122,7 +129,7 @@ def apply_overrides(ad: ClassAd, settings: Sequence[str], now: float) -> ClassAd
             raise ExplainFailure(f"--set {setting!r}: {error}") from error
     if settings and changed.evaluate("Requirements") is not False:
         limits = "WithinResourceLimits" in changed
-        if changed.evaluate("Start", context=EvalContext(now=now)) is True:
+        if changed.evaluate("Start", context=(base or EvalContext()).at(now)) is True:
             changed["Requirements"] = parse_expr("WithinResourceLimits") if limits else True
         else:
             requirements = "START && (WithinResourceLimits)" if limits else "START"
@@ -309,6 +316,6 @@ def explain_command(
         raise ExplainFailure(str(error)) from error
     for problem in machine.problems:
         click.echo(f"ep explain: warning: {problem}", err=True)
-    ad = apply_overrides(choose_slot(machine.ads, slot), settings, now)
+    ad = apply_overrides(choose_slot(machine.ads, slot), settings, now, machine.config.eval_context)
     explained = explain_slot(machine.config, ad, job, now=now)
     click.echo(slot_json(explained) if as_json else render_slot(explained), nl=False)

@@ -14,6 +14,7 @@ from typing import IO
 import click
 
 from epcore.errors import EpError
+from epcore.plugins import load_plugins
 from epcore.state.scenario import parse_scenario
 from epcore.state.simulator import SimulationResult, simulate
 
@@ -70,7 +71,8 @@ def simulate_command(file: str, as_json: bool, seed: int) -> None:
     except OSError as error:
         raise SimulateFailure(f"{file}: {error.strerror or error}") from error
     try:
-        result = simulate(parse_scenario(text, file), seed)
+        context = load_plugins().eval_context()
+        result = simulate(parse_scenario(text, file), seed, context)
     except EpError as error:
         raise SimulateFailure(str(error)) from error
     for problem in result.problems:

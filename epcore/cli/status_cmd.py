@@ -164,7 +164,12 @@ def machine_ads(
         host = LocalHost()
     if plugins is None:
         plugins = load_plugins()
-    config = Config.load(config_file, host=host, defaults=plugins.knob_defaults())
+    config = Config.load(
+        config_file,
+        host=host,
+        defaults=plugins.knob_defaults(),
+        eval_context=plugins.eval_context(),
+    )
     detected = plugins.detect_resources(config, host)
     inventory = build_inventory(config, detected, execute_disks_kb=execute_disks_kb(config, host))
     layout = plan_slots(config, inventory)

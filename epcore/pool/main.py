@@ -86,7 +86,14 @@ def build_pool(
     known_host, known_plugins = host, plugins
 
     def load() -> Config:
-        return Config.load(config_file, host=known_host, defaults=known_plugins.knob_defaults())
+        # The plugins' ClassAd functions reach every daemon through the configuration's
+        # evaluation context: the startd's policy, matchmaking, the schedd's policies.
+        return Config.load(
+            config_file,
+            host=known_host,
+            defaults=known_plugins.knob_defaults(),
+            eval_context=known_plugins.eval_context(),
+        )
 
     shared = SharedConfig(load)
     config = shared()

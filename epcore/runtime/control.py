@@ -14,6 +14,7 @@ import contextlib
 import os
 import socket
 import stat
+import time
 
 from epcore.classad import UNDEFINED, ClassAd, ClassAdSyntaxError, parse_ad, parse_expr
 from epcore.errors import EpError
@@ -133,6 +134,31 @@ def listen(path: str, backlog: int = 64, mode: int = 0o600) -> socket.socket:
     return server
 
 
+#: The first and the longest pause between tries to connect to a socket whose backlog is full.
+FIRST_RETRY = 0.01
+LONGEST_RETRY = 0.2
+
+
+def _connect(sock: socket.socket, address: str, deadline: float) -> None:
+    """Connect, waiting until ``deadline`` while the daemon's backlog is full.
+
+    A Unix socket with a timeout refuses at once with EAGAIN when the listener's backlog is
+    full (a daemon busy with a flood of connections, or resting when out of descriptors);
+    a blocking client should wait for its turn as a TCP client would, not fail.
+    """
+    pause = FIRST_RETRY
+    while True:
+        try:
+            sock.connect(address)
+            return
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, LONGEST_RETRY)
+
+
 class ControlClient:
     """A blocking client of a daemon's control socket (one request ad per line, one answer
     ad per line); :meth:`call` raises ControlError with the daemon's answer when it refuses.
@@ -150,7 +176,7 @@ class ControlClient:
             sock.settimeout(self.timeout)
             try:
                 with framing.socket_address(self.path) as address:
-                    sock.connect(address)
+                    _connect(sock, address, time.monotonic() + self.timeout)
                 # The daemon may refuse a request before taking all of it (too long, too many
                 # connections): then its answer says why.
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):

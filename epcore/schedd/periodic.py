@@ -184,7 +184,7 @@ def periodic_action(
     """
     if status in (JobStatus.REMOVED, JobStatus.COMPLETED):
         return None
-    context = EvalContext(now=now)
+    context = config.eval_context.at(now)
     kinds: list[PeriodicKind] = []
     if status in (JobStatus.RUNNING, JobStatus.SUSPENDED):
         kinds.append(PeriodicKind.VACATE)

@@ -259,7 +259,13 @@ def _analyze(service: ScheddService, requester: Requester, request: ClassAd) -> 
     now = service.clock()
     slots = service.slots.query("Machine", now=now)
     submitter = service.schedd.submitter(job)
-    analysis = analyze_job(job, slots, now=now, submitter_prio=service.priority(submitter))
+    analysis = analyze_job(
+        job,
+        slots,
+        now=now,
+        submitter_prio=service.priority(submitter),
+        base=service.config.eval_context,
+    )
     return answer(True, Text=render_analysis(analysis))
 
 

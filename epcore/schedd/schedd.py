@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from epcore.classad import ClassAd, EvalContext
+from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, PoolError, QueueError
 from epcore.interfaces import Locator, Match, Significance, StartdLink, SubmitterJobs
@@ -395,7 +395,7 @@ class Schedd:
             self.log.exception("job %s: holding it failed too", job_id)
 
     def _exited(self, job_id: JobId, job: ClassAd, now: float) -> None:
-        context = EvalContext(now=now)
+        context = self.config.eval_context.at(now)
         if job.evaluate("OnExitHold", context=context) is True:
             reason = job.evaluate("OnExitHoldReason", context=context)
             subcode = job.evaluate("OnExitHoldSubCode", context=context)

@@ -224,7 +224,7 @@ class SlotAdBuilder:
                     changed = changed | changed_names(entry.cross, cross)
                 self._apply(entry, changed, cross)
             entry.cross = cross
-        context = EvalContext(now=now)
+        context = self.config.eval_context.at(now)
         for entry, (slot, status) in zip(entries, pairs, strict=True):
             self._requirements(entry, slot, status, context, fold_requirements)
         return [entry.ad for entry in entries]
@@ -294,7 +294,7 @@ class SlotAdBuilder:
         if not self.cross_names:
             return _EMPTY
         copies = Layer()
-        context = EvalContext(now=now)
+        context = self.config.eval_context.at(now)
         for slot, entry, changed in zip(slots, entries, pending, strict=True):
             # An entry's ad is up to date but for its own changes: look at its layers.
             if changed is None:

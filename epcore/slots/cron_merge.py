@@ -145,11 +145,15 @@ def goes_to(cron: CronAd, slot_ad: ClassAd, context: EvalContext) -> bool:
 
 
 def merge_cron_ads(
-    ads: Sequence[CronAd], slot_ads: Mapping[str, ClassAd], now: float
+    ads: Sequence[CronAd],
+    slot_ads: Mapping[str, ClassAd],
+    now: float,
+    base: EvalContext | None = None,
 ) -> CronLayers:
     """The cron attributes of each slot of ``slot_ads`` (by short name): the ads that go
-    everywhere first, then the targeted ones, each group in the order given."""
-    context = EvalContext(now=now)
+    everywhere first, then the targeted ones, each group in the order given. SlotMergeConstraint
+    is evaluated with ``base`` (the configuration's context: its functions) at ``now``."""
+    context = (base or EvalContext()).at(now)
     ordered = [ad for ad in ads if ad.target.everywhere] + [
         ad for ad in ads if not ad.target.everywhere
     ]

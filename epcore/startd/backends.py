@@ -1,9 +1,11 @@
 """The backends a startd builds from its plugins: process tracking and container runtimes.
 
-Both are built from the :class:`~epcore.types.BackendSpec` records the plugins offer, once at
+Both are built from the spec records the plugins offer (:class:`~epcore.types.IsolationBackendSpec`,
+:class:`~epcore.types.ContainerRuntimeSpec`), once at
 startup (and, for container runtimes, again on reconfiguration: an admin who installs docker
 and reconfigures expects HasDocker to appear, as HTCondor's startd probes again). A backend
-whose factory raises is logged and left out, so one broken plugin does not stop the startd.
+whose factory raises (or builds something else than its kind's Protocol) is logged and left
+out, so one broken plugin does not stop the startd.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from epcore.config import Config
-from epcore.errors import EpError
+from epcore.errors import EpError, PluginError
 from epcore.plugins import Plugins
 from epcore.types import ContainerRuntime, IsolationBackend, MachineAttribute
 
@@ -25,17 +27,18 @@ def isolation_backends(
 ) -> tuple[IsolationBackend, ...]:
     """The isolation backends the configuration turns on and this machine supports."""
     chosen: list[IsolationBackend] = []
-    for spec in plugins.backends("isolation"):
-        backend = spec.factory(config)
-        if not hasattr(backend, "track"):
+    for spec in plugins.isolation_backends():
+        try:
+            backend = plugins.build_isolation_backend(spec, config)
+        except PluginError as error:
+            log.error("isolation backend %s left out: %s", spec.name, error)
             continue
-        typed: IsolationBackend = backend  # type: ignore[assignment]
-        if not typed.wanted():
+        if not backend.wanted():
             continue
-        if not typed.available():
+        if not backend.available():
             log.warning("isolation backend %s is configured but unavailable", spec.name)
             continue
-        chosen.append(typed)
+        chosen.append(backend)
     rank = {name: i for i, name in enumerate(ISOLATION_ORDER)}
     chosen.sort(key=lambda b: rank.get(b.name, len(rank)))
     log.info("process tracking: %s", ", ".join(b.name for b in chosen) or "none")
@@ -47,17 +50,12 @@ def container_runtimes(
 ) -> tuple[ContainerRuntime, ...]:
     """Every container runtime the plugins offer, built for ``config``."""
     built: list[ContainerRuntime] = []
-    for spec in plugins.backends("container"):
+    for spec in plugins.container_runtimes():
         try:
-            runtime = spec.factory(config)
+            built.append(plugins.build_container_runtime(spec, config))
         except EpError as error:
+            # PluginError among them: a factory that built something else than a runtime.
             log.error("container runtime %s cannot be built: %s", spec.name, error)
-            continue
-        if not hasattr(runtime, "start"):
-            log.error("container runtime %s offers no start(): left out", spec.name)
-            continue
-        typed: ContainerRuntime = runtime  # type: ignore[assignment]
-        built.append(typed)
     return tuple(built)
 
 

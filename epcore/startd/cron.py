@@ -411,7 +411,7 @@ class StartdCron:
         records = self.records()
         if not records and not self.layers.by_slot:
             return False
-        layers = merge_cron_ads(records, slot_ads, now)
+        layers = merge_cron_ads(records, slot_ads, now, self.startd.config.eval_context)
         if layers == self.layers:
             return False
         self.layers = layers

@@ -202,7 +202,8 @@ class FetchWork:
 
     def _delay_of(self, record: SlotRecord, slot_ad: ClassAd, now: float) -> FetchDelay:
         job = record.claim.job if record.claim is not None else None
-        delay = fetch_work_delay(self.work.delay, slot_ad, job, now)
+        functions = self.startd.config.eval_context.functions
+        delay = fetch_work_delay(self.work.delay, slot_ad, job, now, functions)
         if delay.problem is not None:
             self.work.report(
                 f"{record.name}: {delay.problem}; the delay is {delay.seconds} seconds"
@@ -280,6 +281,7 @@ class FetchWork:
             rank=policy.knob("RANK").expr,
             slot_ad=slot_ad,
             now=now,
+            functions=policy.functions,
         )
         why = self._carry_out(record, keyword, job, decision)
         self._reply(keyword, why is None, job, slot_ad, why or decision.reason)

@@ -44,7 +44,10 @@ def build_startd(
 
     def load() -> Config:
         defaults = known_plugins.knob_defaults()
-        return Config.load(config_file, host=known_host, defaults=defaults)
+        # The plugins' ClassAd functions reach every expression evaluated with the
+        # configuration's context: policy, slot ads, matchmaking, the schedd's policies.
+        context = known_plugins.eval_context()
+        return Config.load(config_file, host=known_host, defaults=defaults, eval_context=context)
 
     config = load()
     paths = StartdPaths.from_config(config)

@@ -17,7 +17,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from epcore.classad import ClassAd, EvalContext, parse_expr
+from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.interfaces import AdSink, JobResults
@@ -587,7 +587,7 @@ class Startd:
         if constraint is None:
             return ads
         expr = parse_expr(constraint)
-        context = EvalContext(now=now)
+        context = self.config.eval_context.at(now)
         return [ad for ad in ads if expr.evaluate(ad, context=context) is True]
 
     def reconfig(self) -> None:

@@ -16,7 +16,7 @@ import signal
 
 import attrs
 
-from epcore.classad import ClassAd, EvalContext, parse_expr
+from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.errors import ClassAdError, JobSetupError
 from epcore.jobs.codes import HoldCode
@@ -70,7 +70,7 @@ def vacate_seconds(config: Config, machine: ClassAd, job: ClassAd, now: float) -
     text = config.get("MachineMaxVacateTime")
     if text:
         try:
-            value = parse_expr(text).evaluate(machine, job, context=EvalContext(now=now))
+            value = parse_expr(text).evaluate(machine, job, context=config.eval_context.at(now))
         except ClassAdError:
             value = None
         if isinstance(value, int | float) and not isinstance(value, bool):

@@ -19,7 +19,7 @@ import psutil
 
 from epcore.config import Config
 from epcore.errors import ConfigError, IsolationError
-from epcore.types import BackendSpec, ChildSetup, TrackedUsage, TrackingRequest
+from epcore.types import ChildSetup, IsolationBackendSpec, TrackedUsage, TrackingRequest
 
 #: How often signal_all(SIGKILL) rescans for processes forked while it was killing.
 _KILL_ROUNDS = 10
@@ -507,10 +507,10 @@ class GidBackend:
         return fd
 
 
-def tracker_specs() -> tuple[BackendSpec, ...]:
+def tracker_specs() -> tuple[IsolationBackendSpec, ...]:
     """The isolation backends of this module, for the plugin hook that offers backends."""
     return (
-        BackendSpec("isolation", ProcessGroupBackend.name, ProcessGroupBackend),
-        BackendSpec("isolation", PidNamespaceBackend.name, PidNamespaceBackend),
-        BackendSpec("isolation", GidBackend.name, GidBackend),
+        IsolationBackendSpec(ProcessGroupBackend.name, ProcessGroupBackend),
+        IsolationBackendSpec(PidNamespaceBackend.name, PidNamespaceBackend),
+        IsolationBackendSpec(GidBackend.name, GidBackend),
     )

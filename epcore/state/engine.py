@@ -29,6 +29,7 @@ from epcore.state.policy import (
     SlotPolicy,
     evaluate,
     is_true,
+    knob_value,
     load_policy,
     number,
     published_expressions,
@@ -266,11 +267,11 @@ class Engine:
         name = record.name
         policy = self._policy_of(w, name)
         ad = w.ad(name)
-        if w.shutting_down or not rules.drain_admits(w, ad, job):
+        if w.shutting_down or not rules.drain_admits(w, policy, ad, job):
             return self._refuse(state, f"{name} refuses the claim: the startd is draining")
         if not is_true(policy.knob("START"), ad, job, now):
             return self._refuse(state, f"{name} refuses the claim: START is not TRUE for the job")
-        rank = number(evaluate(policy.knob("RANK").expr, ad, job, now))
+        rank = number(knob_value(policy.knob("RANK"), ad, job, now))
         if record.kind == "partitionable":
             return self._carve(w, record, job, rank, policy, client)
         place = record.place
@@ -380,7 +381,7 @@ class Engine:
             refusal = self._refuses_next_job(w, record.name, policy, job)
             if refusal is not None:
                 return self._refuse(state, refusal)
-            rank = number(evaluate(policy.knob("RANK").expr, w.ad(record.name), job, now))
+            rank = number(knob_value(policy.knob("RANK"), w.ad(record.name), job, now))
             w.update(record.name, claim=attrs.evolve(record.claim, job=job, rank=rank))
             record = self._record(w, record.name)
         job = record.claim.job if record.claim is not None else None
@@ -404,7 +405,8 @@ class Engine:
         if not is_true(policy.knob("START"), ad, job, w.now):
             return f"{name} refuses the job: START is not TRUE for it"
         requirements = job.get("Requirements")
-        if requirements is not None and truth(evaluate(requirements, job, ad, w.now)) is not True:
+        accepts = requirements is None or evaluate(requirements, job, ad, w.now, policy.functions)
+        if truth(accepts) is not True:
             return f"{name} refuses the job: its Requirements do not accept the slot"
         return None
 
@@ -558,7 +560,8 @@ class Engine:
             except ClassAdSyntaxError as error:
                 raise EngineError(f"drain check {check!r} does not parse: {error}") from error
             for name in w.slots:
-                if evaluate(expr, w.ad(name), None, now) is not True:
+                functions = self._policy_of(w, name).functions
+                if evaluate(expr, w.ad(name), None, now, functions) is not True:
                     return self._refuse(state, f"drain refused: check is not TRUE for {name}")
         if start is not None:
             try:

@@ -297,13 +297,14 @@ def explain_expression(
     now: float,
     my_name: str = "MY",
     target_name: str = "TARGET",
+    base: EvalContext | None = None,
 ) -> Explanation:
     """Explain ``expr`` evaluated with ``my`` as MY and ``target`` as TARGET at ``now``.
 
     Raises ClassAdSyntaxError when ``expr`` is text that does not parse.
     """
     parsed = parse_expr(expr) if isinstance(expr, str) else expr
-    scope = _Scope(my, target, EvalContext(now=now), my_name, target_name)
+    scope = _Scope(my, target, (base or EvalContext()).at(now), my_name, target_name)
     return _explain(parsed.node, scope)
 
 
@@ -421,34 +422,48 @@ def _policy(
         except ClassAdSyntaxError as error:
             broken = Explanation(text, ERROR, note=f"does not parse: {error}")
             return PolicyExplanation(name, broken, against, source, origin)
-    explanation = explain_expression(expr, slot, job, now=now, my_name="slot", target_name="job")
+    explanation = explain_expression(
+        expr, slot, job, now=now, my_name="slot", target_name="job", base=config.eval_context
+    )
     return PolicyExplanation(name, explanation, against, source, origin)
 
 
+#: How explanations name the two ads, MY first.
+_SLOT_JOB = ("slot", "job")
+_JOB_SLOT = ("job", "slot")
+
+
 def _attribute(
-    ad: ClassAd, other: ClassAd, name: str, ad_name: str, other_name: str, now: float
+    ad: ClassAd,
+    other: ClassAd,
+    name: str,
+    names: tuple[str, str],
+    now: float,
+    base: EvalContext,
 ) -> PolicyExplanation:
+    ad_name, other_name = names
     expr = ad.lookup(name)
     against = f"the {ad_name} ad as MY, the {other_name} ad as TARGET"
     if expr is None:
         missing = Explanation(name, UNDEFINED, note=f"the {ad_name} ad has no {name}")
         return PolicyExplanation(f"{ad_name} {name}", missing, against)
     explanation = explain_expression(
-        expr, ad, other, now=now, my_name=ad_name, target_name=other_name
+        expr, ad, other, now=now, my_name=ad_name, target_name=other_name, base=base
     )
     return PolicyExplanation(f"{ad_name} {name}", explanation, against)
 
 
 def explain_job(config: Config, slot_ad: ClassAd, job_ad: ClassAd, *, now: float) -> JobExplanation:
     """Whether ``job_ad`` would start on the slot of ``slot_ad``, and why."""
-    slot_requirements = _attribute(slot_ad, job_ad, "Requirements", "slot", "job", now)
-    job_requirements = _attribute(job_ad, slot_ad, "Requirements", "job", "slot", now)
+    base = config.eval_context
+    slot_requirements = _attribute(slot_ad, job_ad, "Requirements", _SLOT_JOB, now, base)
+    job_requirements = _attribute(job_ad, slot_ad, "Requirements", _JOB_SLOT, now, base)
     start = _policy(config, "START", slot_ad, job_ad, now)
     if start is None:  # pragma: no cover - START always has a default
         start = PolicyExplanation("START", Explanation("START", UNDEFINED), "the slot and the job")
-    slot_rank = _attribute(slot_ad, job_ad, "Rank", "slot", "job", now)
-    job_rank = _attribute(job_ad, slot_ad, "Rank", "job", "slot", now)
-    matches = symmetric_match(slot_ad, job_ad, context=EvalContext(now=now))
+    slot_rank = _attribute(slot_ad, job_ad, "Rank", _SLOT_JOB, now, base)
+    job_rank = _attribute(job_ad, slot_ad, "Rank", _JOB_SLOT, now, base)
+    matches = symmetric_match(slot_ad, job_ad, context=base.at(now))
     would_start = matches and start.value is True
     return JobExplanation(
         slot_requirements,

@@ -22,7 +22,7 @@ from typing import Final, Literal
 
 import attrs
 
-from epcore.classad import ClassAd, Expr, format_old, parse_ad, parse_expr
+from epcore.classad import ClassAd, Expr, FunctionTable, format_old, parse_ad, parse_expr
 from epcore.config import Config
 from epcore.errors import ClassAdError, ConfigError, EpError
 from epcore.state.policy import evaluate, number, truth
@@ -154,7 +154,11 @@ class FetchDelay:
 
 
 def fetch_work_delay(
-    expr: Expr | None, slot_ad: ClassAd, job_ad: ClassAd | None, now: float
+    expr: Expr | None,
+    slot_ad: ClassAd,
+    job_ad: ClassAd | None,
+    now: float,
+    functions: FunctionTable | None = None,
 ) -> FetchDelay:
     """``FetchWorkDelay`` for a slot (MY) and its running job (TARGET, None when none).
 
@@ -163,7 +167,7 @@ def fetch_work_delay(
     """
     if expr is None:
         return FetchDelay(DEFAULT_FETCH_WORK_DELAY)
-    value = evaluate(expr, slot_ad, job_ad, now)
+    value = evaluate(expr, slot_ad, job_ad, now, functions)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         problem = f"FetchWorkDelay = {expr} is {value!s}, not a number of seconds"
         return FetchDelay(DEFAULT_FETCH_WORK_DELAY, problem)
@@ -341,6 +345,7 @@ def decide(
     rank: Expr,
     slot_ad: ClassAd,
     now: float,
+    functions: FunctionTable | None = None,
 ) -> Decision:
     """Accept, preempt or reject ``job`` fetched for the slot of ``situation`` (seed 000).
 
@@ -357,8 +362,8 @@ def decide(
         return Decision("reject", f"{name}: the startd is shutting down")
     if situation.state not in FETCHING_STATES:
         return Decision("reject", f"{name} is {place}: it cannot take a job")
-    start_value = truth(evaluate(start, slot_ad, job, now))
-    job_rank = number(evaluate(rank, slot_ad, job, now))
+    start_value = truth(evaluate(start, slot_ad, job, now, functions))
+    job_rank = number(evaluate(rank, slot_ad, job, now, functions))
     if start_value is not True:
         return Decision("reject", f"{name}: START is not TRUE for the job", job_rank)
     if situation.state in ("Unclaimed", "Backfill"):

@@ -30,6 +30,7 @@ from epcore.classad import (
     ClassAdSyntaxError,
     EvalContext,
     Expr,
+    FunctionTable,
     parse_expr,
 )
 from epcore.config import Config
@@ -98,13 +99,15 @@ class PolicyProblem:
 
 @attrs.frozen
 class Knob:
-    """One parsed policy expression and the configuration name it came from."""
+    """One parsed policy expression and the configuration name it came from, with the
+    function table it is evaluated with (the configuration's: built-ins and plugins')."""
 
     name: str
     source_name: str
     text: str
     expr: Expr
     broken: bool = False
+    functions: FunctionTable | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -116,6 +119,9 @@ class SlotPolicy:
     numbers: Mapping[str, int]
     enable_backfill: bool
     problems: tuple[PolicyProblem, ...] = ()
+    #: What expressions of the slot beyond its knobs (a drain's start, a job's Requirements)
+    #: are evaluated with: the configuration's function table.
+    functions: FunctionTable | None = attrs.field(default=None, eq=False, repr=False)
 
     def knob(self, name: str, job: ClassAd | None = None) -> Knob:
         """The knob ``name`` for ``job``: the ``_VANILLA`` variant for a vanilla job, if set."""
@@ -196,18 +202,32 @@ def load_policy(config: Config, slot_id: int, slot_type: int | None = None) -> S
         elif not name.endswith("_VANILLA"):
             knobs[name] = Knob(name, name, SAFE_VALUES[name], parse_expr(SAFE_VALUES[name]))
     numbers = {name: config.get_int(name, default) for name, default in INT_KNOBS.items()}
+    functions = config.eval_context.functions
     return SlotPolicy(
         slot_id,
-        knobs,
+        {name: attrs.evolve(knob, functions=functions) for name, knob in knobs.items()},
         numbers,
         config.get_bool("ENABLE_BACKFILL", False),
         tuple(problems),
+        functions,
     )
 
 
-def evaluate(expr: Expr, slot_ad: ClassAd | None, job_ad: ClassAd | None, now: float) -> object:
-    """``expr`` with MY = the slot ad and TARGET = the job ad (None: absent, "locally")."""
-    return expr.evaluate(slot_ad, job_ad, context=context_at(now))
+def evaluate(
+    expr: Expr,
+    slot_ad: ClassAd | None,
+    job_ad: ClassAd | None,
+    now: float,
+    functions: FunctionTable | None = None,
+) -> object:
+    """``expr`` with MY = the slot ad and TARGET = the job ad (None: absent, "locally"),
+    calling ``functions`` (None: the built-in ones)."""
+    return expr.evaluate(slot_ad, job_ad, context=context_at(now), functions=functions)
+
+
+def knob_value(knob: Knob, slot_ad: ClassAd | None, job_ad: ClassAd | None, now: float) -> object:
+    """``knob``'s expression evaluated as :func:`evaluate` does, with the knob's functions."""
+    return evaluate(knob.expr, slot_ad, job_ad, now, knob.functions)
 
 
 @functools.lru_cache(maxsize=8)
@@ -236,10 +256,10 @@ def number(value: object, default: float = 0.0) -> float:
 
 def is_true(knob: Knob, slot_ad: ClassAd | None, job_ad: ClassAd | None, now: float) -> bool:
     """Whether ``knob`` evaluates to TRUE (UNDEFINED and ERROR are not TRUE)."""
-    return truth(evaluate(knob.expr, slot_ad, job_ad, now)) is True
+    return truth(knob_value(knob, slot_ad, job_ad, now)) is True
 
 
 def is_false(knob: Knob, slot_ad: ClassAd | None, job_ad: ClassAd | None, now: float) -> bool:
     """Whether ``knob`` evaluates to FALSE (UNDEFINED and ERROR are not FALSE)."""
-    value = evaluate(knob.expr, slot_ad, job_ad, now)
+    value = knob_value(knob, slot_ad, job_ad, now)
     return value is not UNDEFINED and value is not ERROR and truth(value) is False

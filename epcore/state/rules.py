@@ -39,7 +39,7 @@ from collections.abc import Callable
 import attrs
 
 from epcore.classad import ClassAd, parse_expr
-from epcore.state.policy import SlotPolicy, evaluate, is_false, is_true, number
+from epcore.state.policy import SlotPolicy, evaluate, is_false, is_true, knob_value, number
 from epcore.state.records import ActionKind, SlotRecord
 from epcore.state.states import Activity, Place, State
 from epcore.state.work import Work
@@ -81,7 +81,7 @@ def retirement_end(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: flo
     if record.job_start is None:
         return now
     job = job_of(record)
-    allowed = number(evaluate(policy.knob("MAXJOBRETIREMENTTIME").expr, ad, job, now))
+    allowed = number(knob_value(policy.knob("MAXJOBRETIREMENTTIME"), ad, job, now))
     own = _job_number(job, "MaxJobRetirementTime")
     if own is not None:
         allowed = min(allowed, own)
@@ -104,8 +104,7 @@ def _job_vacate_time(job: ClassAd | None) -> float | None:
 
 
 def _machine_vacate_time(policy: SlotPolicy, ad: ClassAd, job: ClassAd | None, now: float) -> float:
-    expr = policy.knob("MachineMaxVacateTime").expr
-    return max(number(evaluate(expr, ad, job, now), 600.0), 0.0)
+    return max(number(knob_value(policy.knob("MachineMaxVacateTime"), ad, job, now), 600.0), 0.0)
 
 
 def vacate_time(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
@@ -185,14 +184,15 @@ def end_drain_admissions(w: Work) -> None:
         w.update(record.name, preempt_deadline=w.now)
 
 
-def drain_admits(w: Work, ad: ClassAd, job: ClassAd) -> bool:
-    """Whether the drain in progress lets ``job`` start: its ``start`` is TRUE for the job."""
+def drain_admits(w: Work, policy: SlotPolicy, ad: ClassAd, job: ClassAd) -> bool:
+    """Whether the drain in progress lets ``job`` start on the slot of ``policy``: its
+    ``start`` is TRUE for the job."""
     drain = w.drain
     if drain is None:
         return True
     if drain_closed(w) or drain.start is None:
         return False
-    return evaluate(parse_expr(drain.start), ad, job, w.now) is True
+    return evaluate(parse_expr(drain.start), ad, job, w.now, policy.functions) is True
 
 
 def _lease_expired(record: SlotRecord, now: float) -> bool:

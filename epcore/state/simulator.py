@@ -77,7 +77,9 @@ def _lower(values: Mapping[str, Any]) -> dict[str, Any]:
 class Simulation:
     """One run of a scenario."""
 
-    def __init__(self, scenario: Scenario, seed: int = 0) -> None:
+    def __init__(
+        self, scenario: Scenario, seed: int = 0, context: EvalContext | None = None
+    ) -> None:
         self.scenario = scenario
         machine = _lower(scenario.machine)
         self.host = FakeMachineHost(
@@ -86,7 +88,7 @@ class Simulation:
             physical_memory_mb=int(machine.get("memory", 8192)),
         )
         self.config = Config.from_text(
-            _PRELUDE + scenario.config, host=self.host, source=scenario.source
+            _PRELUDE + scenario.config, host=self.host, source=scenario.source, eval_context=context
         )
         detected = [
             DetectedResource("Cpus", float(machine.get("cpus", 4))),
@@ -260,7 +262,8 @@ class Simulation:
             for slot, wanted_attrs in event.expect_attrs.items():
                 ad = ads.get(slot)
                 for name, wanted_value in wanted_attrs.items():
-                    value = ad.evaluate(name, context=EvalContext(now=now)) if ad else "absent"
+                    context = self.config.eval_context.at(now)
+                    value = ad.evaluate(name, context=context) if ad else "absent"
                     same_kind = isinstance(value, bool) == isinstance(wanted_value, bool)
                     if value != wanted_value or not same_kind:
                         failures.append(Failure(event.index, t, slot, name, wanted_value, value))
@@ -293,6 +296,9 @@ class Simulation:
         )
 
 
-def simulate(scenario: Scenario, seed: int = 0) -> SimulationResult:
-    """Run ``scenario`` (ClaimIds from a ``random.Random(seed)``)."""
-    return Simulation(scenario, seed).run()
+def simulate(
+    scenario: Scenario, seed: int = 0, context: EvalContext | None = None
+) -> SimulationResult:
+    """Run ``scenario`` (ClaimIds from a ``random.Random(seed)``), its expressions evaluated
+    with ``context``'s functions (the plugins' ClassAd functions, for ``ep simulate``)."""
+    return Simulation(scenario, seed, context).run()

@@ -26,130 +26,56 @@ Overridable fixtures: ``host`` (the machine, default a 4-core FakeMachineHost), 
 (a machine without the plugin's hardware), ``config`` (read from the class attribute
 ``config_text`` on ``host``, with the knobs the plugin adds), ``inventory``, ``slot_ad``.
 The classes are named ``...Contract`` so pytest collects only the ``Test...`` subclasses.
+The backend contracts (:class:`IsolationBackendContract`, :class:`ContainerRuntimeContract`)
+live in :mod:`epcore.testing.backend_contracts` and are importable from here too.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import ClassVar
 
 import pytest
 
-from epcore.classad import ERROR, ClassAd, ClassAdSyntaxError, Expr, parse_expr
+from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.plugins import BACKEND_HOOKS, BACKEND_KINDS, Plugins
-from epcore.testing.fixtures import plugins_from
+from epcore.plugins import Plugins
+from epcore.testing.backend_contracts import ContainerRuntimeContract, IsolationBackendContract
+from epcore.testing.contract_base import (
+    IDENTIFIER,
+    RESERVED_ATTRIBUTES,
+    PluginContract,
+    check_attribute,
+    is_plain,
+)
 from epcore.testing.host import FakeMachineHost
 from epcore.types import (
     STANDARD_RESOURCES,
-    BackendSpec,
     DetectedResource,
-    MachineAttribute,
     MachineHost,
     MachineInventory,
     PythonCronJob,
     ResourceDevice,
 )
 
-#: Resource, attribute and cron job names become ClassAd attribute and knob names.
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-#: Attributes the startd computes itself; a plugin that advertised them would corrupt its ads.
-RESERVED_ATTRIBUTES = frozenset(
-    name.lower()
-    for name in [
-        "MyType",
-        "TargetType",
-        "Name",
-        "Machine",
-        "State",
-        "Activity",
-        "SlotID",
-        "SlotType",
-        "Start",
-        "Requirements",
-        "Rank",
-        "Cpus",
-        "Memory",
-        "Disk",
-        "Swap",
-        "VirtualMemory",
-        "TotalCpus",
-        "TotalMemory",
-        "TotalDisk",
-        "TotalSlots",
-        "CurrentTime",
-        "MyAddress",
-        "EnteredCurrentState",
-        "EnteredCurrentActivity",
-        "Arch",
-        "OpSys",
-    ]
-)
+__all__ = [
+    "IDENTIFIER",
+    "RESERVED_ATTRIBUTES",
+    "ContainerRuntimeContract",
+    "CronJobContract",
+    "DetectorContract",
+    "FetchWorkSourceContract",
+    "IsolationBackendContract",
+    "MachineAttributesContract",
+    "PluginContract",
+    "check_attribute",
+    "check_device",
+    "check_resource",
+]
 
 #: STARTD_CRON_<NAME>_MODE values.
 CRON_MODES = ("periodic", "waitforexit", "oneshot", "ondemand")
-
-#: What each backend kind's objects must offer (see the Protocols in epcore.types).
-BACKEND_METHODS: dict[str, tuple[str, ...]] = {
-    "isolation": ("available",),
-    "container": ("machine_attributes", "runs", "start", "sweep", "reclaim"),
-    "vm": ("machine_attributes",),
-    "backfill": ("start", "evict"),
-    "power": ("supported_states", "enter"),
-}
-
-_PLAIN_VALUES = (bool, int, float, str)
-
-
-def _is_plain(value: object) -> bool:
-    """A ClassAd value a plugin may hand over: a scalar, or a list of them."""
-    if isinstance(value, list | tuple):
-        return all(_is_plain(item) for item in value)
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, _PLAIN_VALUES)
-
-
-class PluginContract:
-    """What every contract shares: loading the plugin strictly, a machine and a config."""
-
-    #: The hooks the plugin must implement for this contract.
-    hooks: ClassVar[tuple[str, ...]] = ()
-    #: Configuration text read on top of the defaults (the plugin's own knobs included).
-    config_text: ClassVar[str] = ""
-
-    @pytest.fixture
-    def plugin(self) -> object:
-        """The plugin under test: every subclass must override this fixture."""
-        pytest.fail(f"{type(self).__name__} must define a `plugin` fixture returning the plugin")
-
-    @pytest.fixture
-    def plugins(self, plugin: object) -> Plugins:
-        """The plugin alone, loaded strictly (no built-in or installed plugins)."""
-        return plugins_from(plugin)
-
-    @pytest.fixture
-    def host(self) -> MachineHost:
-        """The machine the plugin is tested on."""
-        return FakeMachineHost()
-
-    @pytest.fixture
-    def config(self, plugins: Plugins, host: MachineHost) -> Config:
-        """``config_text`` read on ``host``, with the knobs the plugin adds."""
-        return Config.from_text(self.config_text, host=host, defaults=plugins.config_defaults())
-
-    def contract_hooks(self) -> tuple[str, ...]:
-        """The hooks the plugin must implement (``hooks``, unless a contract computes them)."""
-        return self.hooks
-
-    def test_implements_the_contract_hooks(self, plugins: Plugins) -> None:
-        """The plugin loads strictly and implements the hooks of its contract."""
-        (info,) = plugins.describe()
-        missing = [hook for hook in self.contract_hooks() if hook not in info.hooks]
-        assert not missing, f"the plugin implements {info.hooks}, not {missing}"
 
 
 def check_resource(resource: DetectedResource) -> None:
@@ -178,7 +104,7 @@ def check_device(device: ResourceDevice) -> None:
     assert not any(ch.isspace() or ch == "," for ch in device.id), f"{device!r}: id separators"
     for key, value in device.properties.items():
         assert IDENTIFIER.match(key), f"{device!r}: property {key!r} is not an identifier"
-        assert _is_plain(value), f"{device!r}: property {key} = {value!r} is not a ClassAd value"
+        assert is_plain(value), f"{device!r}: property {key} = {value!r} is not a ClassAd value"
 
 
 class DetectorContract(PluginContract):
@@ -239,27 +165,6 @@ class DetectorContract(PluginContract):
         assert not phantom, f"found on a machine without the hardware: {phantom}"
 
 
-def check_attribute(attribute: MachineAttribute) -> None:
-    """Assert that ``attribute`` can be put into a slot ad as it is."""
-    assert IDENTIFIER.match(attribute.name), f"{attribute!r}: the name is not an identifier"
-    assert attribute.name.lower() not in RESERVED_ATTRIBUTES, (
-        f"{attribute!r}: the startd computes {attribute.name} itself"
-    )
-    ad = ClassAd()
-    if attribute.expression:
-        assert isinstance(attribute.value, str), f"{attribute!r}: expression text expected"
-        try:
-            ad[attribute.name] = parse_expr(attribute.value)
-        except ClassAdSyntaxError as error:
-            raise AssertionError(f"{attribute!r}: the expression does not parse: {error}") from None
-    else:
-        assert isinstance(attribute.value, Expr) or _is_plain(attribute.value), (
-            f"{attribute!r}: {attribute.value!r} is not a ClassAd value"
-        )
-        ad[attribute.name] = attribute.value
-        assert ad.evaluate(attribute.name) is not ERROR, f"{attribute!r} evaluates to error"
-
-
 class MachineAttributesContract(PluginContract):
     """A plugin adding slot-ad attributes (``ep_machine_attributes``).
 
@@ -308,69 +213,6 @@ class MachineAttributesContract(PluginContract):
         """Two calls for one machine agree (changing values belong in cron jobs)."""
         first = plugins.machine_attributes(config, inventory)
         assert plugins.machine_attributes(config, inventory) == first
-
-
-class BackendContract(PluginContract):
-    """A plugin offering backends of one ``kind`` (a class attribute the subclass sets).
-
-    The plugin offers at least one backend of that kind, with unique names, and each factory
-    builds an object whose ``name`` is the spec's and which has the methods of its Protocol.
-    Building must not start anything (the daemon builds backends before choosing one).
-    """
-
-    #: "isolation", "container", "vm", "backfill" or "power".
-    kind: ClassVar[str] = ""
-
-    def contract_hooks(self) -> tuple[str, ...]:
-        """The hook that offers backends of ``kind``."""
-        assert self.kind in BACKEND_HOOKS, f"set kind to one of {BACKEND_KINDS}"
-        return (BACKEND_HOOKS[self.kind],)
-
-    @pytest.fixture
-    def specs(self, plugins: Plugins) -> list[BackendSpec]:
-        """The backends the plugin offers for ``kind``."""
-        assert self.kind in BACKEND_KINDS, f"set kind to one of {BACKEND_KINDS}"
-        return plugins.backends(self.kind)
-
-    def test_offers_backends_of_its_kind(self, specs: Sequence[BackendSpec]) -> None:
-        """At least one backend, each of the declared kind, with distinct non-blank names."""
-        assert specs, f"the plugin offers no {self.kind} backend"
-        for spec in specs:
-            assert spec.kind == self.kind
-            assert spec.name.strip() and not any(ch.isspace() for ch in spec.name), spec
-        names = [spec.name.lower() for spec in specs]
-        assert len(set(names)) == len(names), f"two backends share a name: {names}"
-
-    def test_factories_build_named_backends(
-        self, specs: Sequence[BackendSpec], config: Config
-    ) -> None:
-        """Each factory builds an object named like its spec, with its Protocol's methods."""
-        for spec in specs:
-            backend = spec.factory(config)
-            built_name = getattr(backend, "name", None)
-            assert built_name == spec.name, f"{spec.name}: the factory built {built_name!r}"
-            for method in BACKEND_METHODS[self.kind]:
-                assert callable(getattr(backend, method, None)), f"{spec.name} has no {method}()"
-
-    def test_backends_describe_themselves(
-        self, specs: Sequence[BackendSpec], config: Config
-    ) -> None:
-        """The read-only questions of the kind's Protocol answer with the promised types."""
-        for spec in specs:
-            backend = spec.factory(config)
-            if self.kind == "isolation":
-                assert isinstance(backend.available(), bool)  # type: ignore[attr-defined]
-            elif self.kind in ("container", "vm"):
-                for attribute in backend.machine_attributes():  # type: ignore[attr-defined]
-                    assert isinstance(attribute, MachineAttribute), attribute
-                    check_attribute(attribute)
-                if self.kind == "container":
-                    # A plain job (no container asked for) is never a runtime's.
-                    claims = backend.runs(ClassAd())  # type: ignore[attr-defined]
-                    assert claims is False, f"{spec.name} claims a job that asks for nothing"
-            elif self.kind == "power":
-                states = backend.supported_states()  # type: ignore[attr-defined]
-                assert all(isinstance(state, str) and state for state in states), states
 
 
 class FetchWorkSourceContract(PluginContract):

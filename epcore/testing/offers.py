@@ -1,42 +1,45 @@
-"""Ready-made plugins for tests: offer backend specs without writing the five hooks again."""
+"""Ready-made plugins for tests: offer backend specs or ClassAd functions without writing
+their hooks again."""
 
 from __future__ import annotations
 
 from epcore import hookimpl
-from epcore.types import BackendSpec
+from epcore.classad import EvalContext
+from epcore.plugins import load_plugins
+from epcore.types import ClassAdFunction, ContainerRuntimeSpec, IsolationBackendSpec
 
 
 class BackendOffer:
-    """A plugin offering ``specs``, each through the hook of its kind (isolation, container,
-    vm, backfill, power); register it with ``load_plugins(extra=[(name, offer)])``."""
+    """A plugin offering ``specs``, each through the hook of its kind (isolation backends,
+    container runtimes); register it with ``load_plugins(extra=[(name, offer)])``."""
 
-    def __init__(self, *specs: BackendSpec) -> None:
+    def __init__(self, *specs: IsolationBackendSpec | ContainerRuntimeSpec) -> None:
         self.specs = specs
 
-    def _of(self, kind: str) -> list[BackendSpec]:
-        return [spec for spec in self.specs if spec.kind == kind]
-
     @hookimpl
-    def ep_isolation_backends(self) -> list[BackendSpec]:
+    def ep_isolation_backends(self) -> list[IsolationBackendSpec]:
         """The isolation specs."""
-        return self._of("isolation")
+        return [spec for spec in self.specs if isinstance(spec, IsolationBackendSpec)]
 
     @hookimpl
-    def ep_container_runtimes(self) -> list[BackendSpec]:
-        """The container specs."""
-        return self._of("container")
+    def ep_container_runtimes(self) -> list[ContainerRuntimeSpec]:
+        """The container runtime specs."""
+        return [spec for spec in self.specs if isinstance(spec, ContainerRuntimeSpec)]
+
+
+class FunctionOffer:
+    """A plugin offering ClassAd ``functions`` (``ep_classad_functions``); its
+    :meth:`eval_context` is what a daemon loading it alone evaluates with."""
+
+    def __init__(self, *functions: ClassAdFunction) -> None:
+        self.functions = functions
 
     @hookimpl
-    def ep_vm_backends(self) -> list[BackendSpec]:
-        """The vm specs."""
-        return self._of("vm")
+    def ep_classad_functions(self) -> list[ClassAdFunction]:
+        """The functions."""
+        return list(self.functions)
 
-    @hookimpl
-    def ep_backfill_backends(self) -> list[BackendSpec]:
-        """The backfill specs."""
-        return self._of("backfill")
-
-    @hookimpl
-    def ep_power_backends(self) -> list[BackendSpec]:
-        """The power specs."""
-        return self._of("power")
+    def eval_context(self) -> EvalContext:
+        """The built-in functions and these, as the plugin manager puts them together."""
+        offer = [("functions", self)]
+        return load_plugins(builtins=False, entry_points_group=None, extra=offer).eval_context()

@@ -11,7 +11,7 @@ from epcore.errors import ConfigError
 from epcore.plugins import load_plugins
 from epcore.startd.backends import container_runtimes, runtime_attributes
 from epcore.testing.offers import BackendOffer
-from epcore.types import BackendSpec, MachineAttribute
+from epcore.types import ContainerRuntimeSpec, MachineAttribute
 
 
 class Advertiser:
@@ -24,11 +24,20 @@ class Advertiser:
     def machine_attributes(self) -> list[MachineAttribute]:
         return self.attributes
 
-    def start(self) -> None:
+    def runs(self, job: object) -> bool:
+        return False
+
+    def start(self, request: object, log: object) -> object:
         raise AssertionError("not started here")
 
+    def sweep(self, keep: object, prefixes: object) -> tuple[str, ...]:
+        return ()
 
-def _broken(config: Config) -> object:
+    def reclaim(self, job_key: str) -> bool:
+        return False
+
+
+def _broken(config: Config) -> Advertiser:
     raise ConfigError("FAKE_RUNTIME_KNOB is broken")
 
 
@@ -37,9 +46,9 @@ def test_runtimes_are_built_and_broken_ones_left_out(caplog: pytest.LogCaptureFi
     the others are built for the configuration."""
     good = Advertiser("good", [MachineAttribute("HasGood", True)])
     offer = BackendOffer(
-        BackendSpec("container", "broken", _broken),
-        BackendSpec("container", "startless", lambda config: object()),
-        BackendSpec("container", "good", lambda config: good),
+        ContainerRuntimeSpec("broken", _broken),
+        ContainerRuntimeSpec("startless", lambda config: object()),
+        ContainerRuntimeSpec("good", lambda config: good),
     )
     plugins = load_plugins(entry_points_group=None, extra=[("offer", offer)])
     log = logging.getLogger("test.backends")
@@ -49,5 +58,5 @@ def test_runtimes_are_built_and_broken_ones_left_out(caplog: pytest.LogCaptureFi
     assert [runtime.name for runtime in built] == ["good"]
     assert attributes == [MachineAttribute("HasGood", True)]
     assert "FAKE_RUNTIME_KNOB is broken" in caplog.text
-    assert "startless offers no start()" in caplog.text
+    assert "the factory of startless built <object" in caplog.text
     assert "HasGood = True" in caplog.text

@@ -17,9 +17,7 @@ import epcore.builtin.nvidia
 from epcore import hookimpl
 from epcore.classad import ClassAd
 from epcore.config import Config
-from epcore.errors import PluginError
 from epcore.testing.contracts import (
-    BackendContract,
     CronJobContract,
     DetectorContract,
     FetchWorkSourceContract,
@@ -27,9 +25,7 @@ from epcore.testing.contracts import (
 )
 from epcore.testing.fixtures import plugins_from
 from epcore.testing.host import FakeMachineHost
-from epcore.testing.offers import BackendOffer
 from epcore.types import (
-    BackendSpec,
     DetectedResource,
     MachineAttribute,
     MachineHost,
@@ -127,73 +123,6 @@ class TestSamplePluginAttributes(MachineAttributesContract):
     def plugin(self) -> ModuleType:
         """The sample plugin, imported from its source tree."""
         return _sample()
-
-
-class Named:
-    """A backend or source object with a name and the methods every Protocol asks for."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def available(self) -> bool:
-        return True
-
-    def machine_attributes(self) -> list[MachineAttribute]:
-        return [MachineAttribute(f"Has{self.name.title()}", True)]
-
-    def start(self, slot_name: str) -> None:
-        pass
-
-    def evict(self, slot_name: str) -> None:
-        pass
-
-    def supported_states(self) -> list[str]:
-        return ["RAM", "DISK"]
-
-    def runs(self, job: object) -> bool:
-        return False
-
-    def sweep(self, keep: object, prefixes: object) -> tuple[str, ...]:
-        return ()
-
-    def reclaim(self, job_key: str) -> bool:
-        return False
-
-    def enter(self, state: str) -> None:
-        pass
-
-
-def _factory(name: str) -> Callable[[Config], object]:
-    return lambda config: Named(name)
-
-
-def BackendPlugin(
-    kind: str, *names: str, factory: Callable[[str], object] = _factory
-) -> BackendOffer:
-    """Offers ``names`` backends of ``kind`` through the matching hook."""
-    return BackendOffer(*(BackendSpec(kind, name, factory(name)) for name in names))  # type: ignore[arg-type]
-
-
-class TestContainerBackends(BackendContract):
-    """A container runtime plugin keeps the backend contract."""
-
-    kind = "container"
-
-    @pytest.fixture
-    def plugin(self) -> BackendPlugin:
-        """Two container runtimes."""
-        return BackendPlugin("container", "docker", "podman")
-
-
-class TestPowerBackends(BackendContract):
-    """A power plugin keeps the backend contract."""
-
-    kind = "power"
-
-    @pytest.fixture
-    def plugin(self) -> BackendPlugin:
-        """One power backend."""
-        return BackendPlugin("power", "systemd")
 
 
 class JobQueue:
@@ -396,93 +325,6 @@ def test_attributes_contract_rejects_changing_values() -> None:
         MachineAttributesContract().test_attributes_are_repeatable(
             plugins_from(plugin), _config(plugin), INVENTORY
         )
-
-
-class Misnamed(Named):
-    """Built under another name than its spec's."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"{name}-x")
-
-
-class Bare:
-    """Has a name and nothing else."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-class Unsure(Named):
-    """available() answers a string."""
-
-    def available(self) -> str:  # type: ignore[override]
-        return "maybe"
-
-
-def _backend_check(kind: str, plugin: BackendPlugin, check: str) -> None:
-    class Contract(BackendContract):
-        pass
-
-    Contract.kind = kind
-    plugins = plugins_from(plugin)
-    specs = plugins.backends(kind)
-    contract = Contract()
-    if check == "offers":
-        contract.test_offers_backends_of_its_kind(specs)
-    elif check == "factories":
-        contract.test_factories_build_named_backends(specs, _config(plugin))
-    else:
-        contract.test_backends_describe_themselves(specs, _config(plugin))
-
-
-BAD_BACKENDS = {
-    "none-offered": ("vm", BackendPlugin("vm"), "offers"),
-    "blank-name": ("vm", BackendPlugin("vm", "qemu kvm"), "offers"),
-    "built-misnamed": (
-        "vm",
-        BackendPlugin("vm", "qemu", factory=lambda n: lambda c: Misnamed(n)),
-        "factories",
-    ),
-    "missing-methods": (
-        "backfill",
-        BackendPlugin("backfill", "boinc", factory=lambda n: lambda c: Bare(n)),
-        "factories",
-    ),
-    "available-not-bool": (
-        "isolation",
-        BackendPlugin("isolation", "cgroup", factory=lambda n: lambda c: Unsure(n)),
-        "describe",
-    ),
-}
-
-
-@pytest.mark.parametrize(
-    ("kind", "plugin", "check"), BAD_BACKENDS.values(), ids=BAD_BACKENDS.keys()
-)
-def test_backend_contract_rejects_broken_backends(
-    kind: str, plugin: BackendPlugin, check: str
-) -> None:
-    """Backends that are missing, misnamed or lack their Protocol's methods fail the contract."""
-    with pytest.raises(AssertionError):
-        _backend_check(kind, plugin, check)
-
-
-def test_backend_contract_needs_a_kind() -> None:
-    """A BackendContract subclass that does not set kind fails with a message saying so."""
-    with pytest.raises(AssertionError, match="set kind"):
-        BackendContract().contract_hooks()
-
-
-def test_backend_of_another_kind_is_refused() -> None:
-    """A backend spec of another kind than its hook's is refused when the contract asks."""
-
-    class Misfiled:
-        @hookimpl
-        def ep_vm_backends(self) -> list[BackendSpec]:
-            return [BackendSpec("container", "docker", _factory("docker"))]
-
-    with pytest.raises(PluginError, match="offered as vm"):
-        plugins_from(Misfiled()).backends("vm")
 
 
 class Garbage:

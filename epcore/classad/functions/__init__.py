@@ -6,7 +6,9 @@ Each implementation is a callable ``impl(call) -> Value`` (see
 
 from __future__ import annotations
 
-from epcore.classad.calls import FunctionImpl, FunctionTable
+from collections.abc import Callable, Mapping
+
+from epcore.classad.calls import FunctionCall, FunctionImpl, FunctionTable
 from epcore.classad.functions import (
     conversions,
     environment,
@@ -21,6 +23,8 @@ from epcore.classad.functions import (
     users,
     versions,
 )
+from epcore.classad.values import ERROR, Value, is_value
+from epcore.errors import ClassAdError
 
 _MODULES = (
     conversions,
@@ -37,7 +41,7 @@ _MODULES = (
     versions,
 )
 
-__all__ = ["builtin_functions"]
+__all__ = ["builtin_functions", "function_table"]
 
 
 def builtin_functions() -> FunctionTable:
@@ -48,3 +52,42 @@ def builtin_functions() -> FunctionTable:
             assert name not in table, f"built-in function {name} defined twice"
             table[name] = impl
     return table
+
+
+def function_table(
+    extra: Mapping[str, Callable[[FunctionCall], object]], report: Callable[[str], None]
+) -> FunctionTable:
+    """The built-in functions and the ``extra`` ones (by name as written), keyed by lower-case
+    name; an extra name that is a built-in one is a ClassAdError (a plugin cannot change what
+    ``strcat`` means to every policy expression).
+
+    An extra function comes from outside the language (a plugin): when it raises, or answers
+    something that is not a ClassAd value, the call is ERROR and ``report`` is told why,
+    since evaluation must never raise.
+    """
+    table = dict(builtin_functions())
+    for name, impl in extra.items():
+        key = name.lower()
+        if key in table:
+            raise ClassAdError(f"ClassAd function {name} is already defined")
+        table[key] = _guarded(name, impl, report)
+    return table
+
+
+def _guarded(
+    name: str, impl: Callable[[FunctionCall], object], report: Callable[[str], None]
+) -> FunctionImpl:
+    """``impl`` with what it raises, or answers that is no ClassAd value, made ERROR."""
+
+    def call(invocation: FunctionCall) -> Value:
+        try:
+            result = impl(invocation)
+        except Exception as exc:
+            report(f"ClassAd function {name} failed: {type(exc).__name__}: {exc}")
+            return ERROR
+        if not is_value(result):
+            report(f"ClassAd function {name} answered {result!r}, which is no ClassAd value")
+            return ERROR
+        return result
+
+    return call

@@ -25,10 +25,10 @@ from epcore.starter.cgroups.mountinfo import (
     parse_mountinfo,
     read_layout,
 )
-from epcore.types import BackendSpec
+from epcore.types import IsolationBackendSpec
 
 #: The backend as a plugin offers it (``ep_isolation_backends``).
-BACKEND_SPEC = BackendSpec("isolation", CgroupBackend.name, CgroupBackend)
+BACKEND_SPEC = IsolationBackendSpec(CgroupBackend.name, CgroupBackend)
 
 __all__ = [
     "BACKEND_SPEC",

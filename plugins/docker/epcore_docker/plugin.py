@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from epcore import hookimpl
 from epcore.config import Config, KnobDefault
-from epcore.types import BackendSpec
+from epcore.types import ContainerRuntimeSpec
 from epcore_docker.runtime import NAME, DockerRuntime
 
 
@@ -34,6 +34,6 @@ def ep_config_defaults() -> Sequence[KnobDefault]:
 
 
 @hookimpl
-def ep_container_runtimes() -> Sequence[BackendSpec]:
+def ep_container_runtimes() -> Sequence[ContainerRuntimeSpec]:
     """The docker runtime, built by the startd for its configuration."""
-    return [BackendSpec("container", NAME, _build)]
+    return [ContainerRuntimeSpec(NAME, _build)]

@@ -12,6 +12,7 @@ from types import ModuleType
 import epcore_sample_plugin.plugin as sample
 import pytest
 
+from epcore.classad import ERROR, ClassAd, parse_expr
 from epcore.config import Config
 from epcore.testing import Plugins
 from epcore.testing.contracts import DetectorContract, MachineAttributesContract
@@ -50,3 +51,15 @@ def test_cogs_follow_the_knob(
     )
     (cogs,) = plugins.detect_resources(config, fake_host)
     assert (cogs.name, cogs.quantity) == ("Cogs", 7)
+
+
+@pytest.mark.parametrize(("number", "start"), [(14, True), (3, False), ("x", ERROR)])
+def test_sample_lucky_decides_start(
+    plugins_with: Callable[..., Plugins], number: object, start: object
+) -> None:
+    """START = sampleLucky(TARGET.LuckyNumber) takes multiples of 7, refuses other numbers,
+    and is an error for anything but an integer."""
+    context = plugins_with(sample).eval_context()
+    slot = ClassAd({"Start": parse_expr("sampleLucky(TARGET.LuckyNumber)")})
+    job = ClassAd({"LuckyNumber": number})
+    assert slot.evaluate("Start", target=job, context=context) is start
