@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import re
 import time
 from collections.abc import Callable
 
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import assume, given, reject
 from oracle import (
     SELF_LISTING,
+    UNREADABLE_YEAR,
     OracleUnstable,
     World,
     assert_same_everywhere,
@@ -223,10 +223,6 @@ def test_random_function_errors(text: str, world: World) -> None:
 # ----------------------------------------------------------------------------- round trips
 
 
-#: An absolute time's text with a year before 1 (negative, or 0 as in "0-12-31T...").
-BEFORE_YEAR_ONE = re.compile(r'absTime\(\\*"(-|0+-)')
-
-
 @scaled(1)
 @given(text=expressions)
 def test_unparse_round_trip(text: str, world: World, example_counter: Tick) -> None:
@@ -235,10 +231,9 @@ def test_unparse_round_trip(text: str, world: World, example_counter: Tick) -> N
     example_counter()
     expr = parse_expr(text)
     unparsed = str(expr)
-    # An absolute time before the year 1 prints with a negative year or year 0, as
-    # libclassad prints it, and neither libclassad nor epcore reads that text back as the
-    # same time.
-    assume(BEFORE_YEAR_ONE.search(unparsed) is None)
+    # An absolute time before the year 10 prints as libclassad prints it, and neither
+    # libclassad nor epcore reads that text back as the same time (UNREADABLE_YEAR).
+    assume(UNREADABLE_YEAR.search(unparsed) is None)
     assert parse_expr(unparsed) == expr, f"{text!r} unparsed as {unparsed!r}"
     for scene in world.scenes[:3]:
         try:
@@ -285,9 +280,9 @@ def test_ad_round_trip(form: str, text: str, world: World, example_counter: Tick
     write, read, oracle_kind = FORMATS[form]
     ad = parse_ad(text)
     written = write(ad)
-    # A time before the year 1 prints with a negative year, which neither engine reads back
-    # as the same time (see test_unparse_round_trip).
-    assume(BEFORE_YEAR_ONE.search(written) is None)
+    # A time before the year 10 prints with a year neither engine reads back as the same
+    # time (UNREADABLE_YEAR).
+    assume(UNREADABLE_YEAR.search(written) is None)
     back = read(written)
     assert _same_attributes(ad, back), f"{text!r} written as {written!r} read back as {back}"
     theirs = _oracle_reads(written, oracle_kind)
@@ -475,3 +470,15 @@ def test_deliberate_differences(
     got_ours, got_theirs = ours(text), theirs(text)
     assert got_ours == expected_ours, f"epcore on {text!r}: {got_ours!r} ({reason})"
     assert got_theirs == expected_theirs, f"classad2 on {text!r}: {got_theirs!r} ({reason})"
+
+
+@pytest.mark.parametrize("year", [4, 9])
+def test_a_one_digit_year_reads_back_a_day_early_as_in_libclassad(year: int) -> None:
+    """absTime("Y-01-01T00:00:00-00:00") with a one-digit year is Y-1's December 31 in epcore
+    as in libclassad, which is why the round-trip tests leave such texts out."""
+    text = f'absTime("{year}-01-01T00:00:00-00:00")'
+    theirs = classad2.ExprTree(text).eval()
+    ours = parse_expr(text).evaluate()
+    assert (theirs.year, theirs.month, theirs.day) == (year - 1, 12, 31)
+    assert ours.secs == int(theirs.timestamp())
+    assert UNREADABLE_YEAR.search(text)

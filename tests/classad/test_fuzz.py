@@ -13,7 +13,7 @@ from collections.abc import Callable
 import hypothesis.strategies as st
 import pytest
 from hypothesis import given
-from oracle import World, make_context
+from oracle import UNREADABLE_YEAR, World, make_context
 from strategies import ad_texts, expressions, mutations, scaled
 
 from epcore.classad import ClassAd, ClassAdSyntaxError, Expr, parse_ad, parse_ads, parse_expr
@@ -109,8 +109,11 @@ def test_mutated_expressions_fail_only_with_syntax_error(
         return
     _evaluate_everywhere(expr, world)
     # Printing is a fixed point. (Reparsing need not give the same tree: like libclassad, a
-    # relTime literal prints four decimals, so relTime("0:0:1.123123") reads back rounded.)
+    # relTime literal prints four decimals, so relTime("0:0:1.123123") reads back rounded;
+    # and a time before the year 10 prints a year neither engine reads back alike.)
     printed = str(expr)
+    if UNREADABLE_YEAR.search(printed):
+        return
     assert str(parse_expr(printed)) == printed
 
 

@@ -207,7 +207,11 @@ def test_a_job_ignoring_its_kill_signal_is_hard_killed(
     user = slot_users[1]
     startd = startd_factory("MachineMaxVacateTime = 2\n")
     iwd = _iwd(tmp_path, user)
-    startd.run_job(_job(user.name, iwd, "trap '' TERM\nwhile :; do sleep 0.2; done\n"))
+    trapped = iwd / "trapped"
+    script = f"trap '' TERM\n: > {trapped}\nwhile :; do sleep 0.2; done\n"
+    startd.run_job(_job(user.name, iwd, script))
+    # Vacating before the trap is set would end the job with SIGTERM, not test the hard kill.
+    startd.wait_for(trapped.exists, 10, "the job to ignore SIGTERM")
     startd.wait_for(lambda: "Claimed/Busy" in startd.places().values(), 10, "the job to run")
     slot = next(n for n, place in startd.places().items() if place == "Claimed/Busy")
     vacated = time.monotonic()
