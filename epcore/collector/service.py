@@ -21,13 +21,13 @@ from epcore.collector.requests import HANDLERS
 from epcore.config import Config
 from epcore.interfaces import RequestHandlers
 from epcore.interfaces.requests import bind_handlers
-from epcore.runtime.loop import LoopHandle, ReadyEvent
+from epcore.runtime.loop import LoopHandle, TimedService
 
 #: How often absent and expired ads are looked for, in seconds.
 COLLECTOR_HOUSEKEEPING = 10.0
 
 
-class CollectorService:
+class CollectorService(TimedService):
     """A :class:`Collector` in the loop (module docstring); ``config`` gives the configuration
     in force (read again at each reconfig)."""
 
@@ -43,17 +43,12 @@ class CollectorService:
         clock: Callable[[], float],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(config, log=log, clock=clock, monotonic=monotonic)
         self.collector = collector
-        self.current_config = config
-        self.config = config()
         self.persistent_log = persistent_log
-        self.log = log
-        self.clock = clock
-        self.monotonic = monotonic
         self.sink = CollectorSink(collector, clock)
         self.saved_generation = collector.persistent_generation
         self.next_housekeeping = 0.0
-        self.stopping = False
 
     # -- the in-process link ----------------------------------------------------------------
 
@@ -89,9 +84,6 @@ class CollectorService:
     def open(self, loop: LoopHandle) -> None:
         self.next_housekeeping = 0.0
 
-    def ready(self, events: Sequence[ReadyEvent]) -> None:
-        pass
-
     def timeout(self) -> float:
         return self.next_housekeeping - self.monotonic()
 
@@ -102,25 +94,12 @@ class CollectorService:
             self.save()
             self.next_housekeeping = tick + COLLECTOR_HOUSEKEEPING
 
-    def flush(self) -> None:
-        pass
-
     def reconfig(self) -> None:
-        self.config = self.current_config()
+        super().reconfig()
         self.collector.reconfig(self.config)
-
-    def shutdown(self, fast: bool) -> None:
-        self.stopping = True
-
-    @property
-    def finished(self) -> bool:
-        return self.stopping
 
     def close(self) -> None:
         self.save()
-
-    def close_in_child(self) -> None:
-        pass
 
     def save(self) -> None:
         """Write the absent and offline ads to COLLECTOR_PERSISTENT_AD_LOG when they changed."""

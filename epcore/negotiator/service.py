@@ -30,14 +30,14 @@ from epcore.negotiator.accountant import Accountant
 from epcore.negotiator.cycle import negotiate
 from epcore.negotiator.requests import HANDLERS
 from epcore.negotiator.settings import significance
-from epcore.runtime.loop import LoopHandle, ReadyEvent
+from epcore.runtime.loop import LoopHandle, TimedService
 from epcore.runtime.persist import write_ad_lines
 
 #: The longest the negotiator's ad waits between two advertisements, in seconds.
 ADVERTISE_INTERVAL = 60.0
 
 
-class NegotiatorService:
+class NegotiatorService(TimedService):
     """The negotiation cycle and the accountant in the loop (module docstring); ``config``
     gives the configuration in force, ``name`` the negotiator ad's Name."""
 
@@ -56,16 +56,12 @@ class NegotiatorService:
         clock: Callable[[], float],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(config, log=log, clock=clock, monotonic=monotonic)
         self.accountant = accountant
-        self.current_config = config
-        self.config = config()
         self.collector = collector
         self.schedds = schedds
         self.accountant_file = accountant_file
         self.ad_name = ad_name
-        self.log = log
-        self.clock = clock
-        self.monotonic = monotonic
         self.last_cycle = -1e9
         self.next_cycle = 0.0
         self.next_ad = 0.0
@@ -73,7 +69,6 @@ class NegotiatorService:
         self.last_cycle_stats = ClassAd()
         # Jobs the last cycle failed on, with the error: logged when they start failing.
         self.failed_jobs: dict[str, str] = {}
-        self.stopping = False
 
     # -- the in-process link (PriorityQuery) --------------------------------------------------
 
@@ -88,9 +83,6 @@ class NegotiatorService:
 
     def open(self, loop: LoopHandle) -> None:
         self.next_cycle = self.monotonic() + self._min_interval()
-
-    def ready(self, events: Sequence[ReadyEvent]) -> None:
-        pass
 
     def _wanted(self) -> bool:
         return any(self.schedds.link(a).wants_negotiation() for a in self.schedds.addresses())
@@ -119,24 +111,8 @@ class NegotiatorService:
         if tick >= self.next_ad:
             self.advertise(now)
 
-    def flush(self) -> None:
-        pass
-
-    def reconfig(self) -> None:
-        self.config = self.current_config()
-
-    def shutdown(self, fast: bool) -> None:
-        self.stopping = True
-
-    @property
-    def finished(self) -> bool:
-        return self.stopping
-
     def close(self) -> None:
         self.save_accountant()
-
-    def close_in_child(self) -> None:
-        pass
 
     # -- the work -------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from epcore.config import Config
 from epcore.errors import EpError
 from epcore.runtime import framing
 
@@ -93,6 +94,62 @@ class Service(Protocol):
     def close(self) -> None: ...
 
     def close_in_child(self) -> None: ...
+
+
+class TimedService:
+    """The common part of a service that works on timers and has no sockets of its own (the
+    collector, negotiator and schedd in the loop): ``config`` gives the configuration in
+    force, taken again at each reconfig; the first shutdown ends it; it has nothing to flush,
+    and nothing to close in a forked child. A subclass gives :meth:`timeout` and
+    :meth:`tick`, and extends :meth:`open`, :meth:`reconfig` and :meth:`close` as it needs."""
+
+    name = "service"
+
+    def __init__(
+        self,
+        config: Callable[[], Config],
+        *,
+        log: logging.Logger,
+        clock: Callable[[], float],
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.current_config = config
+        self.config = config()
+        self.log = log
+        self.clock = clock
+        self.monotonic = monotonic
+        self.stopping = False
+
+    def open(self, loop: LoopHandle) -> None:
+        pass
+
+    def ready(self, events: Sequence[ReadyEvent]) -> None:
+        pass
+
+    def timeout(self) -> float:
+        raise NotImplementedError
+
+    def tick(self) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        pass
+
+    def reconfig(self) -> None:
+        self.config = self.current_config()
+
+    def shutdown(self, fast: bool) -> None:
+        self.stopping = True
+
+    @property
+    def finished(self) -> bool:
+        return self.stopping
+
+    def close(self) -> None:
+        pass
+
+    def close_in_child(self) -> None:
+        pass
 
 
 class EventLoop:

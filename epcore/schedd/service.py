@@ -26,7 +26,7 @@ from epcore.interfaces import (
     SubmitterJobs,
 )
 from epcore.interfaces.requests import bind_handlers
-from epcore.runtime.loop import LoopHandle, ReadyEvent
+from epcore.runtime.loop import LoopHandle, TimedService
 from epcore.schedd.jobqueue import JobStatus
 from epcore.schedd.requests import HANDLERS
 from epcore.schedd.schedd import Schedd
@@ -35,7 +35,7 @@ from epcore.schedd.schedd import Schedd
 ADVERTISE_INTERVAL = 60.0
 
 
-class ScheddService:
+class ScheddService(TimedService):
     """A :class:`Schedd` in the loop (module docstring). ``config`` gives the configuration in
     force; ``address`` is where users reach it (its ad's MyAddress); ``collector`` takes its
     ads, ``slots`` answers better-analyze's slot query and ``priorities`` its priority
@@ -56,18 +56,13 @@ class ScheddService:
         clock: Callable[[], float],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(config, log=log, clock=clock, monotonic=monotonic)
         self.schedd = schedd
-        self.current_config = config
-        self.config = config()
         self.address = address
         self.collector = collector
         self.slots = slots
         self.priorities = priorities
-        self.log = log
-        self.clock = clock
-        self.monotonic = monotonic
         self.next_ads = 0.0
-        self.stopping = False
 
     @property
     def host_name(self) -> str:
@@ -128,9 +123,6 @@ class ScheddService:
 
         self.schedd.recover(claims, self.clock(), history)
 
-    def ready(self, events: Sequence[ReadyEvent]) -> None:
-        pass
-
     def timeout(self) -> float:
         wait = min(self.next_ads - self.monotonic(), self.schedd.periodic.wait(self.clock()))
         if self.schedd.pending:
@@ -143,25 +135,12 @@ class ScheddService:
         if self.monotonic() >= self.next_ads:
             self.advertise(now)
 
-    def flush(self) -> None:
-        pass
-
     def reconfig(self) -> None:
-        self.config = self.current_config()
+        super().reconfig()
         self.schedd.config = self.config
-
-    def shutdown(self, fast: bool) -> None:
-        self.stopping = True
-
-    @property
-    def finished(self) -> bool:
-        return self.stopping
 
     def close(self) -> None:
         self.schedd.queue.close()
-
-    def close_in_child(self) -> None:
-        pass
 
     # -- the work -------------------------------------------------------------------------
 
