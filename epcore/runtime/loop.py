@@ -126,12 +126,6 @@ class TimedService:
     def ready(self, events: Sequence[ReadyEvent]) -> None:
         pass
 
-    def timeout(self) -> float:
-        raise NotImplementedError
-
-    def tick(self) -> None:
-        raise NotImplementedError
-
     def flush(self) -> None:
         pass
 

@@ -41,6 +41,7 @@ from epcore.config import Config
 from epcore.plugins import Plugins
 from epcore.starter.launch import LaunchedJob, LaunchSpec, launch
 from epcore.testing.contract_base import PluginContract, check_attribute
+from epcore.testing.system import missing
 from epcore.types import (
     ContainerJob,
     ContainerRuntime,
@@ -60,13 +61,6 @@ SETTLE_SECONDS = 15.0
 NOBODY = 65534
 #: The contract job: a shell with two children, so that a kill must reach more than one process.
 JOB_SCRIPT = "sleep 600 & sleep 600 & wait"
-
-
-def missing(reason: str) -> None:
-    """Skip the calling test for ``reason``, or fail it under CI=true."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"required component missing under CI: {reason}")
-    pytest.skip(reason)
 
 
 def wait_until(condition: Callable[[], bool], what: str, seconds: float = SETTLE_SECONDS) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
@@ -11,6 +10,7 @@ from click.testing import CliRunner
 
 import epcore
 from epcore.cli.main import ep, main
+from epcore.testing.system import missing
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
@@ -48,9 +48,7 @@ def test_console_script_runs_eval_help() -> None:
     """The installed ``ep`` script answers README's ``ep eval --help``."""
     script = shutil.which("ep")
     if script is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("the ep console script is not on PATH (pip install -e . not done?)")
-        pytest.skip("the ep console script is not installed")
+        missing("the ep console script is not on PATH (pip install -e . not done?)")
     done = subprocess.run(
         [script, "eval", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
