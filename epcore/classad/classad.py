@@ -51,6 +51,12 @@ class Binding:
             constant = ast.literal_value(node.value)
         self.constant = constant
 
+    def __reduce__(self) -> tuple[type[Binding], tuple[object, ...]]:
+        # The compiled code is generated Python, which does not pickle: it is made again.
+        if self.constant is NOT_CONSTANT:
+            return (Binding, (self.name, self.node))
+        return (Binding, (self.name, self.node, self.constant))
+
     def compiled(self) -> Code:
         """The attribute's compiled code (compiled on first use)."""
         code = self._code

@@ -125,6 +125,10 @@ class StartdCron:
         self._pending: set[str] = set()
         self._configure(startd.config, first=True)
 
+    def python_busy(self) -> bool:
+        """Whether a Python cron job's thread is running now."""
+        return any(job.call is not None and not job.call.done for job in self.jobs.values())
+
     # -- configuration ------------------------------------------------------------------------
 
     def _plans(self, config: Config) -> list[CronJobSpec]:

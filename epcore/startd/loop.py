@@ -2,8 +2,9 @@
 
 :class:`StartdService` is the startd's share of each turn of
 :class:`~epcore.runtime.loop.EventLoop`, in this order: answer control requests; read the
-starters' messages; notice starters that exited (and prepare their claims' next jobs) and
-reap the job supervisors the startd prepared; hand its parts (the cron jobs and benchmarks,
+starters' messages; take the zygote's notes (starters that exited, preparations that failed;
+a new zygote if it died); notice starters that exited (and prepare their claims' next jobs);
+hand its parts (the cron jobs and benchmarks,
 the fetching of work) their ready pipes; then, at its tick, fire the timers (the policy at
 POLLING_INTERVAL and at the engine's next timer), publish the ads when something changed or
 UPDATE_INTERVAL passed, and tick its parts; flush what the sockets did not take. A startd
@@ -26,6 +27,7 @@ from epcore.runtime import framing
 from epcore.runtime.connection_limits import ConnectionLimits
 from epcore.runtime.connections import RequestServer
 from epcore.runtime.control import listen
+from epcore.runtime.forkserver import ForkServer
 from epcore.runtime.loop import EventLoop, LoopHandle, ReadyEvent, register_channel
 from epcore.startd.control import dispatch
 from epcore.startd.startd import Startd
@@ -33,6 +35,7 @@ from epcore.starter import protocol
 
 _STARTERS = "starters"
 _STARTER = "starter"
+_ZYGOTE = "zygote"
 
 
 class LoopCompanion(Protocol):
@@ -86,6 +89,7 @@ class StartdService:
         )
         self.next_poll = 0.0
         self.next_update = 0.0
+        self._zygote_registered: ForkServer | None = None
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -97,6 +101,7 @@ class StartdService:
         self.control_server.open(self.control, self.selector, self.control_server)
         starters = startd.starters.listen()
         self.selector.register(starters, selectors.EVENT_READ, _STARTERS)
+        self._register_zygote()
         startd.close_in_child = loop.close_in_child
         now = startd.clock()
         startd.restore(now)
@@ -119,7 +124,7 @@ class StartdService:
             ads = startd.ads(startd.state, now).values()
             startd.sink.invalidate([str(ad.evaluate("Name")) for ad in ads], now)
             startd.log.info("startd exiting")
-        startd.preparations.close()
+        startd.close()
         for part in self.parts:
             with contextlib.suppress(OSError, EpError):
                 part.close()
@@ -143,6 +148,8 @@ class StartdService:
         for part in self.parts:
             soonest = min(soonest, now + part.timeout())
         soonest = min(soonest, now + self.control_server.timeout())
+        if startd.zygote.server.notes_waiting:
+            return 0.0
         # Starters are checked at least every second (an adopted one is not our child).
         return max(0.0, min(soonest - now, 1.0))
 
@@ -162,12 +169,16 @@ class StartdService:
             if data == _STARTER and isinstance(fileobj, framing.Channel):
                 self._read_starter(fileobj)
         now = startd.clock()
+        zygote = startd.zygote
+        heard = any(data == _ZYGOTE for _, data in events)
+        if heard or zygote.server.notes_waiting or not zygote.alive:
+            startd.zygote_notes(now)
+            self._register_zygote()
         gone = startd.starters.exited()
         for handle in gone:
             startd.starter_exited(handle, now)
         if gone:
             startd.sync_preparations()
-        startd.preparations.reap()
         for fileobj, data in events:
             if data in self.parts:
                 data.ready(fileobj)
@@ -194,6 +205,18 @@ class StartdService:
         return self.startd.shutting_down and self.startd.idle()
 
     # -- the work -------------------------------------------------------------------------
+
+    def _register_zygote(self) -> None:
+        """Watch the zygote's socket for its notes (again, once a new zygote was started)."""
+        server = self.startd.zygote.server
+        if self._zygote_registered is server or self.selector is None:
+            return
+        if self._zygote_registered is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(self._zygote_registered)
+        if server.alive:
+            self.selector.register(server, selectors.EVENT_READ, _ZYGOTE)
+            self._zygote_registered = server
 
     def _unregister(self, channel: framing.Channel) -> None:
         """Unregister ``channel`` if it (not a newer connection on its old fd) is registered."""

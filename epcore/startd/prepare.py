@@ -3,26 +3,25 @@
 Moving a process into a cgroup makes the kernel wait for an RCU grace period (7 to 15 ms on
 cgroup v1 here, see benchmarks/README.md). Paying it when the job is activated would put it
 between activation and the job's first instruction, so the startd pays it earlier: for every
-claim whose slot is Claimed/Idle, or Claimed/Busy (for the claim's next job), it makes the
-job's cgroups and forks a supervisor that joins them and waits
-(:func:`epcore.starter.launch.prepare_supervisor`). At activation the starter gets both, and
-the job it starts is born inside its cgroups. A claim that goes away takes its
-preparation with it; a supervisor the startd forked is reaped by the startd.
+claim whose slot is Claimed/Idle, or Claimed/Busy (for the claim's next job), it has its
+zygote (:mod:`epcore.startd.zygote`) make the job's cgroups and fork a supervisor that joins
+them and waits (:func:`epcore.starter.launch.prepare_supervisor`). The starter the zygote
+forks at activation inherits both, and the job it starts is born inside its cgroups. A claim
+that goes away takes its preparation with it. :class:`Preparations` is the startd's record of
+what it asked for; the zygote holds the preparations themselves.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import time
-from pathlib import Path
+
+import attrs
 
 from epcore.config import Config
 from epcore.errors import EpError
-from epcore.starter.cgroups.mountinfo import read_layout
-from epcore.starter.launch import prepare_supervisor
-from epcore.starter.starter import PreparedJob, cgroup_key, tracking_request
+from epcore.startd.zygote import PrepareFailed, PrepareOrder, Zygote
+from epcore.starter.starter import cgroup_key, tracking_request
 from epcore.state.records import EngineState
 from epcore.state.rules import BUSY, CLAIMED_IDLE
 from epcore.types import ContainerRuntime, IsolationBackend
@@ -31,51 +30,24 @@ from epcore.types import ContainerRuntime, IsolationBackend
 PREPARED_BACKENDS = ("cgroup",)
 
 
-#: One cgroup hierarchy: where it is mounted, and this process's group in it (None: unknown).
-OwnGroup = tuple[Path, str | None]
+@attrs.frozen
+class Prepared:
+    """A preparation the startd asked for: ``backend``'s groups under ``job_key``, held by
+    the zygote of ``generation``."""
 
-
-def own_groups() -> tuple[OwnGroup, ...]:
-    """Every mounted cgroup hierarchy with this process's own group in it."""
-    own_v1: dict[frozenset[str], str] = {}
-    own_v2 = None
-    with open("/proc/self/cgroup", encoding="ascii") as handle:
-        for line in handle:
-            _, controllers, path = line.rstrip("\n").split(":", 2)
-            if controllers:
-                own_v1[frozenset(controllers.split(","))] = path
-            else:
-                own_v2 = path
-    layout = read_layout()
-    mounts: list[OwnGroup] = [(h.path, own_v1.get(h.controllers)) for h in layout.v1.values()]
-    if layout.v2 is not None:
-        mounts.append((layout.v2, own_v2))
-    return tuple(mounts)
-
-
-def home_files(join_files: tuple[str, ...], groups: tuple[OwnGroup, ...]) -> tuple[str, ...]:
-    """For each ``cgroup.procs`` file of a job's group, the same file of this process's own
-    group in that hierarchy (where a prepared supervisor goes back once its job runs)."""
-    homes = []
-    for join in join_files:
-        for mount, own in groups:
-            if own is not None and Path(join).is_relative_to(mount):
-                homes.append(str(mount / own.lstrip("/") / "cgroup.procs"))
-                break
-    return tuple(dict.fromkeys(homes))
+    backend: str
+    job_key: str
+    generation: int
 
 
 class Preparations:
-    """The prepared jobs of one startd, by ClaimId."""
+    """The prepared jobs of one startd, by ClaimId, as asked of ``zygote``."""
 
-    def __init__(self, log: logging.Logger) -> None:
+    def __init__(self, log: logging.Logger, zygote: Zygote) -> None:
         self.log = log
-        self.ready: dict[str, PreparedJob] = {}
-        self.to_reap: set[int] = set()
+        self.zygote = zygote
+        self.ready: dict[str, Prepared] = {}
         self._made = 0
-        # The startd's own groups, read once: a daemon is not moved between groups while it
-        # runs, and reading the mount table for every job cost more than the job's own joins.
-        self._own_groups: tuple[OwnGroup, ...] | None = None
         # Keys stay unique across restarts even when the startd gets the same PID again.
         self._started = int(time.time())
 
@@ -97,6 +69,7 @@ class Preparations:
         paying the joins (a few milliseconds each) between one job and the next. The cost is
         one waiting supervisor and one set of job groups per claim.
         """
+        self._forget_lost(isolation)
         backend = next((b for b in isolation if b.name in PREPARED_BACKENDS), None)
         claimed = {
             r.claim.claim_id: r
@@ -127,63 +100,37 @@ class Preparations:
                 int(slot.resources.memory_mb),
                 startd_memory_mb,
             )
-            try:
-                tracking = backend.track(request)
-            except (EpError, OSError) as error:
-                self.log.warning("%s: cannot prepare the next job: %s", record.name, error)
-                continue
-            try:
-                joins = tracking.child_setup().join_files
-                if self._own_groups is None:
-                    self._own_groups = own_groups()
-                supervisor = prepare_supervisor(joins, home_files(joins, self._own_groups))
-            except (EpError, OSError) as error:
-                self.log.warning("%s: cannot prepare the next job: %s", record.name, error)
-                with contextlib.suppress(EpError):
-                    tracking.release()
-                continue
-            self.ready[claim_id] = PreparedJob(backend.name, key, tracking, supervisor)
+            self.zygote.post("prepare", PrepareOrder(claim_id, backend.name, request))
+            self.ready[claim_id] = Prepared(backend.name, key, self.zygote.generation)
 
-    def take(self, claim_id: str) -> PreparedJob | None:
-        """The preparation of ``claim_id`` for its starter (the startd keeps reaping it)."""
-        prepared = self.ready.pop(claim_id, None)
-        if prepared is not None:
-            self.to_reap.add(prepared.supervisor.pid)
-        return prepared
+    def _forget_lost(self, isolation: tuple[IsolationBackend, ...]) -> None:
+        """Clean up after the preparations a dead zygote held (their supervisors died with
+        it; their groups are left)."""
+        for claim_id, prepared in list(self.ready.items()):
+            if prepared.generation == self.zygote.generation:
+                continue
+            del self.ready[claim_id]
+            for backend in isolation:
+                if backend.name != prepared.backend:
+                    continue
+                try:
+                    backend.reclaim(prepared.job_key)
+                except EpError as error:
+                    self.log.error("cannot remove a prepared job's groups: %s", error)
 
-    def handed_over(self, prepared: PreparedJob) -> None:
-        """The starter owns ``prepared`` now: close the startd's copies of its pipes."""
-        prepared.supervisor.forget()
+    def failed(self, note: PrepareFailed) -> None:
+        """The zygote could not prepare (or give back) the job of a claim."""
+        self.log.warning("%s: cannot prepare the next job: %s", note.job_key, note.why)
+        prepared = self.ready.get(note.claim_id)
+        if prepared is not None and prepared.job_key == note.job_key:
+            del self.ready[note.claim_id]
+
+    def take(self, claim_id: str) -> None:
+        """The starter of ``claim_id`` is being forked: it takes the claim's preparation."""
+        self.ready.pop(claim_id, None)
 
     def discard(self, claim_id: str) -> None:
-        """Give up the preparation of ``claim_id``: kill its supervisor, remove its groups."""
-        prepared = self.ready.pop(claim_id, None)
-        if prepared is None:
-            return
-        prepared.supervisor.abandon()
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(prepared.supervisor.pid, 0)
-        try:
-            prepared.tracking.release()
-        except EpError as error:
-            self.log.error("cannot remove a prepared job's groups: %s", error)
-
-    def close_in_child(self) -> None:
-        """In a forked starter: the other claims' supervisors are not its business."""
-        for prepared in self.ready.values():
-            prepared.supervisor.forget()
-
-    def reap(self) -> None:
-        """Reap the supervisors handed to starters once they have exited."""
-        for pid in list(self.to_reap):
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                done = pid
-            if done == pid:
-                self.to_reap.discard(pid)
-
-    def close(self) -> None:
-        """Discard every preparation (the startd is exiting)."""
-        for claim_id in list(self.ready):
-            self.discard(claim_id)
+        """Give up the preparation of ``claim_id``: the zygote kills its supervisor and
+        removes its groups."""
+        if self.ready.pop(claim_id, None) is not None:
+            self.zygote.post("discard", claim_id)

@@ -11,7 +11,6 @@ and carries out the engine's actions (spawn a starter, soft- or hard-kill, suspe
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 from collections import deque
@@ -19,11 +18,11 @@ from collections.abc import Callable, Mapping
 
 from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
-from epcore.errors import EpError
 from epcore.interfaces import AdSink, JobResults
 from epcore.plugins import Plugins
 from epcore.runtime import persist
 from epcore.runtime.control import ControlError
+from epcore.runtime.forkserver import ChildExited, ForkServerError
 from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory, execute_disks_kb
@@ -35,9 +34,10 @@ from epcore.startd.prepare import Preparations
 from epcore.startd.publish import MemorySink
 from epcore.startd.setup import StartdPaths, restart_changes
 from epcore.startd.starters import StarterHandle, StarterPool
+from epcore.startd.zygote import PrepareFailed, Spawned, StarterOrder, Zygote, ZygoteWork
 from epcore.starter import protocol
 from epcore.starter.sandbox import sandbox_path
-from epcore.starter.starter import StarterRequest, cgroup_key
+from epcore.starter.starter import cgroup_key
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, ActionKind, EngineState, StatusMemo
 from epcore.state.restore import SavedClaim
@@ -107,8 +107,11 @@ class Startd:
         self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
         self.isolation = backends.isolation_backends(plugins, config, log)
         self.starters = StarterPool(self.paths.starter_socket, log)
-        self.preparations = Preparations(log)
+        #: What a child the startd forks must close (its loop's sockets, set by the loop).
         self.close_in_child: Callable[[], None] = lambda: None
+        # Forked now, before the loop, the cron threads or (in ep run) the rest of the pool.
+        self.zygote = Zygote(self._zygote_work, log=log, threads_busy=self.cron.python_busy)
+        self.preparations = Preparations(log, self.zygote)
         self.publish_wanted = True
         self.saved: dict[str, persist.SavedStarter] = {}
         self.claims_file = persist.ClaimsFile(self.paths.claims_file)
@@ -118,6 +121,15 @@ class Startd:
         self.job_results: JobResults | None = None
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
+
+    def _zygote_work(self) -> ZygoteWork:
+        return ZygoteWork(
+            self.config,
+            self.plugins,
+            self.isolation,
+            self.containers,
+            close_in_zygote=lambda: self.close_in_child(),
+        )
 
     def _make_state_private(self) -> None:
         """Make the state files and logs an older version left readable by all mode 0600."""
@@ -315,68 +327,78 @@ class Startd:
     # -- starters -------------------------------------------------------------------------
 
     def spawn_starter(self, slot: str, claim_id: str, now: float) -> None:
-        """Fork the starter of the job that ``claim_id`` activated on ``slot``."""
+        """Have the zygote fork the starter of the job that ``claim_id`` activated on
+        ``slot``."""
         record = self.state.slot(slot)
         assert record is not None and record.claim is not None
         layout_slot = self.state.layout.find(record.slot_id, record.sub_id)
         assert layout_slot is not None
-        request = StarterRequest(
+        execute_dir = self.config.get(f"SLOT{record.slot_id}_EXECUTE") or self.paths.execute
+        order = StarterOrder(
             slot_name=slot,
             slot_id=record.slot_id,
             claim_id=claim_id,
             job=record.claim.job,
-            machine=self.ads(self.state, now)[slot].copy(),
-            execute_dir=self.config.get(f"SLOT{record.slot_id}_EXECUTE") or self.paths.execute,
+            machine=self.ads(self.state, now)[slot],
+            execute_dir=execute_dir,
             startd_socket=self.paths.starter_socket,
             startd_address=self.address,
-            config=self.config,
-            isolation=self.isolation,
-            containers=self.containers,
             cpus=float(layout_slot.resources.cpus),
             memory_mb=int(layout_slot.resources.memory_mb),
             startd_memory_mb=int(self.inventory.memory_mb),
             starter_log=f"{self.paths.starter_log}.{slot}",
-            prepared=self.preparations.take(claim_id),
             lease=record.claim.lease,
         )
-        from epcore.starter.main import run_starter
+        self.preparations.take(claim_id)
+        spawned: list[Spawned] = []
 
-        def close_in_child() -> None:
-            self.close_in_child()
-            self.preparations.close_in_child()
+        def start(go_read: int) -> int:
+            spawned.append(self.zygote.spawn(order, go_read))
+            return spawned[0].pid
 
         def write_down(handle: StarterHandle) -> None:
             # Before the starter may run anything: a restart adopts or cleans up after every
-            # starter this startd may have forked (the starter waits for this).
+            # starter this startd may have started (the starter waits for this).
+            key = spawned[0].job_key
             entry = persist.SavedStarter(
                 self._saved_claim(slot, now),
                 handle.pid,
                 recovery.started(handle.pid),
-                request.prepared.job_key
-                if request.prepared is not None
-                else cgroup_key(request.execute_dir, slot, handle.pid),
-                sandbox_path(request.execute_dir, handle.pid),
+                key if key is not None else cgroup_key(execute_dir, slot, handle.pid),
+                sandbox_path(execute_dir, handle.pid),
             )
             self.claims_file.add(entry)
             self.saved[claim_id] = entry
 
+        if not self.zygote.alive:
+            self.zygote_gone()
         try:
-            handle = self.starters.spawn(
-                claim_id, slot, lambda: run_starter(request), close_in_child, write_down
-            )
-        except OSError as error:
+            handle = self.starters.spawn(claim_id, slot, start, self.zygote.pid, write_down)
+        except (OSError, ForkServerError) as error:
             # No process could be forked, or it could not be recorded: the job cannot start
-            # now; the slot is freed.
+            # now; the slot is freed (a prepared job the starter took goes with it).
             self.log.error("%s: cannot start a starter: %s", slot, error)
-            if request.prepared is not None:
-                request.prepared.supervisor.abandon()
-                with contextlib.suppress(EpError):
-                    request.prepared.tracking.release()
             self.take(self.engine.job_gone(self.state, slot, now), now)
             return
-        if request.prepared is not None:
-            self.preparations.handed_over(request.prepared)
         self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
+
+    def zygote_notes(self, now: float) -> None:
+        """Take the zygote's notes: starters that exited, preparations that failed; start a
+        new zygote when it is gone."""
+        for note in self.zygote.notes():
+            if isinstance(note, ChildExited):
+                self.starters.child_exited(note.pid)
+            elif isinstance(note, PrepareFailed):
+                self.preparations.failed(note)
+        if not self.zygote.alive and not self.state.shutting_down:
+            self.zygote_gone()
+            self.sync_preparations()
+
+    def zygote_gone(self) -> None:
+        """The zygote died: its starters are watched by their PIDs; a new one is forked."""
+        self.log.error("the zygote %d died", self.zygote.pid)
+        self.starters.orphan(self.zygote.pid)
+        self.zygote.restart()
 
     def _saved_claim(self, slot: str, now: float) -> SavedClaim:
         record = self.state.slot(slot)
@@ -600,6 +622,7 @@ class Startd:
             self.log.warning("reconfig: %s changed; it takes effect at the next restart", name)
         self.config = new
         self.containers = backends.container_runtimes(self.plugins, new, self.log)
+        self.zygote.reconfig(new)
         self.engine, self.builder = self._policy(new)
         self.cron.reconfig(new)
         self._ads_memo = None
@@ -609,6 +632,10 @@ class Startd:
     def shutdown(self, fast: bool = False) -> None:
         now = self.clock()
         self.take(self.engine.shutdown(self.state, fast, now), now)
+
+    def close(self) -> None:
+        """End the startd's zygote (it gives up the jobs it prepared; starters live on)."""
+        self.zygote.close()
 
     @property
     def shutting_down(self) -> bool:

@@ -1,26 +1,23 @@
 """The startd's side of its starters: forking them, their connections, and taking them back.
 
-A starter is forked from the startd (no new interpreter: activation to the job's first
-instruction must take milliseconds), puts itself in a session of its own, and connects back to
+A starter is forked from the startd's fork server (its zygote, :mod:`epcore.startd.zygote`:
+no new interpreter, since activation to the job's first instruction must take milliseconds,
+and no fork of the startd itself), puts itself in a session of its own, and connects back to
 the startd's starter socket (``$(LOCK)/startd_starters``, mode 0600). Because the starter is
 the client, a startd that restarts simply listens again: the starters that outlived the old
 one reconnect within a second, and their Hello names the claim they run, so the new startd
-*adopts* them. A starter forked by this startd is reaped with ``waitpid``; an adopted one is
-watched through its PID. A new starter runs nothing until the startd has written it down in
-its claims file: a startd killed in between leaves no job running that its successor cannot
-find.
+*adopts* them. The zygote reaps the starters it forked and reports their ends; an adopted
+one (or one whose zygote died) is watched through its PID. A new starter runs nothing until
+the startd has written it down in its claims file: a startd killed in between leaves no job
+running that its successor cannot find.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
-import signal
 import socket
-import sys
-import traceback
 from collections.abc import Callable, Iterator
 
 import attrs
@@ -31,9 +28,6 @@ from epcore.runtime import framing
 from epcore.runtime.control import listen
 from epcore.starter import protocol
 
-#: Signals the startd handles that a forked starter must not inherit handlers for.
-_RESET_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGCHLD)
-
 
 @attrs.define(eq=False)
 class StarterHandle:
@@ -42,7 +36,9 @@ class StarterHandle:
     claim_id: str
     slot: str
     pid: int
-    forked: bool
+    #: The fork server that forked it and reports its end; None: watched by its PID (a
+    #: starter adopted after a restart, or one whose fork server died).
+    parent: int | None
     channel: framing.Channel | None = None
     stage: str = "setup"
     usage: ClassAd = attrs.field(factory=ClassAd)
@@ -57,9 +53,9 @@ class StarterHandle:
 GO = b"g"
 
 
-def _wait_for_go(go_read: int) -> bool:
+def wait_for_go(go_read: int) -> bool:
     """In a new starter: wait until the startd has recorded it (False: the startd went away
-    first, and the starter must not run anything)."""
+    first, and the starter must not run anything). Closes ``go_read``."""
     try:
         return os.read(go_read, 1) == GO
     finally:
@@ -84,6 +80,8 @@ class StarterPool:
         self.retiring: list[StarterHandle] = []
         self.unknown: list[framing.Channel] = []
         self.server: socket.socket | None = None
+        #: Starters their fork server reported gone, not yet seen by :meth:`exited`.
+        self._ended: set[int] = set()
 
     # -- the socket -------------------------------------------------------------------------
 
@@ -156,50 +154,36 @@ class StarterPool:
         self,
         claim_id: str,
         slot: str,
-        run: Callable[[], int],
-        close_in_child: Callable[[], None],
+        start: Callable[[int], int],
+        parent: int,
         record: Callable[[StarterHandle], None] = lambda handle: None,
     ) -> StarterHandle:
-        """Fork a starter that runs ``run()`` in a session of its own, once ``record`` (called
-        here with the new starter) has returned.
+        """Start a starter: ``start`` has it forked (by the fork server whose PID is
+        ``parent``, which reports its end) with the read end of a pipe, and returns its PID;
+        the starter runs nothing until ``record`` (called here with it) has returned and the
+        startd has written :data:`GO` on that pipe (:func:`wait_for_go`).
 
-        The starter waits on a pipe for that: a startd killed between the fork and its record
-        closes the pipe without a word, and the starter exits without running anything, so
-        that no job runs that a restarted startd cannot know of. When ``record`` raises, the
-        starter is ended the same way and the error goes to the caller.
+        A startd killed between the fork and its record closes the pipe without a word, and
+        the starter exits without running anything, so that no job runs that a restarted
+        startd cannot know of. When ``record`` raises, the starter is ended the same way and
+        the error goes to the caller.
         """
         go_read, go_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the starter
-            # The startd's objects stay as they are: a collection here would touch every one
-            # of them and copy the startd's memory page by page.
-            gc.freeze()
-            code = 1
-            try:
-                os.close(go_write)
-                os.setsid()
-                signal.set_wakeup_fd(-1)
-                for signum in _RESET_SIGNALS:
-                    signal.signal(signum, signal.SIG_DFL)
-                # Before the startd's descriptors are closed: a stale number among them may
-                # be the pipe's.
-                if _wait_for_go(go_read):
-                    close_in_child()
-                    code = run()
-            except BaseException:
-                traceback.print_exc(file=sys.stderr)
-            finally:
-                os._exit(code)
-        os.close(go_read)
-        handle = StarterHandle(claim_id, slot, pid, forked=True)
+        os.set_inheritable(go_write, False)
+        try:
+            pid = start(go_read)
+        except BaseException:
+            os.close(go_write)
+            raise
+        finally:
+            os.close(go_read)
+        handle = StarterHandle(claim_id, slot, pid, parent=parent)
         try:
             record(handle)
         except BaseException:
             os.close(go_write)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
             raise
-        # A starter that died already is reaped and reported as any other.
+        # A starter that died already is reported and handled as any other.
         with contextlib.suppress(OSError):
             os.write(go_write, GO)
         os.close(go_write)
@@ -214,12 +198,27 @@ class StarterPool:
 
     def adopt(self, claim_id: str, slot: str, pid: int) -> StarterHandle:
         """Take back a starter that outlived the previous startd."""
-        handle = StarterHandle(claim_id, slot, pid, forked=False, stage="running")
+        handle = StarterHandle(claim_id, slot, pid, parent=None, stage="running")
         self._replace(handle)
         return handle
 
+    def child_exited(self, pid: int) -> None:
+        """Its fork server reports that the starter ``pid`` has exited."""
+        if any(h.pid == pid and h.parent is not None for h in self._all()):
+            self._ended.add(pid)
+
+    def orphan(self, parent: int) -> None:
+        """The fork server ``parent`` is gone: its starters are watched by their PID now."""
+        for handle in self._all():
+            if handle.parent == parent:
+                handle.parent = None
+
+    def _all(self) -> Iterator[StarterHandle]:
+        yield from self.handles.values()
+        yield from self.retiring
+
     def exited(self) -> list[StarterHandle]:
-        """Starters whose process is gone since the last call (forked ones are reaped)."""
+        """Starters whose process is gone since the last call."""
         gone = []
         for old in list(self.retiring):
             if self._done(old):
@@ -232,15 +231,14 @@ class StarterPool:
                 gone.append(handle)
         return gone
 
-    @staticmethod
-    def _done(handle: StarterHandle) -> bool:
-        """True once the starter's process is gone (a forked one is reaped here)."""
-        if handle.forked:
-            try:
-                pid, _status = os.waitpid(handle.pid, os.WNOHANG)
-            except ChildProcessError:
+    def _done(self, handle: StarterHandle) -> bool:
+        """True once the starter's process is gone: as its fork server reported, or (an
+        adopted or orphaned starter) as its PID shows."""
+        if handle.parent is not None:
+            if handle.pid in self._ended:
+                self._ended.discard(handle.pid)
                 return True
-            return pid == handle.pid
+            return False
         return not _alive(handle.pid)
 
     def kill(self, claim_id: str) -> None:

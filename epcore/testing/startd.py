@@ -15,6 +15,7 @@ A plugin's tests get the fixture with ``pytest_plugins = ["epcore.testing.system
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
+import psutil
 import pytest
 
 from epcore.classad import ClassAd, parse_ad
@@ -105,10 +107,29 @@ class StartdProcess(DaemonProcess):
         """The startd's starters (its children) and any starter still running from the log."""
         return self.processes()
 
-    def kill9(self) -> None:
-        """``kill -9`` the startd process alone (not its starters)."""
+    def zygote_pids(self) -> list[int]:
+        """The startd's zygotes: its children that run the same program (forked, not
+        exec'd, as cron and hook programs are)."""
         assert self.process is not None
+        startd = psutil.Process(self.process.pid)
+        found = []
+        with contextlib.suppress(psutil.Error):
+            command = startd.cmdline()
+            for child in startd.children():
+                with contextlib.suppress(psutil.Error):
+                    if child.cmdline() == command:
+                        found.append(child.pid)
+        return found
+
+    def kill9(self, *, with_zygote: bool = False) -> None:
+        """``kill -9`` the startd process alone (not its starters), or with its zygote (as
+        when the machine's OOM killer or an admin's ``kill -9`` of the group takes both)."""
+        assert self.process is not None
+        zygotes = self.zygote_pids() if with_zygote else []
         os.kill(self.process.pid, signal.SIGKILL)
+        for pid in zygotes:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.process.wait(10)
 
     def log(self) -> str:

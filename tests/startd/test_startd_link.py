@@ -31,7 +31,7 @@ def startd(tmp_path: Path) -> Iterator[Startd]:
     try:
         yield made
     finally:
-        made.preparations.close()
+        made.close()
 
 
 def _job() -> ClassAd:

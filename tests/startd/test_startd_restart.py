@@ -40,11 +40,12 @@ def test_jobs_survive_kill_9_of_the_startd(startd_factory, slot_users, tmp_path)
         startd.run_job(JOB.format(proc=proc, owner=user.name, iwd=iwd))
     busy = {name: place for name, place in startd.places().items() if place == "Claimed/Busy"}
     assert len(busy) == 5
-    # The startd's children are the starters and the job supervisors it prepared for them.
+    # The starters and the job supervisors prepared for them are the startd's zygote's children.
     claims = read_claims(str(startd.directory / "spool" / "startd_claims"))
     starters = [entry.pid for entry in claims]
     assert len(starters) == 5
-    assert set(starters) <= {p.pid for p in psutil.Process(startd.process.pid).children()}
+    (zygote,) = startd.zygote_pids()
+    assert set(starters) <= {p.pid for p in psutil.Process(zygote).children()}
     startd.kill9()
     assert all(psutil.pid_exists(pid) for pid in starters)
     startd.start()
@@ -110,7 +111,8 @@ def test_a_claim_is_prepared_and_stale_groups_are_swept(
     startd_factory, slot_users, tmp_path
 ) -> None:
     """A claim gets its job's cgroups and a supervisor inside them before activation (the
-    job then starts inside them); groups a killed startd left are removed by the next one."""
+    job then starts inside them); groups left by a startd killed with its zygote are
+    removed by the next startd."""
     startd = startd_factory(cpus=2)
     user = slot_users[2]
     cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
@@ -132,13 +134,34 @@ def test_a_claim_is_prepared_and_stale_groups_are_swept(
         if ":memory:" in line
     )
     assert "_c" in memory_group.rsplit("/", 1)[-1]  # a prepared group
-    # The next job of the claim is prepared again; a startd killed now leaves its groups.
+    # The next job of the claim is prepared again; a startd and zygote killed now leave its
+    # groups.
     startd.wait_for(lambda: len(_cgroup_dirs(cgroup)) == 5, 10, "the next preparation")
-    startd.kill9()
+    startd.kill9(with_zygote=True)
     assert len(_cgroup_dirs(cgroup)) == 5
     startd.start()
     startd.wait_for(lambda: _cgroup_dirs(cgroup) == [], 10, "the stale groups to go")
     assert "removed the stale job group" in startd.log()
+
+
+def test_a_startd_killed_alone_leaves_its_zygote_to_remove_the_prepared_groups(
+    startd_factory, slot_users
+) -> None:
+    """The zygote of a startd killed with SIGKILL gives up the jobs it prepared (their
+    supervisors and groups) and exits."""
+    startd = startd_factory(cpus=2)
+    user = slot_users[2]
+    cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
+    job = (
+        f'[ ClusterId = 9; ProcId = 0; Owner = "{user.name}"; Cmd = "/bin/true";'
+        " RequestCpus = 1; RequestMemory = 64; RequestDisk = 1024 ]"
+    )
+    startd.client.claim("slot1", parse_ad(job))
+    startd.wait_for(lambda: len(_cgroup_dirs(cgroup)) == 5, 10, "the prepared groups")
+    (zygote,) = startd.zygote_pids()
+    startd.kill9()
+    startd.wait_for(lambda: not psutil.pid_exists(zygote), 10, "the zygote to exit")
+    assert _cgroup_dirs(cgroup) == []
 
 
 def test_killing_timeout_kills_a_hung_starter(startd_factory, slot_users, tmp_path) -> None:

@@ -1,0 +1,470 @@
+"""A fork server: one small single-threaded process that forks a daemon's children for it.
+
+A daemon that runs threads (a plugin's Python cron jobs) must not fork children that run
+Python: a lock held by another thread at the fork stays held for ever in the child. A daemon
+that holds much memory pays for every fork twice: the kernel copies its page tables, and the
+daemon then takes a copy-on-write fault on each page it shares with a live child. A fork
+server avoids both. :func:`start_fork_server` forks it while the daemon has no other thread
+and little memory; from then on the daemon sends it requests over a socket pair, and the
+server, which never starts a thread, runs a handler for each (the handlers are the daemon's
+functions, inherited at the fork: nothing that matters is serialised but the request's data)
+and forks the children.
+
+The wire: a message is a 4-byte length and a pickle, with descriptors passed beside it
+(SCM_RIGHTS). Pickle is safe here because the socket pair reaches nobody else: it has no name,
+the server closes the daemon's end and every child closes the server's. A request carries a
+number; its reply carries the same number and the handler's result (or the error it raised,
+as text). The server also sends *notes* of its own: a reported child has exited (with its
+wait status). The server exits when the daemon's end closes (the daemon exited or closed it);
+its children are not killed with it (a starter outlives its startd).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import pickle
+import select
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NoReturn
+
+import attrs
+
+from epcore.errors import EpError
+
+#: The most descriptors one message may carry.
+MAX_FDS = 8
+#: The largest message (a job ad and a machine ad are tens of kB; a configuration ~100 kB).
+MAX_MESSAGE = 64 * 1024 * 1024
+#: How long a request waits for its reply before the server counts as hung.
+REPLY_SECONDS = 30.0
+_HEADER = struct.Struct("!I")
+#: Signals whose handling a child of the server gets back to the default.
+_DEFAULT_IN_CHILD = (signal.SIGCHLD, signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)
+
+
+class ForkServerError(EpError):
+    """The fork server failed a request, or is gone."""
+
+
+@attrs.frozen
+class ChildExited:
+    """A note from the server: its child ``pid`` (one it was asked to report) has exited
+    with wait status ``status``."""
+
+    pid: int
+    status: int
+
+
+@attrs.frozen
+class _Request:
+    number: int
+    operation: str
+    argument: object
+
+
+@attrs.frozen
+class _Reply:
+    number: int
+    value: object
+    error: str | None
+
+
+def encode(message: object) -> bytes:
+    """``message`` as it goes on the wire: its length, then its pickle."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) > MAX_MESSAGE:
+        raise ForkServerError(f"a fork server message of {len(data)} bytes is too large")
+    return _HEADER.pack(len(data)) + data
+
+
+def send_message(sock: socket.socket, message: object, fds: Sequence[int] = ()) -> None:
+    """Send ``message`` (pickled) and ``fds`` on ``sock`` (blocking)."""
+    payload = memoryview(encode(message))
+    sent = socket.send_fds(sock, [payload], list(fds)) if fds else sock.send(payload)
+    while sent < len(payload):
+        sent += sock.send(payload[sent:])
+
+
+def _receive_exactly(sock: socket.socket, size: int) -> bytes | None:
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive_message(sock: socket.socket) -> tuple[object, list[int]] | None:
+    """The next message on ``sock`` and the descriptors that came with it; None at the end.
+
+    The sender writes a whole message at once, so once its first byte is here the rest
+    follows at once: a blocking read of the remainder does not wait on the sender's mood.
+    """
+    header, fds, _flags, _address = socket.recv_fds(sock, _HEADER.size, MAX_FDS)
+    if not header:
+        for fd in fds:
+            os.close(fd)
+        return None
+    if len(header) < _HEADER.size:
+        rest = _receive_exactly(sock, _HEADER.size - len(header))
+        if rest is None:
+            return None
+        header += rest
+    (size,) = _HEADER.unpack(header)
+    if size > MAX_MESSAGE:
+        raise ForkServerError(f"a fork server message claims {size} bytes")
+    data = _receive_exactly(sock, size)
+    if data is None:
+        for fd in fds:
+            os.close(fd)
+        return None
+    return pickle.loads(data), fds
+
+
+# -- the server's side -----------------------------------------------------------------------
+
+
+#: A request's handler, run in the server: the server, the request's argument and the
+#: descriptors that came with it (the handler owns them); its result is the reply.
+Handler = Callable[["ServerSide", object, list[int]], object]
+
+
+class ServerSide:
+    """What a handler sees of the fork server: forking children and their ends."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._reported: set[int] = set()
+        #: The server's own descriptors besides the socket, closed in every child.
+        self.private_fds: list[int] = []
+
+    def note(self, message: object) -> None:
+        """Send the daemon a note of the server's own (read by :meth:`ForkServer.notes`)."""
+        send_message(self._sock, message)
+
+    def fork(self, child: Callable[[], int], *, report: bool = False) -> int:
+        """Fork a child that runs ``child()`` and exits with its result; with ``report``, its
+        end is sent to the daemon as :class:`ChildExited`. The child has none of the
+        server's descriptors to the daemon and default signal handling."""
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                gc.freeze()
+                self._sock.close()
+                signal.set_wakeup_fd(-1)
+                for fd in self.private_fds:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                for signum in _DEFAULT_IN_CHILD:
+                    signal.signal(signum, signal.SIG_DFL)
+                code = child()
+            except BaseException:
+                traceback.print_exc(file=sys.stderr)
+            finally:
+                os._exit(code)
+        if report:
+            self._reported.add(pid)
+        return pid
+
+    def reap(self) -> None:
+        """Reap every child that has exited; note the reported ones to the daemon."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in self._reported:
+                self._reported.discard(pid)
+                send_message(self._sock, ChildExited(pid, status))
+
+
+def _serve(
+    sock: socket.socket,
+    handlers: Mapping[str, Handler],
+    on_exit: Callable[[ServerSide], None],
+) -> NoReturn:
+    """The fork server's life: answer requests, reap children, until the daemon goes."""
+    code = 0
+    server = ServerSide(sock)
+    try:
+        os.setsid()  # the terminal's ^C is for the daemon, which decides about its children
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_read, False)
+        os.set_blocking(wake_write, False)
+        signal.set_wakeup_fd(wake_write)
+        signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+        selector = selectors.DefaultSelector()
+        selector.register(sock, selectors.EVENT_READ)
+        selector.register(wake_read, selectors.EVENT_READ)
+        server.private_fds += [wake_read, wake_write, selector.fileno()]
+        # What the daemon held at the fork stays as it is: a collection here would touch
+        # every object and copy the daemon's pages into this process one by one.
+        gc.freeze()
+        while True:
+            for key, _events in selector.select():
+                if key.fileobj == wake_read:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_read, 4096)
+                    continue
+                received = receive_message(sock)
+                if received is None:
+                    _exit(server, on_exit, code)
+                _answer(server, sock, handlers, *received)
+            server.reap()
+    except BaseException:
+        traceback.print_exc(file=sys.stderr)
+        code = 1
+    _exit(server, on_exit, code)
+
+
+def _exit(server: ServerSide, on_exit: Callable[[ServerSide], None], code: int) -> NoReturn:
+    try:
+        on_exit(server)
+    except BaseException:
+        traceback.print_exc(file=sys.stderr)
+        code = 1
+    os._exit(code)
+
+
+def _answer(
+    server: ServerSide,
+    sock: socket.socket,
+    handlers: Mapping[str, Handler],
+    request: object,
+    fds: list[int],
+) -> None:
+    if not isinstance(request, _Request):
+        for fd in fds:
+            os.close(fd)
+        return
+    handler = handlers.get(request.operation)
+    value: object = None
+    error = None
+    if handler is None:
+        error = f"the fork server has no operation {request.operation!r}"
+        for fd in fds:
+            os.close(fd)
+    else:
+        try:
+            value = handler(server, request.argument, fds)
+        except Exception as failure:  # a request's failure is its reply, not the server's end
+            error = f"{type(failure).__name__}: {failure}"
+    if request.number:
+        send_message(sock, _Reply(request.number, value, error))
+
+
+# -- the daemon's side -----------------------------------------------------------------------
+
+
+class ForkServer:
+    """The daemon's end of one fork server (:func:`start_fork_server` makes it)."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self._numbers = 0
+        self._notes: deque[object] = deque()
+        self.closed = False
+
+    def fileno(self) -> int:
+        """The socket's descriptor (for a selector: readable when notes arrive)."""
+        return self.sock.fileno()
+
+    def post(self, operation: str, argument: object, fds: Sequence[int] = ()) -> None:
+        """Send a request whose reply nobody waits for (a failure is the server's to log)."""
+        self._send(_Request(0, operation, argument), fds)
+
+    def call(self, operation: str, argument: object, fds: Sequence[int] = ()) -> object:
+        """Send a request and wait for its reply; ForkServerError when the handler failed
+        or the server is gone. Notes that arrive meanwhile are kept for :meth:`notes`."""
+        self._numbers += 1
+        number = self._numbers
+        self._send(_Request(number, operation, argument), fds)
+        while True:
+            received = self._receive(REPLY_SECONDS)
+            if received is None:
+                self._gone()
+                raise ForkServerError(f"the fork server {self.pid} went away during {operation}")
+            message, extra = received
+            for fd in extra:
+                os.close(fd)
+            if isinstance(message, _Reply) and message.number == number:
+                if message.error is not None:
+                    raise ForkServerError(f"{operation}: {message.error}")
+                return message.value
+            self._notes.append(message)
+
+    def notes(self) -> Iterator[object]:
+        """The notes waiting (children's ends), without blocking; a server that went away
+        ends them and marks this end closed."""
+        while self._notes:
+            yield self._notes.popleft()
+        while not self.closed:
+            try:
+                ready = self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            except OSError:
+                ready = b""
+            if not ready:
+                self._gone()
+                return
+            received = self._receive(REPLY_SECONDS)
+            if received is None:
+                self._gone()
+                return
+            message, extra = received
+            for fd in extra:
+                os.close(fd)
+            yield message
+
+    def _send(self, request: _Request, fds: Sequence[int]) -> None:
+        """Send ``request``, taking in the server's notes whenever the socket is full: the
+        server may be blocked sending them, and neither side must wait for the other."""
+        if self.closed:
+            raise ForkServerError(f"the fork server {self.pid} is gone")
+        payload = memoryview(encode(request))
+        extra = list(fds)
+        self.sock.setblocking(False)
+        try:
+            while payload:
+                try:
+                    sent = (
+                        socket.send_fds(self.sock, [payload], extra)
+                        if extra
+                        else (self.sock.send(payload))
+                    )
+                except BlockingIOError:
+                    self._take_notes_while_full()
+                    continue
+                extra = []
+                payload = payload[sent:]
+        except OSError as error:
+            self._gone()
+            raise ForkServerError(f"the fork server {self.pid} is gone: {error}") from error
+        finally:
+            if not self.closed:
+                self.sock.setblocking(True)
+
+    def _take_notes_while_full(self) -> None:
+        """Wait until the socket takes more or a note comes; keep the notes that came."""
+        readable, writable, _ = select.select([self.sock], [self.sock], [], 1.0)
+        if writable or not readable:
+            return
+        self.sock.setblocking(True)
+        try:
+            received = self._receive(REPLY_SECONDS)
+        finally:
+            if not self.closed:
+                self.sock.setblocking(False)
+        if received is None:
+            raise BrokenPipeError("the fork server closed its end")
+        message, unexpected = received
+        for fd in unexpected:
+            os.close(fd)
+        self._notes.append(message)
+
+    def _receive(self, timeout: float) -> tuple[object, list[int]] | None:
+        self.sock.settimeout(timeout)
+        try:
+            return receive_message(self.sock)
+        except TimeoutError as error:
+            self.kill()
+            raise ForkServerError(
+                f"the fork server {self.pid} did not answer within {timeout:g} s"
+            ) from error
+        except OSError:
+            return None
+        finally:
+            if not self.closed:
+                self.sock.settimeout(None)
+
+    def _gone(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.sock.close()
+            self._reap(block=False)
+
+    def _reap(self, block: bool) -> bool:
+        try:
+            pid, _status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return True
+        return pid == self.pid
+
+    @property
+    def alive(self) -> bool:
+        return not self.closed
+
+    @property
+    def notes_waiting(self) -> bool:
+        """Whether notes that came during a :meth:`call` wait (the socket may show nothing)."""
+        return bool(self._notes)
+
+    def kill(self) -> None:
+        """End the server at once (its children live on)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        self._gone()
+        self._reap(block=True)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Close the daemon's end: the server cleans up and exits; killed after ``timeout``."""
+        if self.closed:
+            self._reap(block=True)
+            return
+        self.closed = True
+        self.sock.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._reap(block=False):
+                return
+            time.sleep(0.005)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        self._reap(block=True)
+
+
+def start_fork_server(
+    handlers: Mapping[str, Handler],
+    *,
+    close_in_server: Callable[[], None] = lambda: None,
+    on_exit: Callable[[ServerSide], None] = lambda server: None,
+) -> ForkServer:
+    """Fork a fork server that answers ``handlers``; ``close_in_server`` runs in it first
+    (closing what the daemon holds that its children must not), ``on_exit`` when it ends.
+
+    Fork it early, before the daemon starts any thread: the server and every child it forks
+    are copies of the daemon as it is now. OSError when no process can be forked.
+    """
+    daemon_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            daemon_end.close()
+            close_in_server()
+        except BaseException:
+            traceback.print_exc(file=sys.stderr)
+            os._exit(1)
+        _serve(server_end, handlers, on_exit)
+    server_end.close()
+    return ForkServer(pid, daemon_end)

@@ -1,0 +1,373 @@
+"""The startd's fork server (its zygote): where starters and prepared supervisors come from.
+
+The startd forks its zygote (:mod:`epcore.runtime.forkserver`) when it is built, before its
+loop, its plugins' cron threads or (in ``ep run``) the rest of the pool exist. The zygote
+holds what a starter needs that cannot travel as data (the configuration with the plugins'
+functions, the isolation backends, the container runtimes) as the startd had them; what
+changes per job travels in the request: a :class:`StarterOrder` is a starter request without
+those parts. The zygote also holds the jobs prepared ahead of activation (the job's cgroups
+and a supervisor inside them, see :mod:`epcore.startd.prepare`), so that the starter forked
+for a claim inherits its claim's preparation and nothing else.
+
+Requests: ``prepare`` and ``discard`` (no reply: a failure comes back as a
+:class:`PrepareFailed` note), ``spawn`` (the reply is the starter's PID and the tracking key
+of the preparation it took), ``reconfig`` (the new configuration's macro table: the zygote
+rebuilds its configuration and container runtimes as the startd does). When the zygote ends
+(the startd closed it or went away) it gives up every preparation it holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from epcore.classad import ClassAd
+from epcore.config import Config
+from epcore.config.table import MacroTable
+from epcore.errors import EpError
+from epcore.plugins import Plugins
+from epcore.runtime.forkserver import (
+    ForkServer,
+    ForkServerError,
+    Handler,
+    ServerSide,
+    start_fork_server,
+)
+from epcore.startd import backends
+from epcore.startd.starters import wait_for_go
+from epcore.starter.cgroups.mountinfo import read_layout
+from epcore.starter.launch import prepare_supervisor
+from epcore.starter.main import run_starter
+from epcore.starter.starter import PreparedJob, StarterRequest
+from epcore.types import ContainerRuntime, IsolationBackend, TrackingRequest
+
+#: One cgroup hierarchy: where it is mounted, and this process's group in it (None: unknown).
+OwnGroup = tuple[Path, str | None]
+
+
+def own_groups() -> tuple[OwnGroup, ...]:
+    """Every mounted cgroup hierarchy with this process's own group in it."""
+    own_v1: dict[frozenset[str], str] = {}
+    own_v2 = None
+    with open("/proc/self/cgroup", encoding="ascii") as handle:
+        for line in handle:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            if controllers:
+                own_v1[frozenset(controllers.split(","))] = path
+            else:
+                own_v2 = path
+    layout = read_layout()
+    mounts: list[OwnGroup] = [(h.path, own_v1.get(h.controllers)) for h in layout.v1.values()]
+    if layout.v2 is not None:
+        mounts.append((layout.v2, own_v2))
+    return tuple(mounts)
+
+
+def home_files(join_files: tuple[str, ...], groups: tuple[OwnGroup, ...]) -> tuple[str, ...]:
+    """For each ``cgroup.procs`` file of a job's group, the same file of this process's own
+    group in that hierarchy (where a prepared supervisor goes back once its job runs)."""
+    homes = []
+    for join in join_files:
+        for mount, own in groups:
+            if own is not None and Path(join).is_relative_to(mount):
+                homes.append(str(mount / own.lstrip("/") / "cgroup.procs"))
+                break
+    return tuple(dict.fromkeys(homes))
+
+
+@attrs.frozen
+class StarterOrder:
+    """A starter request as it travels to the zygote: everything but the parts the zygote
+    holds (configuration, backends, runtimes, the claim's preparation)."""
+
+    slot_name: str
+    slot_id: int
+    claim_id: str
+    job: ClassAd
+    machine: ClassAd
+    execute_dir: str
+    startd_socket: str
+    startd_address: str
+    cpus: float
+    memory_mb: int
+    startd_memory_mb: int
+    starter_log: str
+    lease: int
+
+
+@attrs.frozen
+class PrepareOrder:
+    """Prepare the next job of ``claim_id``: ``backend``'s tracking under ``request`` (its
+    job key names the groups) and a supervisor inside them."""
+
+    claim_id: str
+    backend: str
+    request: TrackingRequest
+
+
+@attrs.frozen
+class PrepareFailed:
+    """A note from the zygote: the preparation of ``claim_id`` under ``job_key`` failed (or
+    could not be given back), for ``why``."""
+
+    claim_id: str
+    job_key: str
+    why: str
+
+
+@attrs.frozen
+class Spawned:
+    """The zygote's reply to ``spawn``: the starter's PID and the key of the preparation it
+    took (None: it prepares its job itself)."""
+
+    pid: int
+    job_key: str | None
+
+
+@attrs.frozen
+class PortableConfig:
+    """What of a configuration can travel: its macro table and where it came from; the
+    zygote puts it together with its own host and evaluation context."""
+
+    table: MacroTable
+    sources: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def of(cls, config: Config) -> PortableConfig:
+        return cls(config.table, config.sources, config.warnings)
+
+    def rebuild(self, base: Config) -> Config:
+        return attrs.evolve(
+            base,
+            table=self.table,
+            sources=self.sources,
+            warnings=self.warnings,
+            expanders={},
+            values={},
+            values_version=-1,
+        )
+
+
+class ZygoteWork:
+    """What the zygote does for the startd; built in the startd, used only in the zygote."""
+
+    def __init__(
+        self,
+        config: Config,
+        plugins: Plugins,
+        isolation: tuple[IsolationBackend, ...],
+        containers: tuple[ContainerRuntime, ...],
+        *,
+        close_in_zygote: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.config = config
+        self.close_in_zygote = close_in_zygote
+        self.plugins = plugins
+        self.isolation = isolation
+        self.containers = containers
+        self.prepared: dict[str, PreparedJob] = {}
+        # The zygote's own groups, read once: it is not moved between groups while it runs.
+        self._own_groups: tuple[OwnGroup, ...] | None = None
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "prepare": self.prepare,
+            "discard": self.discard,
+            "spawn": self.spawn,
+            "reconfig": self.reconfig,
+        }
+
+    # -- requests (in the zygote) ---------------------------------------------------------
+
+    def prepare(self, server: ServerSide, order: object, fds: list[int]) -> None:
+        assert isinstance(order, PrepareOrder)
+        backend = next((b for b in self.isolation if b.name == order.backend), None)
+        if backend is None or order.claim_id in self.prepared:
+            return
+        key = order.request.job_key
+        try:
+            tracking = backend.track(order.request)
+        except (EpError, OSError) as error:
+            server.note(PrepareFailed(order.claim_id, key, str(error)))
+            return
+        try:
+            joins = tracking.child_setup().join_files
+            if self._own_groups is None:
+                self._own_groups = own_groups()
+            supervisor = prepare_supervisor(joins, home_files(joins, self._own_groups))
+        except (EpError, OSError) as error:
+            with contextlib.suppress(EpError):
+                tracking.release()
+            server.note(PrepareFailed(order.claim_id, key, str(error)))
+            return
+        self.prepared[order.claim_id] = PreparedJob(
+            backend.name, order.request.job_key, tracking, supervisor
+        )
+
+    def discard(self, server: ServerSide, claim_id: object, fds: list[int]) -> None:
+        assert isinstance(claim_id, str)
+        failed = self._give_up(claim_id)
+        if failed is not None:
+            server.note(failed)
+
+    def _give_up(self, claim_id: str) -> PrepareFailed | None:
+        """Kill the supervisor of ``claim_id``'s preparation and remove its groups; why
+        they could not be removed, or None."""
+        prepared = self.prepared.pop(claim_id, None)
+        if prepared is None:
+            return None
+        prepared.supervisor.abandon()
+        # Its groups can be removed once it is gone.
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(prepared.supervisor.pid, 0)
+        try:
+            prepared.tracking.release()
+        except EpError as error:
+            why = f"cannot remove a prepared job's groups: {error}"
+            return PrepareFailed(claim_id, prepared.job_key, why)
+        return None
+
+    def spawn(self, server: ServerSide, order: object, fds: list[int]) -> Spawned:
+        """Fork the starter of ``order``; it runs once the startd writes on the pipe whose
+        read end is ``fds[0]`` (:mod:`epcore.startd.starters`)."""
+        assert isinstance(order, StarterOrder) and len(fds) == 1
+        go_read = fds[0]
+        prepared = self.prepared.pop(order.claim_id, None)
+        request = StarterRequest(
+            slot_name=order.slot_name,
+            slot_id=order.slot_id,
+            claim_id=order.claim_id,
+            job=order.job,
+            machine=order.machine,
+            execute_dir=order.execute_dir,
+            startd_socket=order.startd_socket,
+            startd_address=order.startd_address,
+            config=self.config,
+            isolation=self.isolation,
+            containers=self.containers,
+            cpus=order.cpus,
+            memory_mb=order.memory_mb,
+            startd_memory_mb=order.startd_memory_mb,
+            starter_log=order.starter_log,
+            prepared=prepared,
+            lease=order.lease,
+        )
+
+        def starter() -> int:
+            # Another claim's supervisor is not this starter's business.
+            for other in self.prepared.values():
+                other.supervisor.forget()
+            os.setsid()
+            return run_starter(request) if wait_for_go(go_read) else 1
+
+        try:
+            pid = server.fork(starter, report=True)
+        except OSError:
+            if prepared is not None:
+                self.prepared[order.claim_id] = prepared
+            raise
+        finally:
+            os.close(go_read)
+        if prepared is not None:
+            prepared.supervisor.forget()
+        return Spawned(pid, prepared.job_key if prepared is not None else None)
+
+    def reconfig(self, server: ServerSide, portable: object, fds: list[int]) -> None:
+        assert isinstance(portable, PortableConfig)
+        self.config = portable.rebuild(self.config)
+        # As the startd does at reconfig; what it logs the startd logged already.
+        quiet = logging.getLogger("epcore.startd.zygote.quiet")
+        quiet.propagate = False
+        quiet.addHandler(logging.NullHandler())
+        self.containers = backends.container_runtimes(self.plugins, self.config, quiet)
+
+    def end(self, server: ServerSide) -> None:
+        """The zygote ends: give up every preparation."""
+        for claim_id in list(self.prepared):
+            self._give_up(claim_id)
+
+
+#: How long a new zygote waits for the startd's own threads (Python cron jobs) to end, so
+#: that none holds a lock at the fork.
+QUIESCE_SECONDS = 5.0
+
+
+class Zygote:
+    """The startd's end of its zygote: forked at once from ``make_work()``'s work, and again
+    (after ``threads_busy`` says no thread runs, or :data:`QUIESCE_SECONDS`) when it died.
+    ``generation`` counts the zygotes started; OSError when none can be forked."""
+
+    def __init__(
+        self,
+        make_work: Callable[[], ZygoteWork],
+        *,
+        log: logging.Logger,
+        threads_busy: Callable[[], bool] = lambda: False,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.make_work = make_work
+        self.log = log
+        self.threads_busy = threads_busy
+        self.monotonic = monotonic
+        self.generation = 0
+        self.server = self._start()
+
+    def _start(self) -> ForkServer:
+        work = self.make_work()
+        server = start_fork_server(
+            work.handlers(), close_in_server=work.close_in_zygote, on_exit=work.end
+        )
+        self.generation += 1
+        return server
+
+    @property
+    def alive(self) -> bool:
+        return self.server.alive
+
+    @property
+    def pid(self) -> int:
+        return self.server.pid
+
+    def restart(self) -> None:
+        """Start a new zygote in place of one that died or hung."""
+        old = self.server
+        old.kill()
+        deadline = self.monotonic() + QUIESCE_SECONDS
+        while self.threads_busy() and self.monotonic() < deadline:
+            time.sleep(0.01)
+        if self.threads_busy():
+            self.log.warning("starting a zygote while a Python cron job still runs")
+        self.server = self._start()
+        self.log.warning("the zygote %d is gone: started zygote %d", old.pid, self.server.pid)
+
+    def post(self, operation: str, argument: object) -> None:
+        """Send a request with no reply; a zygote gone is noticed by :meth:`notes`."""
+        try:
+            self.server.post(operation, argument)
+        except ForkServerError as error:
+            self.log.error("cannot reach the zygote: %s", error)
+
+    def spawn(self, order: StarterOrder, go_read: int) -> Spawned:
+        """Have the zygote fork the starter of ``order`` (ForkServerError: it could not)."""
+        spawned = self.server.call("spawn", order, [go_read])
+        if not isinstance(spawned, Spawned):
+            raise ForkServerError(f"the zygote answered {spawned!r} to spawn")
+        return spawned
+
+    def reconfig(self, config: Config) -> None:
+        self.post("reconfig", PortableConfig.of(config))
+
+    def notes(self) -> list[object]:
+        """The zygote's notes since the last call (empty once it is gone: see :attr:`alive`)."""
+        return list(self.server.notes())
+
+    def close(self) -> None:
+        """End the zygote (it gives up its preparations; the starters live on)."""
+        self.server.close()

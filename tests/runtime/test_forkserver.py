@@ -1,0 +1,237 @@
+"""The fork server: requests and replies, descriptors, children's ends, and its own end."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from epcore.runtime.forkserver import (
+    ChildExited,
+    ForkServer,
+    ForkServerError,
+    ServerSide,
+    receive_message,
+    send_message,
+    start_fork_server,
+)
+
+
+def _wait_exit(server: ForkServer, pid: int, seconds: float = 10.0) -> ChildExited:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for note in server.notes():
+            if isinstance(note, ChildExited) and note.pid == pid:
+                return note
+        time.sleep(0.01)
+    raise AssertionError(f"no end reported for child {pid}")
+
+
+def _gone(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ForkServer]:
+    def echo(side: ServerSide, argument: object, fds: list[int]) -> object:
+        for fd in fds:
+            os.close(fd)
+        return ("echo", argument, len(fds))
+
+    def fail(side: ServerSide, argument: object, fds: list[int]) -> object:
+        raise ValueError(f"bad argument {argument!r}")
+
+    def run(side: ServerSide, argument: object, fds: list[int]) -> object:
+        assert isinstance(argument, int)
+
+        def child() -> int:
+            # What the child holds: none of the server's descriptors to the daemon.
+            (tmp_path / f"fds.{os.getpid()}").write_text(" ".join(os.listdir("/proc/self/fd")))
+            return argument
+
+        return side.fork(child, report=True)
+
+    def write_to(side: ServerSide, argument: object, fds: list[int]) -> object:
+        with os.fdopen(fds[0], "w") as handle:
+            handle.write(str(argument))
+        return None
+
+    (tmp_path / "before").write_text(" ".join(os.listdir("/proc/self/fd")))
+    made = start_fork_server(
+        {"echo": echo, "fail": fail, "run": run, "write_to": write_to},
+        on_exit=lambda side: (tmp_path / "ended").write_text("yes"),
+    )
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def test_a_request_gets_its_handlers_reply(server: ForkServer) -> None:
+    """A call returns what the handler returned for the argument sent."""
+    assert server.call("echo", {"a": [1, 2]}) == ("echo", {"a": [1, 2]}, 0)
+
+
+def test_a_failing_handler_is_an_error_reply_and_the_server_goes_on(server: ForkServer) -> None:
+    """A handler's exception reaches the caller as ForkServerError naming it; the server
+    answers the next request."""
+    with pytest.raises(ForkServerError, match="ValueError: bad argument 7"):
+        server.call("fail", 7)
+    with pytest.raises(ForkServerError, match="no operation 'nope'"):
+        server.call("nope", None)
+    assert server.call("echo", 1) == ("echo", 1, 0)
+
+
+def test_descriptors_travel_with_a_request(server: ForkServer) -> None:
+    """A descriptor sent with a request is the handler's to use (here: a pipe's write end)."""
+    read, write = os.pipe()
+    server.call("write_to", "through the pipe", [write])
+    os.close(write)
+    with os.fdopen(read) as handle:
+        assert handle.read() == "through the pipe"
+
+
+def test_a_reported_child_s_end_comes_as_a_note(server: ForkServer, tmp_path: Path) -> None:
+    """A child forked with ``report`` is reaped by the server, and its exit status comes
+    to the daemon; the child holds no descriptor of the server's socket."""
+    pid = server.call("run", 3)
+    assert isinstance(pid, int)
+    note = _wait_exit(server, pid)
+    assert os.waitstatus_to_exitcode(note.status) == 3
+    fds = set((tmp_path / f"fds.{pid}").read_text().split())
+    before = set((tmp_path / "before").read_text().split())
+    # What the test process had before the server existed, and the one listdir opened: not
+    # the socket pair's ends, not the server's own pipe and selector.
+    assert len(fds - before) <= 1, fds - before
+
+
+def test_notes_that_come_during_a_call_are_kept(server: ForkServer) -> None:
+    """A child's end that arrives while a call waits for its reply is not lost."""
+    pid = server.call("run", 0)
+    assert isinstance(pid, int)
+    time.sleep(0.3)  # the child has ended and its note is on the socket
+    assert server.call("echo", "after") == ("echo", "after", 0)
+    assert server.notes_waiting
+    assert _wait_exit(server, pid).pid == pid
+
+
+def test_the_server_ends_when_the_daemons_end_closes(server: ForkServer, tmp_path: Path) -> None:
+    """Closing the daemon's end makes the server run its ``on_exit`` and exit."""
+    server.close()
+    assert (tmp_path / "ended").read_text() == "yes"
+    assert not server.alive
+    with pytest.raises(ForkServerError, match="gone"):
+        server.call("echo", 1)
+
+
+def test_a_killed_server_is_noticed(server: ForkServer) -> None:
+    """A server killed from outside shows as not alive once its notes are read, and a call
+    to it fails with ForkServerError."""
+    os.kill(server.pid, signal.SIGKILL)
+    assert _gone(server.pid)
+    assert list(server.notes()) == []
+    assert not server.alive
+    with pytest.raises(ForkServerError):
+        server.call("echo", 1)
+
+
+def test_a_server_started_before_a_thread_takes_a_lock_forks_children_that_can_use_it(
+    tmp_path: Path,
+) -> None:
+    """The point of a fork server: a lock another thread of the daemon holds (here the
+    logging handler's, held for the whole test) is free in the server's children, which
+    were forked from a copy of the daemon made before the thread ran."""
+    log_path = tmp_path / "log"
+    handler = logging.FileHandler(log_path)
+    log = logging.getLogger(f"test.forkserver.{os.getpid()}")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+    def logs(side: ServerSide, argument: object, fds: list[int]) -> object:
+        def child() -> int:
+            log.info("the child logged")
+            return 0
+
+        return side.fork(child, report=True)
+
+    server = start_fork_server({"logs": logs})
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        handler.acquire()
+        holding.set()
+        release.wait(30)
+        handler.release()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        pid = server.call("logs", None)
+        assert isinstance(pid, int)
+        note = _wait_exit(server, pid)
+        assert os.waitstatus_to_exitcode(note.status) == 0
+        assert "the child logged" in log_path.read_text()
+    finally:
+        release.set()
+        thread.join()
+        server.close()
+        handler.close()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\x00\x00", b"\x00\x00\x00\x05abc", b"\xff\xff\xff\xff"],
+    ids=["empty", "short header", "short body", "huge length"],
+)
+def test_a_truncated_or_oversized_message_is_the_end_or_an_error(data: bytes) -> None:
+    """A message cut short reads as the end of the stream; a length over the limit is a
+    ForkServerError, never an allocation of that size."""
+    left, right = socket.socketpair()
+    with left, right:
+        left.sendall(data)
+        left.shutdown(socket.SHUT_WR)
+        if data.startswith(b"\xff"):
+            with pytest.raises(ForkServerError, match="claims"):
+                receive_message(right)
+        else:
+            assert receive_message(right) is None
+
+
+def test_a_message_round_trips_with_its_descriptors() -> None:
+    """What is sent is what is received, descriptors included."""
+    left, right = socket.socketpair()
+    read, write = os.pipe()
+    with left, right:
+        send_message(left, {"x": (1, "two")}, [write])
+        received = receive_message(right)
+    os.close(write)
+    assert received is not None
+    message, fds = received
+    assert message == {"x": (1, "two")} and len(fds) == 1
+    os.write(fds[0], b"!")
+    os.close(fds[0])
+    assert os.read(read, 1) == b"!"
+    os.close(read)
