@@ -71,6 +71,27 @@ class DaemonProcess:
                     pids.append(process.info["pid"])
         return pids
 
+    def zygote_pids(self) -> list[int]:
+        """The startd's zygotes: its children that run the same program (forked, not
+        exec'd, as cron and hook programs are)."""
+        assert self.process is not None
+        startd = psutil.Process(self.process.pid)
+        found = []
+        with contextlib.suppress(psutil.Error):
+            command = startd.cmdline()
+            for child in startd.children():
+                with contextlib.suppress(psutil.Error):
+                    if child.cmdline() == command:
+                        found.append(child.pid)
+        return found
+
+    def starters_left(self) -> list[int]:
+        """The daemon's starters and anything of theirs still running (not the daemon, not
+        its zygotes)."""
+        own = {self.process.pid} if self.process is not None else set()
+        own.update(self.zygote_pids() if self.process is not None else [])
+        return [pid for pid in self.processes() if pid not in own]
+
     def stop(self) -> None:
         """Kill the daemon, every starter of it and everything below them."""
         for pid in self.processes():

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
-import psutil
 import pytest
 
 from epcore.classad import ClassAd, parse_ad
@@ -106,20 +105,6 @@ class StartdProcess(DaemonProcess):
     def starter_pids(self) -> list[int]:
         """The startd's starters (its children) and any starter still running from the log."""
         return self.processes()
-
-    def zygote_pids(self) -> list[int]:
-        """The startd's zygotes: its children that run the same program (forked, not
-        exec'd, as cron and hook programs are)."""
-        assert self.process is not None
-        startd = psutil.Process(self.process.pid)
-        found = []
-        with contextlib.suppress(psutil.Error):
-            command = startd.cmdline()
-            for child in startd.children():
-                with contextlib.suppress(psutil.Error):
-                    if child.cmdline() == command:
-                        found.append(child.pid)
-        return found
 
     def kill9(self, *, with_zygote: bool = False) -> None:
         """``kill -9`` the startd process alone (not its starters), or with its zygote (as

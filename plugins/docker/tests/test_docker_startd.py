@@ -226,11 +226,13 @@ def test_unreachable_dockerd_means_no_docker_jobs(embedded, busybox_image) -> No
 
 
 def _starter_of(startd: StartdProcess) -> psutil.Process:
-    """The startd's one starter: the child of the startd its claims file names."""
+    """The startd's one starter: the process below the startd (a child of its zygote) that
+    its claims file names."""
     assert startd.process is not None
     saved = startd.saved_claims()
     assert len(saved) == 1, saved
-    children = {p.pid: p for p in psutil.Process(startd.process.pid).children()}
+    below = psutil.Process(startd.process.pid).children(recursive=True)
+    children = {p.pid: p for p in below}
     assert saved[0].pid in children, (saved, children)
     return children[saved[0].pid]
 

@@ -79,7 +79,7 @@ def test_a_fifo_named_by_a_job_holds_it_at_once(
     reason = str(job.evaluate("HoldReason"))
     assert needle in reason and str(fifo) in reason, reason
     assert time.monotonic() - released < HELD_WITHIN_SECONDS
-    pool.wait_for(lambda: len(pool.processes()) == 1, 30, "the job's starter to exit")
+    pool.wait_for(lambda: pool.starters_left() == [], 30, "the job's starter to exit")
     assert_pool_serves(pool, slot_users[3], shared_dir)
 
 
