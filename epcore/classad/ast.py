@@ -6,6 +6,9 @@ unparsing reproduces what the author wrote.
 
 from __future__ import annotations
 
+import operator
+from typing import TypeVar
+
 import attrs
 
 from epcore.classad.values import AbsTime, RelTime, _Error, _Undefined
@@ -25,6 +28,30 @@ def _literal_key(value: LiteralValue) -> tuple[type, object]:
     return (type(value), value)
 
 
+_Node = TypeVar("_Node")
+
+
+def _pickled_by_fields(cls: type[_Node]) -> type[_Node]:
+    """Pickle the node as its class and its fields in order, not as attrs' state keyed by
+    name: half the time and two thirds of the size, for the ads a startd sends its zygote
+    with every job."""
+    names = [field.name for field in attrs.fields(cls)]  # type: ignore[arg-type]
+    get = operator.attrgetter(*names)
+    if len(names) == 1:
+
+        def reduce_one(node: object) -> tuple[type[_Node], tuple[object, ...]]:
+            return (cls, (get(node),))
+
+        cls.__reduce__ = reduce_one  # type: ignore[assignment,method-assign]
+    else:
+
+        def reduce_many(node: object) -> tuple[type[_Node], tuple[object, ...]]:
+            return (cls, get(node))
+
+        cls.__reduce__ = reduce_many  # type: ignore[assignment,method-assign]
+    return cls
+
+
 def literal_value(value: LiteralValue) -> LiteralValue:
     """What a literal evaluates to: a relTime literal is a real, as in libclassad 25.x."""
     if type(value) is RelTime:
@@ -32,6 +59,7 @@ def literal_value(value: LiteralValue) -> LiteralValue:
     return value
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, eq=False)
 class Literal:
     """A constant: number, string, boolean, undefined, error or a time."""
@@ -45,6 +73,7 @@ class Literal:
         return hash(_literal_key(self.value))
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class AttrRef:
     """``name``, ``.name`` (absolute) or ``scope.name``."""
@@ -54,6 +83,7 @@ class AttrRef:
     absolute: bool = False
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class Unary:
     """A prefix operator: ``+``, ``-``, ``!`` or ``~``."""
@@ -62,6 +92,7 @@ class Unary:
     operand: Node
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class Binary:
     """An infix operator as written, except that ``=?=``/``=!=`` are stored as ``is``/``isnt``."""
@@ -71,6 +102,7 @@ class Binary:
     right: Node
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class Ternary:
     """``cond ? then : otherwise``."""
@@ -80,6 +112,7 @@ class Ternary:
     otherwise: Node
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class Elvis:
     """``left ?: right``: left unless it is undefined."""
@@ -88,6 +121,7 @@ class Elvis:
     right: Node
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class Paren:
     """Parentheses the author wrote."""
@@ -95,6 +129,7 @@ class Paren:
     inner: Node
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class Subscript:
     """``base[index]`` on a list or a ClassAd."""
@@ -103,6 +138,7 @@ class Subscript:
     index: Node
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class Call:
     """A function call; ``name`` keeps the author's spelling, lookup is case-insensitive."""
@@ -111,6 +147,7 @@ class Call:
     args: tuple[Node, ...]
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class ListExpr:
     """A list literal ``{a, b, ...}``."""
@@ -118,6 +155,7 @@ class ListExpr:
     items: tuple[Node, ...]
 
 
+@_pickled_by_fields
 @attrs.frozen(slots=True, cache_hash=True)
 class AdExpr:
     """A nested ClassAd literal ``[a = 1; b = 2]``; a repeated name replaces the earlier one."""
