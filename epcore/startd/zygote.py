@@ -30,7 +30,8 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.config.table import MacroTable
-from epcore.errors import EpError
+from epcore.errors import ConfigError, EpError
+from epcore.logs import LogSettings
 from epcore.plugins import Plugins
 from epcore.runtime.forkserver import (
     ForkServer,
@@ -43,7 +44,7 @@ from epcore.startd import backends
 from epcore.startd.starters import wait_for_go
 from epcore.starter.cgroups.mountinfo import read_layout
 from epcore.starter.launch import prepare_supervisor
-from epcore.starter.main import run_starter
+from epcore.starter.main import run_starter, starter_log_settings
 from epcore.starter.starter import PreparedJob, StarterRequest
 from epcore.types import ContainerRuntime, IsolationBackend, TrackingRequest
 
@@ -173,6 +174,8 @@ class ZygoteWork:
         self.isolation = isolation
         self.containers = containers
         self.prepared: dict[str, PreparedJob] = {}
+        #: Each slot's StarterLog settings, read from the configuration once, not per starter.
+        self._log_settings: dict[str, LogSettings] = {}
         # The zygote's own groups, read once: it is not moved between groups while it runs.
         self._own_groups: tuple[OwnGroup, ...] | None = None
 
@@ -260,12 +263,16 @@ class ZygoteWork:
             lease=order.lease,
         )
 
+        log_settings = self._log_settings.get(order.starter_log)
+        if log_settings is None:
+            log_settings = self._log_settings[order.starter_log] = starter_log_settings(request)
+
         def starter() -> int:
             # Another claim's supervisor is not this starter's business.
             for other in self.prepared.values():
                 other.supervisor.forget()
             os.setsid()
-            return run_starter(request) if wait_for_go(go_read) else 1
+            return run_starter(request, log_settings) if wait_for_go(go_read) else 1
 
         try:
             pid = server.fork(starter, report=True)
@@ -279,9 +286,25 @@ class ZygoteWork:
             prepared.supervisor.forget()
         return Spawned(pid, prepared.job_key if prepared is not None else None)
 
+    def begin(self) -> None:
+        """The zygote's first steps: close what the startd holds that starters must not
+        (its loop's sockets, when a zygote is started again), expand the configuration."""
+        self.close_in_zygote()
+        self.warm()
+
+    def warm(self) -> None:
+        """Expand every knob the configuration sets or defaults once, here: each starter
+        forked afterwards finds them expanded instead of expanding the ones it reads again."""
+        config = self.config
+        for name in {*config.names(), *config.table.defaults}:
+            with contextlib.suppress(ConfigError):
+                config.get(name)
+
     def reconfig(self, server: ServerSide, portable: object, fds: list[int]) -> None:
         assert isinstance(portable, PortableConfig)
         self.config = portable.rebuild(self.config)
+        self._log_settings.clear()
+        self.warm()
         # As the startd does at reconfig; what it logs the startd logged already.
         quiet = logging.getLogger("epcore.startd.zygote.quiet")
         quiet.propagate = False
@@ -321,9 +344,7 @@ class Zygote:
 
     def _start(self) -> ForkServer:
         work = self.make_work()
-        server = start_fork_server(
-            work.handlers(), close_in_server=work.close_in_zygote, on_exit=work.end
-        )
+        server = start_fork_server(work.handlers(), close_in_server=work.begin, on_exit=work.end)
         self.generation += 1
         return server
 

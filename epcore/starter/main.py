@@ -12,17 +12,24 @@ from epcore.starter.starter import Starter, StarterRequest
 LOG_FORMAT = "%(asctime)s (pid:%(process)d) %(message)s"
 
 
-def starter_logger(request: StarterRequest) -> logging.Logger:
-    """The StarterLog of one slot (``STARTER_LOG.<slot>``, as HTCondor names it), written by
-    this process alone (the handlers the startd's logger had are not inherited), rotated as
-    MAX_STARTER_LOG and MAX_NUM_STARTER_LOG say."""
-    settings = LogSettings.from_config(request.config, "STARTER", request.starter_log)
+def starter_log_settings(request: StarterRequest) -> LogSettings:
+    """Where the StarterLog of one slot goes (``STARTER_LOG.<slot>``, as HTCondor names it)
+    and when it rotates (MAX_STARTER_LOG, MAX_NUM_STARTER_LOG)."""
+    return LogSettings.from_config(request.config, "STARTER", request.starter_log)
+
+
+def starter_logger(request: StarterRequest, settings: LogSettings | None = None) -> logging.Logger:
+    """The StarterLog of one slot, written by this process alone (the handlers the startd's
+    logger had are not inherited); ``settings`` as :func:`starter_log_settings` gives them."""
+    if settings is None:
+        settings = starter_log_settings(request)
     name = f"epcore.starter.{request.slot_name}.{os.getpid()}"
     return file_logger(name, settings, LOG_FORMAT)
 
 
-def run_starter(request: StarterRequest) -> int:
-    """Run the starter of ``request`` to its end; the process's exit status."""
-    log = starter_logger(request)
+def run_starter(request: StarterRequest, log_settings: LogSettings | None = None) -> int:
+    """Run the starter of ``request`` to its end; the process's exit status. ``log_settings``
+    spares the starter reading them from the configuration (its zygote keeps them)."""
+    log = starter_logger(request, log_settings)
     log.info("starter for %s (claim %s...)", request.slot_name, request.claim_id[:24])
     return run_job(Starter(request, log))
