@@ -66,6 +66,15 @@ class ChildExited:
 
 
 @attrs.frozen
+class WithFds:
+    """A handler's reply that carries descriptors: they go with the reply and are closed in
+    the server once sent."""
+
+    value: object
+    fds: tuple[int, ...]
+
+
+@attrs.frozen
 class _Request:
     number: int
     operation: str
@@ -193,7 +202,7 @@ class ServerSide:
                 send_message(self._sock, ChildExited(pid, status))
 
 
-def _serve(
+def serve(
     sock: socket.socket,
     handlers: Mapping[str, Handler],
     on_exit: Callable[[ServerSide], None],
@@ -268,8 +277,16 @@ def _answer(
             value = handler(server, request.argument, fds)
         except Exception as failure:  # a request's failure is its reply, not the server's end
             error = f"{type(failure).__name__}: {failure}"
-    if request.number:
-        send_message(sock, _Reply(request.number, value, error))
+    fds_out: tuple[int, ...] = ()
+    if isinstance(value, WithFds):
+        fds_out = value.fds
+        value = value.value
+    try:
+        if request.number:
+            send_message(sock, _Reply(request.number, value, error), fds_out)
+    finally:
+        for fd in fds_out:
+            os.close(fd)
 
 
 # -- the daemon's side -----------------------------------------------------------------------
@@ -296,6 +313,15 @@ class ForkServer:
     def call(self, operation: str, argument: object, fds: Sequence[int] = ()) -> object:
         """Send a request and wait for its reply; ForkServerError when the handler failed
         or the server is gone. Notes that arrive meanwhile are kept for :meth:`notes`."""
+        value, extra = self.call_with_fds(operation, argument, fds)
+        for fd in extra:
+            os.close(fd)
+        return value
+
+    def call_with_fds(
+        self, operation: str, argument: object, fds: Sequence[int] = ()
+    ) -> tuple[object, list[int]]:
+        """As :meth:`call`, and the descriptors that came with the reply (the caller's)."""
         self._numbers += 1
         number = self._numbers
         self._send(_Request(number, operation, argument), fds)
@@ -305,12 +331,14 @@ class ForkServer:
                 self._gone()
                 raise ForkServerError(f"the fork server {self.pid} went away during {operation}")
             message, extra = received
-            for fd in extra:
-                os.close(fd)
             if isinstance(message, _Reply) and message.number == number:
                 if message.error is not None:
+                    for fd in extra:
+                        os.close(fd)
                     raise ForkServerError(f"{operation}: {message.error}")
-                return message.value
+                return message.value, extra
+            for fd in extra:
+                os.close(fd)
             self._notes.append(message)
 
     def notes(self) -> Iterator[object]:
@@ -465,6 +493,6 @@ def start_fork_server(
         except BaseException:
             traceback.print_exc(file=sys.stderr)
             os._exit(1)
-        _serve(server_end, handlers, on_exit)
+        serve(server_end, handlers, on_exit)
     server_end.close()
     return ForkServer(pid, daemon_end)

@@ -5,7 +5,7 @@ cgroup v1 here, see benchmarks/README.md). Paying it when the job is activated w
 between activation and the job's first instruction, so the startd pays it earlier: for every
 claim whose slot is Claimed/Idle, or Claimed/Busy (for the claim's next job), it has its
 zygote (:mod:`epcore.startd.zygote`) make the job's cgroups and fork a supervisor that joins
-them and waits (:func:`epcore.starter.launch.prepare_supervisor`). The starter the zygote
+them and waits (:mod:`epcore.starter.supervisor_server`). The starter the zygote
 forks at activation inherits both, and the job it starts is born inside its cgroups. A claim
 that goes away takes its preparation with it. :class:`Preparations` is the startd's record of
 what it asked for; the zygote holds the preparations themselves.

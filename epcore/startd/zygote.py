@@ -43,9 +43,9 @@ from epcore.runtime.forkserver import (
 from epcore.startd import backends
 from epcore.startd.starters import wait_for_go
 from epcore.starter.cgroups.mountinfo import read_layout
-from epcore.starter.launch import prepare_supervisor
 from epcore.starter.main import run_starter, starter_log_settings
 from epcore.starter.starter import PreparedJob, StarterRequest
+from epcore.starter.supervisor_server import SupervisorServer, wait_gone
 from epcore.types import ContainerRuntime, IsolationBackend, TrackingRequest
 
 #: One cgroup hierarchy: where it is mounted, and this process's group in it (None: unknown).
@@ -174,6 +174,8 @@ class ZygoteWork:
         self.isolation = isolation
         self.containers = containers
         self.prepared: dict[str, PreparedJob] = {}
+        #: Where prepared supervisors come from (a small process of their own).
+        self.supervisors = SupervisorServer()
         #: Each slot's StarterLog settings, read from the configuration once, not per starter.
         self._log_settings: dict[str, LogSettings] = {}
         # The zygote's own groups, read once: it is not moved between groups while it runs.
@@ -204,7 +206,7 @@ class ZygoteWork:
             joins = tracking.child_setup().join_files
             if self._own_groups is None:
                 self._own_groups = own_groups()
-            supervisor = prepare_supervisor(joins, home_files(joins, self._own_groups))
+            supervisor = self.supervisors.prepare(joins, home_files(joins, self._own_groups))
         except (EpError, OSError) as error:
             with contextlib.suppress(EpError):
                 tracking.release()
@@ -227,9 +229,8 @@ class ZygoteWork:
         if prepared is None:
             return None
         prepared.supervisor.abandon()
-        # Its groups can be removed once it is gone.
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(prepared.supervisor.pid, 0)
+        # Its groups can be removed once it is gone (its server reaps it).
+        wait_gone(prepared.supervisor.pid)
         try:
             prepared.tracking.release()
         except EpError as error:
@@ -268,9 +269,10 @@ class ZygoteWork:
             log_settings = self._log_settings[order.starter_log] = starter_log_settings(request)
 
         def starter() -> int:
-            # Another claim's supervisor is not this starter's business.
+            # Another claim's supervisor is not this starter's business, nor their server.
             for other in self.prepared.values():
                 other.supervisor.forget()
+            self.supervisors.close_in_child()
             os.setsid()
             return run_starter(request, log_settings) if wait_for_go(go_read) else 1
 
@@ -315,6 +317,7 @@ class ZygoteWork:
         """The zygote ends: give up every preparation."""
         for claim_id in list(self.prepared):
             self._give_up(claim_id)
+        self.supervisors.close()
 
 
 #: How long a new zygote waits for the startd's own threads (Python cron jobs) to end, so
