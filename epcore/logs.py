@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TextIO
 
@@ -263,7 +264,7 @@ class RepeatLimiter(logging.Filter):
         self.clock = clock
         self.remembered = remembered
         #: For each recent message: when its window began, lines let through, lines dropped.
-        self.seen: dict[tuple[int, str], list[float]] = {}
+        self.seen: OrderedDict[tuple[int, str], list[float]] = OrderedDict()
         self.next_sweep = 0.0
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -272,8 +273,13 @@ class RepeatLimiter(logging.Filter):
         summaries = self._expired(now, key)
         entry = self.seen.get(key)
         if entry is None:
+            # logging runs filters outside the handler's lock, and a startd's Python cron
+            # threads log too: each step here is one dict operation, atomic under the GIL,
+            # and tolerates another thread's step in between (no lock a forked starter could
+            # inherit held).
             if len(self.seen) >= self.remembered:
-                del self.seen[next(iter(self.seen))]
+                with contextlib.suppress(KeyError):
+                    self.seen.popitem(last=False)  # the oldest
             self.seen[key] = [now, 1.0, 0.0]
         elif entry[1] >= self.burst:
             entry[2] += 1
@@ -299,8 +305,7 @@ class RepeatLimiter(logging.Filter):
         for key, (began, _passed, dropped) in list(self.seen.items()):
             if now - began < self.window:
                 continue
-            del self.seen[key]
-            if dropped:
+            if self.seen.pop(key, None) is not None and dropped:
                 summaries.append(
                     f"the message {key[1][:200]!r} was repeated {int(dropped)} more times "
                     f"in {now - began:.0f} s"

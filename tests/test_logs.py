@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -231,6 +234,38 @@ def test_the_limiter_forgets_old_messages_within_its_bound() -> None:
     for n in range(500):
         assert limiter.filter(_record(f"message {n}"))
     assert len(limiter.seen) <= 50
+
+
+def test_the_limiter_is_safe_from_several_threads() -> None:
+    """Threads filtering distinct messages at once (logging runs filters outside the handler's
+    lock; a startd's Python cron threads log beside its loop) never make the filter raise,
+    and its bound holds but for one message per other thread."""
+    limiter = RepeatLimiter(remembered=8)
+    errors: list[BaseException] = []
+
+    def flood(thread: int) -> None:
+        deadline = time.monotonic() + 0.5
+        n = 0
+        while time.monotonic() < deadline and not errors:
+            try:
+                limiter.filter(_record(f"thread {thread} message {n}"))
+            except Exception as error:  # the failure the test looks for
+                errors.append(error)
+            n += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=flood, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    # Each of the other threads may have added its message between a check and an insert.
+    assert len(limiter.seen) <= 8 + 3
 
 
 def test_a_daemon_logger_writes_private_rotating_limited_lines(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ pulled* stay on the machine; images an admin put there by other means are never 
 cache's record is a small file in SPOOL (``docker_image_cache``: one ``<last use> <bytes>
 <image>`` line per pulled image), changed by every starter under the exclusive lock of
 ``docker_image_cache.lock`` and replaced whole, so that jobs starting at once agree on what was
-used last and a reader needs no lock. It notes each image's size, for a report of what the
-cache takes. When an image leaves the cache it is removed
+used last and a reader needs no lock; the sizes in it are what DockerCachedImageSizeMb adds up,
+without asking dockerd. When an image leaves the cache it is removed
 from dockerd unless a container still uses it; it is then tried again at the next eviction.
 """
 
@@ -121,6 +121,13 @@ class ImageCache:
                 if not self._remove(api, name):
                     keep.append(next(e for e in entries if e.image == name))
             self._rewrite(keep)
+
+    def size_mb(self) -> int:
+        """Megabytes the pulled images take, from the record alone (DockerCachedImageSizeMb:
+        images the plugin did not pull are not counted)."""
+        # No lock: a startd's cron thread asks, and the startd forks starters meanwhile; a
+        # lock held then would stay held by the child's copy of the descriptor.
+        return sum(entry.size for entry in self._read()) // (1024 * 1024)
 
     def _pull(self, api: docker.APIClient, image: str) -> None:
         repository, tag = parse_repository_tag(image)
