@@ -5,6 +5,7 @@ Run from the project root, as root (cgroups need it), after
 
     python3 benchmarks/pool_bench.py              # 1,000 jobs of /bin/true; 1,000 d-slots
     python3 benchmarks/pool_bench.py --quick      # 100 jobs; 100 d-slots: a smoke test
+    python3 benchmarks/pool_bench.py --memory-only  # only the startd's memory
 
 Throughput: an ``ep run`` subprocess with the personal pool's configuration on this machine
 (one partitionable slot with every core, cgroup tracking under a BASE_CGROUP made for the
@@ -168,6 +169,9 @@ def startd_memory(count: int, root: Path) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="100 jobs and 100 d-slots")
+    parser.add_argument(
+        "--memory-only", action="store_true", help="only the startd's memory (no jobs run)"
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("pool_bench needs root (cgroups)", file=sys.stderr)
@@ -177,12 +181,13 @@ def main() -> int:
     root.chmod(0o755)
     cgroup = f"ep_bench_{uuid.uuid4().hex[:6]}"
     try:
-        plain = baseline(count)
-        rate = throughput(count, root, cgroup)
-        print(f"{count} jobs of /bin/true through ep run on {os.cpu_count()} cores")
-        print(f"  ep run:            {rate:8.1f} jobs/s   (target >= {THROUGHPUT_TARGET:.0f})")
-        print(f"  subprocess.run:    {plain:8.1f} jobs/s   (ratio {plain / rate:.1f}x)")
-        print(f"  target met: {'yes' if rate >= THROUGHPUT_TARGET else 'no'}")
+        if not args.memory_only:
+            plain = baseline(count)
+            rate = throughput(count, root, cgroup)
+            print(f"{count} jobs of /bin/true through ep run on {os.cpu_count()} cores")
+            print(f"  ep run:            {rate:8.1f} jobs/s   (target >= {THROUGHPUT_TARGET:.0f})")
+            print(f"  subprocess.run:    {plain:8.1f} jobs/s   (ratio {plain / rate:.1f}x)")
+            print(f"  target met: {'yes' if rate >= THROUGHPUT_TARGET else 'no'}")
         empty, full = startd_memory(count, root)
         print(f"startd resident memory with {count} dynamic slots")
         print(f"  no claim:          {empty:8.1f} MB")

@@ -4,6 +4,9 @@ Built by the startd once (and again on reconfiguration) from its configuration; 
 inherits the object and opens its own connection to dockerd, since a connection must not be
 shared between processes. Everything dockerd is asked goes through the docker SDK, never a
 shell: DOCKER_EXTRA_ARGUMENTS is parsed into SDK keywords (:mod:`epcore_docker.extra_args`).
+The startd's own questions (is dockerd there, its version, the labelled containers) go over
+dockerd's unix socket without the SDK (:mod:`epcore_docker.daemon`), so that the SDK, and the
+10 MB it holds, is imported only where containers run or dockerd is not on a unix socket.
 
 Containers are labelled ``epcore.job_key`` with the job's tracking key (its cgroup name, which
 starts with the execute directory's prefix), so that a startd finds and removes the container
@@ -21,20 +24,15 @@ import socket
 import threading
 import time
 from collections.abc import Collection, Sequence
-from typing import Any
-
-import docker
-import docker.errors
-import docker.types
-from docker.models.containers import Container
+from typing import TYPE_CHECKING, Any
 
 from epcore.api import HoldCode, as_user, open_user_file
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import ConfigError, JobSetupError
 from epcore.types import ContainerJob, MachineAttribute, RunningContainer
-from epcore_docker.container import DOCKER_ERRORS, DockerContainer
-from epcore_docker.images import ImageCache
+from epcore_docker import daemon
+from epcore_docker.daemon import DAEMON_ERRORS, DaemonError
 from epcore_docker.settings import (
     ContainerOptions,
     DockerSettings,
@@ -42,6 +40,10 @@ from epcore_docker.settings import (
     machine_attributes,
     read_settings,
 )
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container
 
 NAME = "docker"
 #: The label naming the job a container belongs to.
@@ -91,6 +93,8 @@ class DockerRuntime:
 
     def client(self) -> docker.DockerClient:
         """This process's client (a forked starter makes its own)."""
+        import docker
+
         if self._client is None or self._client_pid != os.getpid():
             version = self._api_version or "auto"
             if self.url is None:
@@ -105,6 +109,8 @@ class DockerRuntime:
 
     def new_api(self) -> docker.APIClient:
         """A client of its own, for one thread."""
+        import docker
+
         version = self._api_version or "auto"
         if self.url is None:
             return docker.from_env(version=version, timeout=API_TIMEOUT).api
@@ -131,10 +137,37 @@ class DockerRuntime:
         if problem is not None:
             return problem
         try:
-            self.client().ping()
-        except DOCKER_ERRORS as error:
+            self._ping()
+        except DAEMON_ERRORS as error:
             return f"dockerd does not answer at {self.url or self._environment_url()}: {error}"
         return None
+
+    def _ping(self) -> None:
+        path = daemon.unix_socket(self.url)
+        if path is not None:
+            daemon.get(path, "/_ping", API_TIMEOUT)
+            return
+        from epcore_docker.container import DOCKER_ERRORS
+
+        try:
+            self.client().ping()
+        except DOCKER_ERRORS as error:
+            raise DaemonError(str(error)) from error
+
+    def _version(self) -> dict[str, object]:
+        path = daemon.unix_socket(self.url)
+        if path is not None:
+            found = daemon.get_json(path, "/version", API_TIMEOUT)
+        else:
+            from epcore_docker.container import DOCKER_ERRORS
+
+            try:
+                found = self.client().version()
+            except DOCKER_ERRORS as error:
+                raise DaemonError(str(error)) from error
+        if not isinstance(found, dict):
+            raise DaemonError(f"dockerd's version is not an object: {found!r}")
+        return found
 
     def machine_attributes(self) -> Sequence[MachineAttribute]:
         """HasDocker, DockerVersion and the volumes and networks; HasDocker = false and
@@ -142,8 +175,8 @@ class DockerRuntime:
         reason = self.offline_reason()
         if reason is None:
             try:
-                version = self.client().version()
-            except DOCKER_ERRORS as error:
+                version = self._version()
+            except DAEMON_ERRORS as error:
                 reason = f"dockerd answers but not with its version: {error}"
             else:
                 # The starters' clients use it instead of asking dockerd each time (10 ms).
@@ -169,6 +202,9 @@ class DockerRuntime:
 
     def start(self, request: ContainerJob, log: logging.Logger) -> RunningContainer:
         """Pull the image when needed, then create and start the job's container."""
+        from epcore_docker.container import DOCKER_ERRORS, DockerContainer
+        from epcore_docker.images import ImageCache
+
         # Not offline_reason(): the startd asked dockerd already, and a dockerd gone since
         # then fails the create below with its own reason.
         reason = self.configuration_problem()
@@ -227,6 +263,8 @@ class DockerRuntime:
         settings: DockerSettings,
         options: ContainerOptions,
     ) -> Container:
+        import docker.types
+
         extra = settings.extra
         mounts = [docker.types.Mount(request.sandbox, request.sandbox, type="bind")]
         mounts += [
@@ -316,6 +354,8 @@ class DockerRuntime:
         threading.Thread(target=feed, name=f"stdin-{container_id[:12]}", daemon=True).start()
 
     def _remove_quietly(self, container_id: str, log: logging.Logger) -> None:
+        from epcore_docker.container import DOCKER_ERRORS
+
         try:
             self.client().api.remove_container(container_id, v=True, force=True)
         except DOCKER_ERRORS as error:
@@ -324,10 +364,19 @@ class DockerRuntime:
     # -- after a starter is gone -----------------------------------------------------------
 
     def _labelled(self, label: str) -> list[dict[str, object]]:
-        found: list[dict[str, object]] = self.client().api.containers(
-            all=True, filters={"label": label}
-        )
-        return found
+        path = daemon.unix_socket(self.url)
+        if path is not None:
+            found = daemon.get_json(path, daemon.containers_request(label), API_TIMEOUT)
+        else:
+            from epcore_docker.container import DOCKER_ERRORS
+
+            try:
+                found = self.client().api.containers(all=True, filters={"label": label})
+            except DOCKER_ERRORS as error:
+                raise DaemonError(str(error)) from error
+        if not isinstance(found, list):
+            raise DaemonError(f"dockerd's container list is not a list: {found!r}")
+        return [entry for entry in found if isinstance(entry, dict)]
 
     def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
         """Remove the containers of this startd's execute directories that no running job
@@ -336,7 +385,7 @@ class DockerRuntime:
             return ()
         try:
             listed = self._labelled(JOB_KEY_LABEL)
-        except DOCKER_ERRORS as error:
+        except DAEMON_ERRORS as error:
             self.log.info("cannot look for stale containers: %s", error)
             return ()
         removed = []
@@ -355,7 +404,7 @@ class DockerRuntime:
             return False
         try:
             listed = self._labelled(f"{JOB_KEY_LABEL}={job_key}")
-        except DOCKER_ERRORS as error:
+        except DAEMON_ERRORS as error:
             self.log.error("cannot look for the container of job %s: %s", job_key, error)
             return False
         for entry in listed:
