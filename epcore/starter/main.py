@@ -10,6 +10,8 @@ from epcore.starter.lifecycle import run_job
 from epcore.starter.starter import Starter, StarterRequest
 
 LOG_FORMAT = "%(asctime)s (pid:%(process)d) %(message)s"
+#: The logger of the cgroup backend (epcore.starter.cgroups), used inside starters.
+CGROUP_LOGGER = "epcore.starter.cgroups"
 
 
 def starter_log_settings(request: StarterRequest) -> LogSettings:
@@ -24,7 +26,13 @@ def starter_logger(request: StarterRequest, settings: LogSettings | None = None)
     if settings is None:
         settings = starter_log_settings(request)
     name = f"epcore.starter.{request.slot_name}.{os.getpid()}"
-    return file_logger(name, settings, LOG_FORMAT)
+    log = file_logger(name, settings, LOG_FORMAT)
+    # The cgroup backend's warnings belong in this log, not on the startd's stderr (whose
+    # lock a thread of the startd may have held when this process was forked).
+    cgroups = logging.getLogger(CGROUP_LOGGER)
+    cgroups.handlers = list(log.handlers)
+    cgroups.propagate = False
+    return log
 
 
 def run_starter(request: StarterRequest, log_settings: LogSettings | None = None) -> int:
