@@ -428,10 +428,15 @@ class IsolationBackendSpec:
 @attrs.frozen
 class ContainerRuntimeSpec:
     """A container runtime a plugin offers (``ep_container_runtimes``): its ``name`` and the
-    ``factory`` that builds it for a configuration without starting anything."""
+    ``factory`` that builds it for a configuration without starting anything.
+
+    ``starter_modules`` names the modules a starter needs to run a container that the startd
+    itself does not import (a client library): the startd's zygote imports them once, when
+    it first forks a starter of a job this runtime runs, so that no starter pays for them."""
 
     name: str
     factory: Callable[[Config], ContainerRuntime]
+    starter_modules: tuple[str, ...] = ()
 
 
 @attrs.frozen

@@ -19,6 +19,7 @@ rebuilds its configuration and container runtimes as the startd does). When the 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import time
@@ -176,6 +177,11 @@ class ZygoteWork:
         self.prepared: dict[str, PreparedJob] = {}
         #: Where prepared supervisors come from (a small process of their own).
         self.supervisors = SupervisorServer()
+        #: The modules each container runtime's starters need, by runtime name, until the
+        #: zygote has imported them.
+        self._starter_modules = {
+            spec.name: spec.starter_modules for spec in plugins.container_runtimes()
+        }
         #: Each slot's StarterLog settings, read from the configuration once, not per starter.
         self._log_settings: dict[str, LogSettings] = {}
         # The zygote's own groups, read once: it is not moved between groups while it runs.
@@ -264,6 +270,7 @@ class ZygoteWork:
             lease=order.lease,
         )
 
+        self._import_for(order.job)
         log_settings = self._log_settings.get(order.starter_log)
         if log_settings is None:
             log_settings = self._log_settings[order.starter_log] = starter_log_settings(request)
@@ -287,6 +294,21 @@ class ZygoteWork:
         if prepared is not None:
             prepared.supervisor.forget()
         return Spawned(pid, prepared.job_key if prepared is not None else None)
+
+    def _import_for(self, job: ClassAd) -> None:
+        """Import what the container runtime running ``job`` needs in its starters, once."""
+        for runtime in self.containers:
+            modules = self._starter_modules.pop(runtime.name, ())
+            if not modules:
+                continue
+            if not runtime.runs(job):
+                self._starter_modules[runtime.name] = modules
+                continue
+            for module in modules:
+                # A module that cannot be imported fails in the starter, where the job's
+                # failure is reported.
+                with contextlib.suppress(Exception):
+                    importlib.import_module(module)
 
     def begin(self) -> None:
         """The zygote's first steps: close what the startd holds that starters must not

@@ -18,52 +18,31 @@ import logging
 import os
 from collections.abc import Iterator
 
-import attrs
 import docker
 import docker.errors
 from docker.utils import parse_repository_tag
 
 from epcore.api import HoldCode
 from epcore.errors import JobSetupError
+from epcore_docker.cache_record import (
+    CACHE_FILE,
+    CacheEntry,
+    plan_eviction,
+    read_entries,
+    read_record,
+    size_mb,
+    write_entries,
+)
 from epcore_docker.container import DOCKER_ERRORS
 
-CACHE_FILE = "docker_image_cache"
-
-
-@attrs.frozen
-class CacheEntry:
-    """A pulled image, when a job last used it (epoch seconds) and its size in bytes."""
-
-    image: str
-    last_used: float
-    size: int = 0
-
-
-def read_entries(text: str) -> list[CacheEntry]:
-    """The cache file's entries; a line that is not ``<number> [<bytes>] <image>`` is skipped
-    (the file is epcore's own, and a torn line must not stop jobs)."""
-    entries = []
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) not in (2, 3):
-            continue
-        try:
-            used = float(fields[0])
-            size = int(fields[1]) if len(fields) == 3 else 0
-        except ValueError:
-            continue
-        entries.append(CacheEntry(fields[-1], used, max(size, 0)))
-    return entries
-
-
-def write_entries(entries: list[CacheEntry]) -> str:
-    return "".join(f"{e.last_used:.3f} {e.size} {e.image}\n" for e in entries)
-
-
-def plan_eviction(entries: list[CacheEntry], size: int) -> tuple[list[CacheEntry], list[str]]:
-    """The entries to keep (the ``size`` used most recently) and the images to evict."""
-    ordered = sorted(entries, key=lambda e: e.last_used, reverse=True)
-    return ordered[:size], [entry.image for entry in ordered[size:]]
+__all__ = [
+    "CACHE_FILE",
+    "CacheEntry",
+    "ImageCache",
+    "plan_eviction",
+    "read_entries",
+    "write_entries",
+]
 
 
 class ImageCache:
@@ -75,11 +54,7 @@ class ImageCache:
         self.log = log
 
     def _read(self) -> list[CacheEntry]:
-        try:
-            with open(self.path, encoding="utf-8", errors="replace") as reader:
-                return read_entries(reader.read())
-        except FileNotFoundError:
-            return []
+        return read_record(self.path)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[list[CacheEntry]]:
@@ -125,9 +100,7 @@ class ImageCache:
     def size_mb(self) -> int:
         """Megabytes the pulled images take, from the record alone (DockerCachedImageSizeMb:
         images the plugin did not pull are not counted)."""
-        # No lock: a startd's cron thread asks, and the startd forks starters meanwhile; a
-        # lock held then would stay held by the child's copy of the descriptor.
-        return sum(entry.size for entry in self._read()) // (1024 * 1024)
+        return size_mb(self._read())
 
     def _pull(self, api: docker.APIClient, image: str) -> None:
         repository, tag = parse_repository_tag(image)

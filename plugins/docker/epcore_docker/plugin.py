@@ -15,13 +15,16 @@ from epcore import hookimpl
 from epcore.classad import ClassAd
 from epcore.config import Config, KnobDefault
 from epcore.types import ContainerRuntimeSpec, PythonCronJob
-from epcore_docker.images import ImageCache
+from epcore_docker.cache_record import cached_size_mb
 from epcore_docker.runtime import NAME, DockerRuntime
 
 #: The cron job's name (STARTD_CRON_DOCKER_CACHE_PREFIX, _PERIOD and _SLOTS apply to it).
 CACHE_JOB = "DOCKER_CACHE"
 #: DOCKER_CACHE_ADVERTISE_INTERVAL's default.
 CACHE_INTERVAL = 1200.0
+#: What a starter of a docker job imports that the startd does not (the zygote imports them
+#: once, before the first such starter).
+STARTER_MODULES = ("docker", "epcore_docker.container", "epcore_docker.images")
 
 
 def _build(config: Config) -> DockerRuntime:
@@ -45,7 +48,7 @@ def ep_config_defaults() -> Sequence[KnobDefault]:
 @hookimpl
 def ep_container_runtimes() -> Sequence[ContainerRuntimeSpec]:
     """The docker runtime, built by the startd for its configuration."""
-    return [ContainerRuntimeSpec(NAME, _build)]
+    return [ContainerRuntimeSpec(NAME, _build, starter_modules=STARTER_MODULES)]
 
 
 def _cache_size_job(config: Config) -> PythonCronJob:
@@ -55,7 +58,7 @@ def _cache_size_job(config: Config) -> PythonCronJob:
         # From the cache's record alone: no docker connection from a thread of the startd's,
         # which forks starters meanwhile.
         ad = ClassAd()
-        ad["DockerCachedImageSizeMb"] = ImageCache(runtime.spool, 1, runtime.log).size_mb()
+        ad["DockerCachedImageSizeMb"] = cached_size_mb(runtime.spool)
         return [ad]
 
     interval = config.get_float("DOCKER_CACHE_ADVERTISE_INTERVAL", CACHE_INTERVAL)
