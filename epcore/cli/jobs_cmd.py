@@ -275,7 +275,7 @@ def _action_command(name: str, request: str, verb: str) -> click.Command:
                 click.echo(f"ep {name}: no job matched", err=True)
             raise SystemExit(1)
 
-    command.help = f"{verb.capitalize()} jobs, like condor_{name}."
+    command.help = f"{request} jobs, like condor_{name}."
     return command
 
 
