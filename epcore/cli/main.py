@@ -71,7 +71,7 @@ COMMANDS: dict[str, LazyCommand] = {
         "Run the personal pool in the foreground: collector, negotiator, job queue and startd.",
     ),
     "submit": LazyCommand(
-        _CLI + "jobs_cmd:submit_command",
+        _CLI + "submit_cmd:submit_command",
         "Submit the jobs a submit description FILE describes (``-`` reads standard input).",
     ),
     "q": LazyCommand(
