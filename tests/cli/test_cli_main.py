@@ -59,10 +59,8 @@ def test_console_script_runs_eval_help() -> None:
 
 
 def _modules_after(code: str) -> set[str]:
-    """The epcore modules a fresh interpreter has imported after running ``code``."""
-    script = (
-        f"import sys\n{code}\nprint('\\n'.join(m for m in sys.modules if m.startswith('epcore')))"
-    )
+    """The modules a fresh interpreter has imported after running ``code``."""
+    script = f"import sys\n{code}\nprint('\\n'.join(sys.modules))"
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
@@ -112,3 +110,34 @@ def test_group_resolves_each_name_to_its_command() -> None:
     for name, entry in COMMANDS.items():
         assert ep.get_command(context, name) is entry.load()
     assert ep.get_command(context, "no-such-command") is None
+
+
+#: What each pool command's module must not import: the heavy parts it needs not, which
+#: each ``ep submit``, ``ep q`` or ``ep status`` would otherwise pay for at its start.
+UNNEEDED = {
+    "epcore.cli.submit_cmd": (
+        "epcore.views",
+        "epcore.schedd.jobqueue",
+        "epcore.interfaces",
+        "epcore.runtime.pool_server",
+        "pluggy",
+        "regex",
+        "sqlite3",
+    ),
+    "epcore.cli.jobs_cmd": (
+        "epcore.submit",
+        "epcore.schedd.jobqueue",
+        "epcore.interfaces",
+        "pluggy",
+        "sqlite3",
+    ),
+    "epcore.cli.status_cmd": ("epcore.slots.ads", "epcore.plugins", "pluggy", "sqlite3"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(UNNEEDED))
+def test_pool_command_imports_only_what_it_needs(module: str) -> None:
+    """A pool command's module imports none of the heavy modules it does not use."""
+    loaded = _modules_after(f"import {module}")
+    assert module in loaded
+    assert not loaded & set(UNNEEDED[module])
