@@ -11,11 +11,27 @@ Importing this package has no side effects: no plugin is loaded, no file is read
 
 from __future__ import annotations
 
-import pluggy
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pluggy
+
+    #: Marks a plugin function as the implementation of a hook of :mod:`epcore.hookspecs`.
+    hookimpl: pluggy.HookimplMarker
 
 __version__ = "0.1.0"
 
-#: Marks a plugin function as the implementation of a hook of :mod:`epcore.hookspecs`.
-hookimpl = pluggy.HookimplMarker("epcore")
+
+def __getattr__(name: str) -> object:
+    # hookimpl is made on first use: every ``ep`` command imports this package, and most of
+    # them (``ep --version``, ``ep submit``) load no plugin and need not import pluggy.
+    if name == "hookimpl":
+        import pluggy
+
+        marker = pluggy.HookimplMarker("epcore")
+        globals()["hookimpl"] = marker
+        return marker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["__version__", "hookimpl"]

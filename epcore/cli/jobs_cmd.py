@@ -1,40 +1,27 @@
-"""``ep submit``, ``ep q``, ``ep rm``, ``ep hold``, ``ep release``: a user's jobs in the pool.
+"""``ep q``, ``ep rm``, ``ep hold``, ``ep release``: a user's jobs in the pool.
 
 They talk to the running pool (``ep run``) over its socket; the pool knows who runs them
-from the socket itself. Options follow condor_submit and condor_q, with one dash as
-HTCondor spells them (two dashes work too).
+from the socket itself. Options follow condor_q, with one dash as HTCondor spells them (two
+dashes work too). ``ep submit`` is :mod:`epcore.cli.submit_cmd`, a module of its own so that
+submitting imports neither the views nor the queue's model.
 """
 
 from __future__ import annotations
 
 import os
-import pwd
-import sys
 import time
 from collections.abc import Sequence
 
 import click
 
 from epcore.classad import ClassAd
-from epcore.cli.pool_access import PoolCommandError, connect, pool_config, pool_options
-from epcore.config import Config
+from epcore.cli.pool_access import PoolCommandError, connect, pool_options, user_name
 from epcore.errors import EpError
-from epcore.pool.requests import PoolClient
-from epcore.schedd.jobqueue import JobStatus
-from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.schedd.jobqueue_model import JobStatus
 from epcore.views.ad_formats import format_autoformat, format_json, format_long
 from epcore.views.tables import render_hold_reasons, render_queue
 
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
-
-
-def _user() -> str:
-    """Who runs the command: the account of the process's uid (not $USER, which anyone
-    can set; the pool checks the uid anyway)."""
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
 
 
 def _is_job_id(text: str) -> bool:
@@ -60,79 +47,6 @@ def selection(items: Sequence[str], constraint: str | None) -> str | None:
     if chosen and constraint:
         return f"({chosen}) && ({constraint})"
     return chosen or constraint
-
-
-# -- ep submit -------------------------------------------------------------------------------
-
-
-@click.command(name="submit", context_settings=_SETTINGS)
-@click.argument("submit_file", metavar="FILE")
-@click.argument("assignments", nargs=-1, metavar="[NAME=VALUE]...")
-@click.option("-terse", "--terse", is_flag=True, help="Print only the job ids.")
-@pool_options
-def submit_command(
-    submit_file: str,
-    assignments: tuple[str, ...],
-    terse: bool,
-    config_file: str | None,
-    pool_socket: str | None,
-) -> None:
-    """Submit the jobs a submit description FILE describes (``-`` reads standard input).
-
-    NAME=VALUE arguments set macros before the file is read, as condor_submit's do.
-    """
-    try:
-        text = sys.stdin.read() if submit_file == "-" else _read(submit_file)
-    except OSError as error:
-        raise PoolCommandError("submit", f"cannot read {submit_file}: {error.strerror}") from error
-    macros = []
-    for assignment in assignments:
-        name, equals, value = assignment.partition("=")
-        if not equals or not name.strip():
-            raise PoolCommandError("submit", f"{assignment!r} is not NAME=VALUE")
-        macros.append((name.strip(), value.strip()))
-    config = pool_config("submit", config_file) if not pool_socket else _config_or_defaults()
-    client = connect("submit", config_file, pool_socket)
-    source = "<stdin>" if submit_file == "-" else submit_file
-    try:
-        description = parse_submit(text, source=source)
-        context = SubmitContext(
-            owner=_user(),
-            submit_dir=os.getcwd(),
-            now=int(time.time()),
-            config=config,
-            extra_macros=tuple(macros),
-            environ=tuple(os.environ.items()),
-        )
-        cluster_id = client.new_cluster()
-        cluster = build_jobs(description, context, LocalSubmitHost(), cluster_id=cluster_id)
-        ids = _send(client, cluster_id, cluster.cluster_ad, cluster.procs)
-    except EpError as error:
-        raise PoolCommandError("submit", str(error)) from error
-    if terse:
-        click.echo("\n".join(ids))
-        return
-    click.echo("Submitting job(s)" + "." * len(ids))
-    click.echo(f"{len(ids)} job(s) submitted to cluster {cluster_id}.")
-
-
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
-
-
-def _config_or_defaults() -> Config:
-    try:
-        return pool_config("submit", None)
-    except PoolCommandError:
-        return Config.from_text("", subsystem="TOOL")
-
-
-def _send(
-    client: PoolClient, cluster_id: int, cluster_ad: ClassAd, procs: Sequence[ClassAd]
-) -> list[str]:
-    # The client splits the jobs into requests; the first says how many there are in all.
-    return client.submit(cluster_id, cluster_ad, procs, submission_size=len(procs))
 
 
 # -- ep q ------------------------------------------------------------------------------------
@@ -198,7 +112,7 @@ def queue_command(
         raise PoolCommandError("q", "-af needs at least one attribute")
     names_user = any(not _is_job_id(i) for i in chosen)
     if not allusers and not names_user and not any(_is_job_id(i) for i in chosen):
-        chosen.append(_user())
+        chosen.append(user_name())
     statuses = [s for s, on in ((JobStatus.HELD, hold), (JobStatus.RUNNING, run)) if on]
     if idle:
         statuses.append(JobStatus.IDLE)
@@ -260,7 +174,7 @@ def _action_command(name: str, request: str, verb: str) -> click.Command:
             raise PoolCommandError(name, "name jobs (ids or owners), -constraint or -all")
         expression = selection(items, constraint)
         if all_jobs and expression is None:
-            expression = "true" if os.getuid() == 0 else selection([_user()], None)
+            expression = "true" if os.getuid() == 0 else selection([user_name()], None)
         client = connect(name, config_file, pool_socket)
         try:
             done, refused = client.act(request, constraint=expression, reason=reason)
@@ -275,7 +189,7 @@ def _action_command(name: str, request: str, verb: str) -> click.Command:
                 click.echo(f"ep {name}: no job matched", err=True)
             raise SystemExit(1)
 
-    command.help = f"{verb.capitalize()} jobs, like condor_{name}."
+    command.help = f"{request} jobs, like condor_{name}."
     return command
 
 

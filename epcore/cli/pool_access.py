@@ -8,6 +8,7 @@ POOL_CONTROL_SOCKET), and prints failures as ``ep <command>: <message>`` with st
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
@@ -33,6 +34,15 @@ class PoolCommandError(click.ClickException):
 
     def show(self, file: IO[str] | None = None) -> None:
         click.echo(f"ep {self.command}: {self.format_message()}", err=True)
+
+
+def user_name() -> str:
+    """Who runs the command: the account of the process's uid (not $USER, which anyone
+    can set; the pool checks the uid anyway)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
 
 def pool_options(function: F) -> F:
@@ -68,11 +78,15 @@ def pool_config(command: str, config_file: str | None) -> Config:
         raise PoolCommandError(command, str(error)) from error
 
 
-def connect(command: str, config_file: str | None, pool_socket: str | None) -> PoolClient:
-    """A client of the pool the options name."""
+def connect(
+    command: str, config_file: str | None, pool_socket: str | None, config: Config | None = None
+) -> PoolClient:
+    """A client of the pool the options name; ``config``, when given, is the configuration
+    ``config_file`` names, already read (reading it again would double a command's start)."""
     if pool_socket:
         return PoolClient(pool_socket)
-    config = pool_config(command, config_file)
+    if config is None:
+        config = pool_config(command, config_file)
     try:
         return PoolClient(PoolPaths.from_config(config).control_socket)
     except EpError as error:

@@ -25,7 +25,6 @@ import click
 from epcore.classad import ClassAd, ClassAdSyntaxError
 from epcore.config import Config
 from epcore.errors import EpError
-from epcore.slots.ads import build_slot_ads, slot_ad_problems
 from epcore.views.ad_formats import (
     format_autoformat,
     format_json,
@@ -154,7 +153,10 @@ def machine_ads(
 
     ``host`` defaults to the local machine and ``plugins`` to every installed plugin.
     """
+    # Imported here: building this machine's slots is the rare branch (no pool answers), and
+    # the slot model and plugins would double the start of every ep status.
     from epcore.plugins import load_plugins
+    from epcore.slots.ads import build_slot_ads, slot_ad_problems
     from epcore.slots.inventory import build_inventory, execute_disks_kb
     from epcore.slots.layout import plan_slots
 

@@ -6,10 +6,8 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from epcore.classad import ClassAd
+from epcore.runtime.control import SUBMIT_CHUNK
 from epcore.runtime.pool_server import Requester
-
-#: Procs per Submit request a client sends at most (a request is one line).
-SUBMIT_CHUNK = 500
 
 #: Answers one request (an ad with Command) for a requester; refusals are ``Ok = false``.
 RequestHandler = Callable[[Requester, ClassAd], ClassAd]

@@ -29,8 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from epcore.classad import ClassAd
-from epcore.interfaces.requests import SUBMIT_CHUNK
-from epcore.runtime.control import ControlClient
+from epcore.runtime.control import SUBMIT_CHUNK, ControlClient
 
 COMMANDS = (
     "NewCluster",

@@ -20,6 +20,11 @@ from epcore.classad import UNDEFINED, ClassAd, ClassAdSyntaxError, parse_ad, par
 from epcore.errors import EpError
 from epcore.runtime import framing
 
+#: Procs per Submit request a client sends at most (a request is one line). Defined here, in
+#: the request helpers both sides import, so that ``ep submit`` reaches it without importing
+#: the roles' interfaces and the pool's server.
+SUBMIT_CHUNK = 500
+
 
 class ControlError(EpError):
     """A control request that cannot be carried out; the message says why."""

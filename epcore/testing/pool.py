@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
+import click
 import pytest
 
 # Imported here, not in the child: once it is another user, the interpreter's own
@@ -60,6 +61,10 @@ class CommandResult:
 
 def run_ep(args: list[str], *, uid: int = 0, gid: int = 0, cwd: str | None = None) -> CommandResult:
     """Run ``ep args`` in a forked child as ``uid``/``gid`` (root when 0)."""
+    # ep imports a sub-command when it is invoked; import it here, before the child becomes
+    # a user who cannot read the interpreter's site-packages.
+    if args:
+        ep.get_command(click.Context(ep), args[0])
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child

@@ -22,10 +22,12 @@ import re
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
-import regex
+
+if TYPE_CHECKING:
+    import regex
 
 from epcore.errors import ClassAdError
 
@@ -63,12 +65,9 @@ _POSIX_CLASSES: Final = {
 _SET_ESCAPES: Final = {"h": r"\t \xa0", "v": r"\n\x0b\x0c\r\x85"}
 _INLINE_FLAGS: Final = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?\)")
 _NAMED_GROUP: Final = re.compile(r"\(\?(?:P?<([A-Za-z_][A-Za-z0-9_]*)>|'([A-Za-z_][A-Za-z0-9_]*)')")
-_FLAGS: Final = {
-    "i": regex.IGNORECASE,
-    "m": regex.MULTILINE,
-    "s": regex.DOTALL,
-    "x": regex.VERBOSE,
-}
+# The ``regex`` package's flag names: the package itself is imported by the first pattern
+# compiled, since it costs every process evaluating a ClassAd (ep submit too) a few ms more.
+_FLAGS: Final = {"i": "IGNORECASE", "m": "MULTILINE", "s": "DOTALL", "x": "VERBOSE"}
 _CLASS_SPECIALS: Final = "[&~|"
 
 
@@ -273,7 +272,8 @@ def translate(pattern: str) -> str:
     return _Translator(pattern).run()
 
 
-Match = regex.Match[bytes]
+if TYPE_CHECKING:
+    Match = regex.Match[bytes]
 
 
 @attrs.frozen(eq=False)
@@ -344,10 +344,12 @@ _TIMED_OUT_LOCK: Final = threading.Lock()
 @lru_cache(maxsize=256)
 def compile_pattern(pattern: str, options: str) -> BoundedPattern:
     """Compile a PCRE2 pattern with libclassad's option letters; raises PatternError."""
+    import regex
+
     flags = 0
     for letter, flag in _FLAGS.items():
         if letter in options:
-            flags |= flag
+            flags |= getattr(regex, flag)
     try:
         source = translate(pattern).encode("utf-8", "surrogateescape")
         return BoundedPattern(regex.compile(source, flags), pattern, options)

@@ -16,7 +16,6 @@ import attrs
 
 from epcore.classad.functions._pcre import (
     BoundedPattern,
-    Match,
     MatchTimeout,
     PatternError,
     compile_pattern,
@@ -27,6 +26,7 @@ from epcore.classad.values import ERROR, UNDEFINED, Value
 
 if TYPE_CHECKING:
     from epcore.classad.calls import FunctionCall, FunctionImpl
+    from epcore.classad.functions._pcre import Match
 
 
 class _Failed(Exception):
