@@ -1,0 +1,330 @@
+"""Short jobs through Slurm and through an epcore personal pool, side by side on this machine.
+
+Run from the project root, as root, after ``apt-get install -y slurmctld slurmd slurm-client
+munge`` (Debian's slurm-wlm) and ``python3 -m pip install -e '.[test]'``::
+
+    python3 benchmarks/slurm_compare.py              # 1,000 jobs of /bin/true, 3 rounds a side
+    python3 benchmarks/slurm_compare.py --quick      # 100 jobs, 1 round: a smoke test
+    python3 benchmarks/slurm_compare.py --jobs 1000 --rounds 5
+
+Slurm: a single-node cluster on this host, set up in a temporary directory for each round (its
+own munge key and munged, a slurmctld and a slurmd in the foreground, as root, on free ports),
+with the settings of Slurm's High Throughput Computing Administration Guide
+(https://slurm.schedmd.com/high_throughput.html) that apply to one node; see SLURM_CONF. N
+jobs of ``/bin/true`` are submitted as one job array by ``sbatch --array=0-(N-1) --wrap
+/bin/true`` run as user nobody, and the clock runs from just before sbatch starts until squeue
+shows no job left (looked at every 0.2 s). A job array is how a Slurm user submits N short
+jobs, as one cluster of N jobs is for HTCondor; N separate sbatch calls would time sbatch
+itself.
+
+epcore: the same N jobs through an ``ep run`` personal pool, exactly as ``pool_bench.py``
+times them (one cluster submitted through the pool's socket, jobs owned by nobody, cgroup
+tracking, the queue looked at every 0.2 s).
+
+The rounds alternate (Slurm, epcore, Slurm, epcore, ...) so that other work on the machine
+weighs on both alike; each side's daemons are started afresh for each round, outside the
+timed span. Printed: each round, the medians, the ratio epcore / Slurm, and a shell loop
+fork-and-exec of the same N jobs as the floor. Everything is torn down at the end (daemons and
+their job steps killed, temporary directories and the pool's BASE_CGROUP removed).
+
+It is a measurement, not a test: it exits 0 whatever the rates (1 if Slurm is not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _pool import remove_cgroup, wait
+from pool_bench import JOB_OWNER, THROUGHPUT_TARGET, shell_loop, throughput
+
+import epcore
+
+#: What the Slurm side runs; ``runuser`` submits as nobody, as the epcore side's jobs are
+#: nobody's.
+SLURM_PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo")
+
+# The High Throughput Computing Administration Guide's settings, where they apply to one node:
+# - no accounting storage, no job accounting gathering, no job completion records;
+# - PriorityType=priority/basic and SchedulerType=sched/builtin (FIFO, no backfill): "if most
+#   jobs are short lived then use of the sched/builtin plugin is recommended";
+# - SchedulerParameters: batch_sched_delay=0 (default 3 s) and sched_min_interval=0, so that
+#   a submission and every job's end start the scheduler at once; no defer (sched/builtin
+#   logs "Invalid SchedulerParameters interval: 0" once: it looks for "interval=" anywhere in
+#   the line, finds sched_min_interval's, and keeps its own periodic pass at 30 s);
+# - SlurmctldDebug and SlurmdDebug at error, logs on local storage;
+# - MessageTimeout raised a little (the guide: slurmctld's responsiveness is load dependent);
+# - no PrologSlurmctld/EpilogSlurmctld, no job submit plugin.
+# MinJobAge stays at its default of 300 s rather than the guide's "few seconds": the ended
+# jobs' records are what shows that every job completed (there is no accounting), and 1,000
+# records are nothing to slurmctld. Epilog=/bin/true: without an epilog, slurmd does not tell
+# slurmctld at once that a node's job has ended, and a freed CPU waits for the next periodic
+# scheduling pass (about 1-2 jobs/s here). ProctrackType=proctrack/linuxproc and
+# TaskPlugin=task/none: no cgroup configuration needed (this host has cgroup v1 mounted by
+# hand), the lightest tracking Slurm has that still finds a job's processes.
+SLURM_CONF = """\
+ClusterName=epbench
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={munge_socket}
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmdPidFile={root}/run/slurmd.pid
+SlurmctldLogFile={root}/log/slurmctld.log
+SlurmdLogFile={root}/log/slurmd.log
+SlurmctldDebug=error
+SlurmdDebug=error
+MessageTimeout=30
+ReturnToService=2
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/builtin
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+PriorityType=priority/basic
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+{epilog}{node} NodeAddr=127.0.0.1 State=UNKNOWN
+PartitionName=bench Nodes={host} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def run(args: list[str], env: dict[str, str]) -> str:
+    """The output of ``args``; exit with what it said if it fails."""
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def daemon(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as handle:
+        return subprocess.Popen(
+            args, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each daemon (and what it started), then SIGKILL whatever is still there."""
+    left: list[psutil.Process] = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            left += psutil.Process(process.pid).children(recursive=True)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+    for child in left:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+
+
+@contextlib.contextmanager
+def slurm_cluster(root: Path, epilog: bool) -> Iterator[dict[str, str]]:
+    """A running one-node Slurm cluster under ``root`` (with ``Epilog=/bin/true`` if
+    ``epilog``); yields the environment of its commands (SLURM_CONF), once the node is idle."""
+    root.mkdir()
+    root.chmod(0o755)  # sbatch runs as nobody and reads slurm.conf and the munge socket
+    for sub in ("state", "spool", "run", "log"):
+        (root / sub).mkdir()
+    munge = root / "munge"
+    munge.mkdir(mode=0o700)
+    env = dict(os.environ, SLURM_CONF=str(root / "slurm.conf"))
+    run(["mungekey", "--create", f"--keyfile={munge / 'munge.key'}"], env)
+    host = socket.gethostname().split(".")[0]
+    # slurmd -C describes this machine exactly (CPUs, sockets, cores, memory), so the node
+    # line matches what slurmd finds and the node is not drained for a mismatch.
+    node = run(["slurmd", "-C"], env).splitlines()[0]
+    (root / "slurm.conf").write_text(
+        SLURM_CONF.format(
+            host=host,
+            ctld_port=free_port(),
+            slurmd_port=free_port(),
+            munge_socket=root / "run" / "munge.sock",
+            root=root,
+            node=node,
+            epilog="Epilog=/bin/true\n" if epilog else "",
+        )
+    )
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        processes.append(
+            daemon(
+                [
+                    "munged",
+                    "--foreground",
+                    "--force",  # as root, with the key in a directory of our own
+                    "--num-threads=10",  # the guide's advice for high throughput
+                    f"--key-file={munge / 'munge.key'}",
+                    f"--socket={root / 'run' / 'munge.sock'}",
+                    f"--pid-file={munge / 'munged.pid'}",
+                    f"--seed-file={munge / 'munged.seed'}",
+                    f"--log-file={root / 'log' / 'munged.log'}",
+                ],
+                root / "log" / "munged.out",
+                env,
+            )
+        )
+        wait(lambda: (root / "run" / "munge.sock").exists(), 30, "munged")
+        conf = str(root / "slurm.conf")
+        processes.append(
+            daemon(["slurmctld", "-D", "-i", "-f", conf], root / "log" / "slurmctld.out", env)
+        )
+        processes.append(
+            daemon(["slurmd", "-D", "-N", host, "-f", conf], root / "log" / "slurmd.out", env)
+        )
+
+        def idle() -> bool:
+            for process in processes:
+                if process.poll() is not None:
+                    logs = "".join(
+                        path.read_text(errors="replace")[-1500:]
+                        for path in sorted((root / "log").iterdir())
+                    )
+                    raise SystemExit(f"a Slurm daemon ended:\n{logs}")
+            done = subprocess.run(
+                ["sinfo", "-h", "-N", "-o", "%t"], env=env, capture_output=True, text=True
+            )
+            return done.returncode == 0 and done.stdout.strip() == "idle"
+
+        wait(idle, 60, "the Slurm node to be idle", 0.2)
+        yield env
+    finally:
+        stop(processes)
+
+
+def slurm_round(count: int, root: Path, epilog: bool) -> float:
+    """Jobs per second of ``count`` /bin/true jobs as one Slurm job array."""
+    with slurm_cluster(root, epilog) as env:
+        started = time.perf_counter()
+        job_id = (
+            run(
+                [
+                    "runuser",
+                    "-u",
+                    JOB_OWNER,
+                    "--",
+                    "sbatch",
+                    "--parsable",
+                    f"--array=0-{count - 1}",
+                    "--output=/dev/null",
+                    "--chdir=/",
+                    "--wrap=/bin/true",
+                ],
+                env,
+            )
+            .split(";")[0]
+            .strip()
+        )
+        # Without --states, squeue shows pending, running and completing jobs only.
+        wait(lambda: not run(["squeue", "-h", "-o", "%i"], env).strip(), 600, "Slurm", 0.2)
+        elapsed = time.perf_counter() - started
+        states = collections.Counter(
+            run(["squeue", "-h", "-r", "-t", "all", f"-j{job_id}", "-o", "%T"], env).split()
+        )
+        if states.get("COMPLETED", 0) != count:
+            print(f"  (Slurm's jobs ended as {dict(states)}, not {count} COMPLETED)")
+        return count / elapsed
+
+
+def epcore_round(count: int, root: Path) -> float:
+    root.mkdir()
+    root.chmod(0o755)  # the jobs are nobody's; their submit directory must be readable
+    cgroup = f"ep_bench_{uuid.uuid4().hex[:6]}"
+    try:
+        return throughput(count, root, cgroup)
+    finally:
+        remove_cgroup(cgroup)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="100 jobs, 1 round")
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs per round (1,000)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per side (3)")
+    parser.add_argument(
+        "--without-epilog",
+        action="store_true",
+        help="Slurm without Epilog=/bin/true (to see why it is there; use few jobs)",
+    )
+    args = parser.parse_args()
+    count, rounds = (100, 1) if args.quick else (args.jobs, args.rounds)
+    if os.geteuid() != 0:
+        print("slurm_compare needs root (Slurm's daemons, cgroups)", file=sys.stderr)
+        return 1
+    missing = [name for name in (*SLURM_PROGRAMS, "runuser") if shutil.which(name) is None]
+    if missing:
+        print(
+            f"Slurm is not installed here (no {', '.join(missing)}): "
+            "apt-get install -y slurmctld slurmd slurm-client munge",
+            file=sys.stderr,
+        )
+        return 1
+    version = run(["slurmctld", "-V"], dict(os.environ)).strip()
+    root = Path(tempfile.mkdtemp(prefix="ep_bench_slurm_"))
+    root.chmod(0o755)
+    print(f"{count} jobs of /bin/true, {rounds} round(s) a side, {os.cpu_count()} cores")
+    print(f"  {version}; epcore from {Path(epcore.__file__).parent}")
+    print(f"  load average at the start: {os.getloadavg()[0]:.1f}")
+    slurm: list[float] = []
+    ours: list[float] = []
+    try:
+        floor = shell_loop(count)
+        for n in range(1, rounds + 1):
+            slurm.append(slurm_round(count, root / f"slurm{n}", not args.without_epilog))
+            print(f"  round {n}  Slurm:   {slurm[-1]:7.1f} jobs/s", flush=True)
+            ours.append(epcore_round(count, root / f"epcore{n}"))
+            print(f"  round {n}  ep run:  {ours[-1]:7.1f} jobs/s", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    s, e = statistics.median(slurm), statistics.median(ours)
+    print(f"medians of {rounds} round(s)")
+    tuning = "without epilog" if args.without_epilog else "tuned"
+    label = f"Slurm ({tuning}):"
+    print(f"  {label:<19}{s:8.1f} jobs/s")
+    print(f"  ep run:            {e:8.1f} jobs/s   (target >= {THROUGHPUT_TARGET:.0f})")
+    print(f"  ratio ep run / Slurm: {e / s:.2f}")
+    print(f"  shell loop:        {floor:8.1f} jobs/s   (fork and exec, the floor)")
+    print(f"  load average at the end: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
