@@ -264,6 +264,12 @@ def slurm_round(count: int, root: Path, epilog: bool) -> float:
         return count / elapsed
 
 
+def load() -> str:
+    """The machine's load average over the last minute: the rounds share it with whatever
+    else runs."""
+    return f"{os.getloadavg()[0]:.1f}"
+
+
 def epcore_round(count: int, root: Path) -> float:
     root.mkdir()
     root.chmod(0o755)  # the jobs are nobody's; their submit directory must be readable
@@ -302,16 +308,16 @@ def main() -> int:
     root.chmod(0o755)
     print(f"{count} jobs of /bin/true, {rounds} round(s) a side, {os.cpu_count()} cores")
     print(f"  {version}; epcore from {Path(epcore.__file__).parent}")
-    print(f"  load average at the start: {os.getloadavg()[0]:.1f}")
+    print(f"  load average at the start: {load()}")
     slurm: list[float] = []
     ours: list[float] = []
     try:
         floor = shell_loop(count)
         for n in range(1, rounds + 1):
             slurm.append(slurm_round(count, root / f"slurm{n}", not args.without_epilog))
-            print(f"  round {n}  Slurm:   {slurm[-1]:7.1f} jobs/s", flush=True)
+            print(f"  round {n}  Slurm:   {slurm[-1]:7.1f} jobs/s   (load {load()})", flush=True)
             ours.append(epcore_round(count, root / f"epcore{n}"))
-            print(f"  round {n}  ep run:  {ours[-1]:7.1f} jobs/s", flush=True)
+            print(f"  round {n}  ep run:  {ours[-1]:7.1f} jobs/s   (load {load()})", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     s, e = statistics.median(slurm), statistics.median(ours)
@@ -322,7 +328,7 @@ def main() -> int:
     print(f"  ep run:            {e:8.1f} jobs/s   (target >= {THROUGHPUT_TARGET:.0f})")
     print(f"  ratio ep run / Slurm: {e / s:.2f}")
     print(f"  shell loop:        {floor:8.1f} jobs/s   (fork and exec, the floor)")
-    print(f"  load average at the end: {os.getloadavg()[0]:.1f}")
+    print(f"  load average at the end: {load()}")
     return 0
 
 
