@@ -43,7 +43,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _pool import kill_tree, personal_pool, remove_cgroup, start_ep, wait
+from _pool import RunningPool, kill_tree, personal_pool, remove_cgroup, start_ep, wait
 
 from epcore.classad import parse_ad
 from epcore.config import Config
@@ -97,29 +97,35 @@ def throughput(count: int, root: Path, cgroup: str) -> float:
     """Jobs per second of ``count`` /bin/true jobs through ``ep run``."""
     extra = POOL_EXTRA.format(cgroup=cgroup)
     with personal_pool(root / "pool", extra, root / "pool.out") as pool:
-        client = pool.client
-        config = Config.load(str(pool.config_path), subsystem="TOOL")
-        started = time.perf_counter()
-        cluster_id = client.new_cluster()
-        context = SubmitContext(
-            owner=JOB_OWNER, submit_dir=str(root), now=int(time.time()), config=config
-        )
-        cluster = build_jobs(
-            parse_submit(SUBMIT.format(count=count)),
-            context,
-            LocalSubmitHost(),
-            cluster_id=cluster_id,
-        )
-        for start in range(0, count, 500):
-            client.submit(cluster_id, cluster.cluster_ad, cluster.procs[start : start + 500])
-        # Each look at the queue costs the pool process about what a job does (it reads every
-        # job's ad), so look five times a second: the answer comes at most 0.2 s late.
-        wait(lambda: not client.query_jobs(projection=["ClusterId"]), 600, "the jobs", 0.2)
-        elapsed = time.perf_counter() - started
-        done = client.query_jobs(history=True, projection=["JobStatus"])
-        if len(done) != count:
-            print(f"  (only {len(done)} of {count} jobs are in the history)")
-        return count / elapsed
+        return count / submit_and_wait(pool, count, root)
+
+
+def submit_and_wait(pool: RunningPool, count: int, root: Path) -> float:
+    """Seconds from submitting one cluster of ``count`` /bin/true jobs to ``pool`` (from the
+    submit directory ``root``) until the last of them has left its queue."""
+    client = pool.client
+    config = Config.load(str(pool.config_path), subsystem="TOOL")
+    started = time.perf_counter()
+    cluster_id = client.new_cluster()
+    context = SubmitContext(
+        owner=JOB_OWNER, submit_dir=str(root), now=int(time.time()), config=config
+    )
+    cluster = build_jobs(
+        parse_submit(SUBMIT.format(count=count)),
+        context,
+        LocalSubmitHost(),
+        cluster_id=cluster_id,
+    )
+    for start in range(0, count, 500):
+        client.submit(cluster_id, cluster.cluster_ad, cluster.procs[start : start + 500])
+    # Each look at the queue costs the pool process about what a job does (it reads every
+    # job's ad), so look five times a second: the answer comes at most 0.2 s late.
+    wait(lambda: not client.query_jobs(projection=["ClusterId"]), 600, "the jobs", 0.2)
+    elapsed = time.perf_counter() - started
+    done = client.query_jobs(history=True, projection=["JobStatus"])
+    if len(done) != count:
+        print(f"  (only {len(done)} of {count} jobs are in the history)")
+    return elapsed
 
 
 def baseline(count: int) -> float:
