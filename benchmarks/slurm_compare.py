@@ -23,8 +23,12 @@ tracking, the queue looked at every 0.2 s).
 
 The rounds alternate (Slurm, epcore, Slurm, epcore, ...) so that other work on the machine
 weighs on both alike; each side's daemons are started afresh for each round, outside the
-timed span. Printed: each round, the medians, the ratio epcore / Slurm, and a shell loop
-fork-and-exec of the same N jobs as the floor. Everything is torn down at the end (daemons and
+timed span. Each side's CPU time per job is measured too: its daemons are moved into a cpuacct
+cgroup of their own once started, so that it counts them and everything they start (job steps,
+starters, the jobs; epcore's jobs are counted in their own cgroups under BASE_CGROUP), not the
+submitting command; on a shared machine it moves far less than the rate. Printed: each round,
+the medians, the ratios epcore / Slurm, and a shell loop fork-and-exec of the same N jobs as
+the floor. Everything is torn down at the end (daemons and
 their job steps killed, temporary directories and the pool's BASE_CGROUP removed).
 
 It is a measurement, not a test: it exits 0 whatever the rates (1 if Slurm is not installed).
@@ -75,9 +79,9 @@ SLURM_PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue
 # - no PrologSlurmctld/EpilogSlurmctld, no job submit plugin.
 # MinJobAge stays at its default of 300 s rather than the guide's "few seconds": the ended
 # jobs' records are what shows that every job completed (there is no accounting), and 1,000
-# records are nothing to slurmctld. Epilog=/bin/true: without an epilog, slurmd does not tell
-# slurmctld at once that a node's job has ended, and a freed CPU waits for the next periodic
-# scheduling pass (about 1-2 jobs/s here). ProctrackType=proctrack/linuxproc and
+# records are nothing to slurmctld. Epilog=/bin/true: without an epilog, Slurm 22.05 here does
+# not refill a freed CPU when its job ends but at a later scheduling pass (about 2 jobs/s,
+# --without-epilog shows it). ProctrackType=proctrack/linuxproc and
 # TaskPlugin=task/none: no cgroup configuration needed (this host has cgroup v1 mounted by
 # hand), the lightest tracking Slurm has that still finds a job's processes.
 SLURM_CONF = """\
