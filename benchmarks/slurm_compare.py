@@ -72,14 +72,14 @@ SLURM_PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue
 #   jobs are short lived then use of the sched/builtin plugin is recommended";
 # - SchedulerParameters: batch_sched_delay=0 (default 3 s) and sched_min_interval=0, so that
 #   a submission and every job's end start the scheduler at once; no defer (sched/builtin
-#   logs "Invalid SchedulerParameters interval: 0" once: it looks for "interval=" anywhere in
-#   the line, finds sched_min_interval's, and keeps its own periodic pass at 30 s);
+#   logs "Invalid SchedulerParameters interval: 0", harmless: it looks for "interval="
+#   anywhere in the line, finds sched_min_interval's, and keeps its periodic pass at 30 s);
 # - SlurmctldDebug and SlurmdDebug at error, logs on local storage;
 # - MessageTimeout raised a little (the guide: slurmctld's responsiveness is load dependent);
 # - no PrologSlurmctld/EpilogSlurmctld, no job submit plugin.
 # MinJobAge stays at its default of 300 s rather than the guide's "few seconds": the ended
-# jobs' records are what shows that every job completed (there is no accounting), and 1,000
-# records are nothing to slurmctld. Epilog=/bin/true: without an epilog, Slurm 22.05 here does
+# jobs' records are what shows that every job completed (there is no accounting); 1,000 are
+# a tenth of the default MaxJobCount. Epilog=/bin/true: without an epilog, Slurm 22.05 here does
 # not refill a freed CPU when its job ends but at a later scheduling pass (about 2 jobs/s,
 # --without-epilog shows it). ProctrackType=proctrack/linuxproc and
 # TaskPlugin=task/none: no cgroup configuration needed (this host has cgroup v1 mounted by
