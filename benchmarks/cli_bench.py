@@ -51,16 +51,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _pool import personal_pool, remove_cgroup, wait
+from pool_bench import POOL_EXTRA
 
 VERSION_TARGET = 0.100
 SUBMIT_TARGET = 0.150
-
-POOL_EXTRA = """\
-BASE_CGROUP = {cgroup}
-RUNBENCHMARKS = False
-NEGOTIATOR_INTERVAL = 2
-NEGOTIATOR_MIN_INTERVAL = 0
-"""
 
 SUBMIT = """\
 executable = /bin/date

@@ -40,11 +40,22 @@ import time
 import uuid
 from pathlib import Path
 
+import attrs
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _pool import RunningPool, kill_tree, personal_pool, remove_cgroup, start_ep, wait
+from _pool import (
+    RunningPool,
+    adopt,
+    cpu_seconds,
+    kill_tree,
+    new_meter,
+    personal_pool,
+    remove_cgroup,
+    start_ep,
+    wait,
+)
 
 from epcore.classad import parse_ad
 from epcore.config import Config
@@ -94,11 +105,57 @@ queue {count}
 """
 
 
-def throughput(count: int, root: Path, cgroup: str) -> float:
-    """Jobs per second of ``count`` /bin/true jobs through ``ep run``."""
+@attrs.frozen
+class CpuSplit:
+    """Milliseconds of CPU per job, by process: the pool (its loop), its zygote, the rest
+    of what they started outside the jobs' cgroups (starters, the supervisor server and
+    supervisors before they join a job's cgroups), and the jobs' cgroups (the supervisors
+    once joined, the jobs)."""
+
+    pool: float
+    zygote: float
+    starters: float
+    jobs: float
+
+    @property
+    def total(self) -> float:
+        return self.pool + self.zygote + self.starters + self.jobs
+
+
+def _own_cpu(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def throughput(count: int, root: Path, cgroup: str) -> tuple[float, CpuSplit | None]:
+    """Jobs per second of ``count`` /bin/true jobs through ``ep run``, and where the CPU
+    went (None without cpuacct v1)."""
     extra = POOL_EXTRA.format(cgroup=cgroup)
-    with personal_pool(root / "pool", extra, root / "pool.out") as pool:
-        return count / submit_and_wait(pool, count, root)
+    meter = new_meter()
+    try:
+        with personal_pool(root / "pool", extra, root / "pool.out") as pool:
+            adopt(meter, pool.process.pid)
+            daemon = psutil.Process(pool.process.pid)
+            zygotes = [c for c in daemon.children() if c.cmdline() == daemon.cmdline()]
+            before = [_own_cpu(daemon), sum(map(_own_cpu, zygotes))]
+            before += [cpu_seconds(meter), cpu_seconds(cgroup)]
+            elapsed = submit_and_wait(pool, count, root)
+            after = [_own_cpu(daemon), sum(map(_own_cpu, zygotes))]
+            after += [cpu_seconds(meter), cpu_seconds(cgroup)]
+    finally:
+        if meter is not None:
+            remove_cgroup(meter)
+    if meter is None:
+        return count / elapsed, None
+    pool_s, zygote_s, meter_s, jobs_s = (b - a for a, b in zip(before, after, strict=True))
+    per_job = 1000 / count
+    split = CpuSplit(
+        pool_s * per_job,
+        zygote_s * per_job,
+        (meter_s - pool_s - zygote_s) * per_job,
+        jobs_s * per_job,
+    )
+    return count / elapsed, split
 
 
 def submit_and_wait(pool: RunningPool, count: int, root: Path) -> float:
@@ -204,12 +261,18 @@ def main() -> int:
         if not args.memory_only:
             loop = shell_loop(count)
             plain = baseline(count)
-            rate = throughput(count, root, cgroup)
+            rate, split = throughput(count, root, cgroup)
             print(f"{count} jobs of /bin/true through ep run on {os.cpu_count()} cores")
             print(f"  ep run:            {rate:8.1f} jobs/s   (target >= {THROUGHPUT_TARGET:.0f})")
             print(f"  shell loop:        {loop:8.1f} jobs/s   (ratio {loop / rate:.1f}x)")
             print(f"  subprocess.run:    {plain:8.1f} jobs/s   (ratio {plain / rate:.1f}x)")
             print(f"  target met: {'yes' if rate >= THROUGHPUT_TARGET else 'no'}")
+            if split is not None:
+                print(
+                    f"  CPU per job: {split.total:.1f} ms (pool {split.pool:.1f}, zygote"
+                    f" {split.zygote:.1f}, starters and supervisors {split.starters:.1f},"
+                    f" jobs' cgroups {split.jobs:.1f})"
+                )
         empty, full = startd_memory(count, root)
         print(f"startd resident memory with {count} dynamic slots")
         print(f"  no claim:          {empty:8.1f} MB")

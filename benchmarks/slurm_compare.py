@@ -57,7 +57,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _pool import personal_pool, remove_cgroup, wait
+from _pool import adopt, cpu_seconds, new_meter, personal_pool, remove_cgroup, wait
 from pool_bench import JOB_OWNER, POOL_EXTRA, THROUGHPUT_TARGET, shell_loop, submit_and_wait
 
 import epcore
@@ -120,11 +120,6 @@ PartitionName=bench Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 
 
-#: Where the v1 cpuacct controller is mounted (as on this machine); without it the CPU time
-#: per job is not measured.
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-
-
 @attrs.frozen
 class Round:
     """One side's round: its rate, and the CPU time its daemons and everything they started
@@ -132,48 +127,6 @@ class Round:
 
     rate: float
     cpu_ms: float
-
-
-def cpuacct_of(pid: int) -> str | None:
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "cpuacct" in controllers.split(","):
-            return path
-    return None
-
-
-def new_meter() -> str | None:
-    """A new cpuacct cgroup to count one side's CPU time, or None without cpuacct v1."""
-    if not CPUACCT.is_dir():
-        return None
-    name = f"ep_bench_cpu_{uuid.uuid4().hex[:6]}"
-    (CPUACCT / name).mkdir()
-    return name
-
-
-def adopt(meter: str | None, pid: int) -> None:
-    """Move ``pid`` and its descendants into ``meter``, so that its usage counts them and
-    whatever they start from then on. Descendants already moved elsewhere (a job's own
-    cgroup) stay where they are."""
-    if meter is None:
-        return
-    mine = cpuacct_of(os.getpid())
-    process = psutil.Process(pid)
-    for each in [process, *process.children(recursive=True)]:
-        with contextlib.suppress(OSError, psutil.Error):
-            if cpuacct_of(each.pid) == mine:
-                (CPUACCT / meter / "cgroup.procs").write_text(str(each.pid))
-
-
-def cpu_seconds(*names: str | None) -> float:
-    """The CPU time charged so far to the cpuacct cgroups ``names`` and their descendants
-    (v1 charges every ancestor, so a removed job cgroup's time stays in its parent)."""
-    total = 0
-    for name in names:
-        if name is not None:
-            with contextlib.suppress(OSError):
-                total += int((CPUACCT / name / "cpuacct.usage").read_text())
-    return total / 1e9
 
 
 def free_port() -> int:

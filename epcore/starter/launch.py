@@ -307,7 +307,7 @@ class PreparedSupervisor:
     Moving a process into a cgroup makes the kernel wait for an RCU grace period (several
     milliseconds); a supervisor made when the slot is claimed pays that before activation,
     and the job it forks at :meth:`launch` starts inside the cgroups without moving.
-    Whoever forked it reaps it; :meth:`abandon` gives it up unused.
+    Whoever forked it (the supervisor server) reaps it; :meth:`abandon` gives it up unused.
     """
 
     def __init__(self, pid: int, spec_fd: int, report_fd: int) -> None:

@@ -1,4 +1,4 @@
-"""The entry of a starter process the startd forked: its own log, then the job."""
+"""The entry of a starter process (forked by the startd's zygote): its own log, then the job."""
 
 from __future__ import annotations
 

@@ -101,8 +101,9 @@ class SupervisorServer:
             pid = os.posix_spawn(
                 sys.executable,
                 # Not ``-m``: run as __main__, the module's classes would not be the ones
-                # its requests unpickle to.
-                [sys.executable, "-c", _ENTRY],
+                # its requests unpickle to. The owner's command line follows, unused, so
+                # that ps shows whose server it is (and its daemon's configuration file).
+                [sys.executable, "-c", _ENTRY, "--supervisor-server-of", *sys.argv],
                 os.environ,
                 file_actions=[(os.POSIX_SPAWN_DUP2, server_end.fileno(), SERVER_FD)],
             )
