@@ -251,23 +251,11 @@ class ZygoteWork:
         go_read = fds[0]
         prepared = self.prepared.pop(order.claim_id, None)
         request = StarterRequest(
-            slot_name=order.slot_name,
-            slot_id=order.slot_id,
-            claim_id=order.claim_id,
-            job=order.job,
-            machine=order.machine,
-            execute_dir=order.execute_dir,
-            startd_socket=order.startd_socket,
-            startd_address=order.startd_address,
+            **attrs.asdict(order, recurse=False),
             config=self.config,
             isolation=self.isolation,
             containers=self.containers,
-            cpus=order.cpus,
-            memory_mb=order.memory_mb,
-            startd_memory_mb=order.startd_memory_mb,
-            starter_log=order.starter_log,
             prepared=prepared,
-            lease=order.lease,
         )
 
         self._import_for(order.job)
