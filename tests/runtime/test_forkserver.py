@@ -235,3 +235,34 @@ def test_a_message_round_trips_with_its_descriptors() -> None:
     os.close(fds[0])
     assert os.read(read, 1) == b"!"
     os.close(read)
+
+
+def test_neither_side_waits_for_the_other_when_both_sockets_are_full() -> None:
+    """A server blocked sending notes the daemon has not read, while the daemon sends it more
+    requests than its socket holds, does not deadlock: the daemon takes the notes in while it
+    waits to send, and none is lost."""
+    chunk = b"x" * 100_000
+
+    def flood(side: ServerSide, argument: object, fds: list[int]) -> object:
+        assert isinstance(argument, int)
+        for number in range(argument):
+            side.note(("note", number, chunk))
+        return None
+
+    def swallow(side: ServerSide, argument: object, fds: list[int]) -> object:
+        return None
+
+    server = start_fork_server({"flood": flood, "swallow": swallow})
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the two sides deadlocked"))
+    signal.alarm(60)
+    try:
+        server.post("flood", 40)
+        for _ in range(40):
+            server.post("swallow", chunk)
+        assert server.call("swallow", None) is None
+        numbers = [note[1] for note in server.notes() if isinstance(note, tuple)]
+        assert numbers == list(range(40))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        server.close()
