@@ -37,6 +37,8 @@ from epcore.starter.launch_child import Libc, prepared_main
 #: The descriptor the server's end of the socket pair has in the new process.
 SERVER_FD = 3
 _ENTRY = "from epcore.starter.supervisor_server import main; main()"
+#: What the server's command line says before its owner's.
+SERVER_MARK = "--supervisor-server-of"
 #: How long giving up a supervisor waits for it to be gone (its groups can go only then).
 GONE_SECONDS = 10.0
 
@@ -103,7 +105,7 @@ class SupervisorServer:
                 # Not ``-m``: run as __main__, the module's classes would not be the ones
                 # its requests unpickle to. The owner's command line follows, unused, so
                 # that ps shows whose server it is (and its daemon's configuration file).
-                [sys.executable, "-c", _ENTRY, "--supervisor-server-of", *sys.argv],
+                [sys.executable, "-c", _ENTRY, SERVER_MARK, *sys.argv],
                 os.environ,
                 file_actions=[(os.POSIX_SPAWN_DUP2, server_end.fileno(), SERVER_FD)],
             )

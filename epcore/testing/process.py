@@ -19,6 +19,8 @@ from pathlib import Path
 
 import psutil
 
+from epcore.starter.supervisor_server import SERVER_MARK
+
 #: The module whose ``python -m`` is the ``ep`` command, the one name to change if it moves.
 EP_MODULE = "epcore.cli.main"
 
@@ -85,11 +87,23 @@ class DaemonProcess:
                         found.append(child.pid)
         return found
 
+    def supervisor_server_pids(self) -> list[int]:
+        """The supervisor servers of the daemon's zygotes (they live as long as those)."""
+        found = []
+        for zygote in self.zygote_pids():
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process(zygote).children():
+                    with contextlib.suppress(psutil.Error):
+                        if SERVER_MARK in child.cmdline():
+                            found.append(child.pid)
+        return found
+
     def starters_left(self) -> list[int]:
-        """The daemon's starters and anything of theirs still running (not the daemon, not
-        its zygotes)."""
-        own = {self.process.pid} if self.process is not None else set()
-        own.update(self.zygote_pids() if self.process is not None else [])
+        """The daemon's starters and anything of theirs still running (not the daemon, its
+        zygotes or their supervisor servers)."""
+        if self.process is None:
+            return self.processes()
+        own = {self.process.pid, *self.zygote_pids(), *self.supervisor_server_pids()}
         return [pid for pid in self.processes() if pid not in own]
 
     def stop(self) -> None:
