@@ -110,8 +110,13 @@ def test_fork_bomb_is_capped(startd_factory, slot_users, tmp_path) -> None:
     user = slot_users[1]
     iwd = _iwd(tmp_path, user)
     # Each copy forks two more and then lingers, so the bomb sits at the cap until killed
-    # (bash: dash gives up at its first failed fork).
-    bomb = "bomb() { bomb & bomb & sleep 5; }\n( bomb ) 2>/dev/null &\nsleep 3\nkill -9 0\n"
+    # (bash: dash gives up at its first failed fork). The timer is forked before the bomb:
+    # once the bomb holds every process the cap allows, the job's own shell cannot fork
+    # either (bash then exits with 254), and wait and kill are built in.
+    bomb = (
+        "sleep 3 & timer=$!\nbomb() { bomb & bomb & sleep 5; }\n( bomb ) 2>/dev/null &\n"
+        "wait $timer\nkill -9 0\n"
+    )
     claim_id = startd.run_job(_job(user.name, iwd, bomb, shell="/bin/bash"))
     peak = 0
     failed_forks = 0
