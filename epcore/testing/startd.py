@@ -111,8 +111,11 @@ class StartdProcess(DaemonProcess):
         when the machine's OOM killer or an admin's ``kill -9`` of the group takes both)."""
         assert self.process is not None
         zygotes = self.zygote_pids() if with_zygote else []
-        os.kill(self.process.pid, signal.SIGKILL)
-        for pid in zygotes:
+        # Both stopped first: neither may see the other die and clean up before its own end.
+        for pid in [self.process.pid, *zygotes]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        for pid in [self.process.pid, *zygotes]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.process.wait(10)
