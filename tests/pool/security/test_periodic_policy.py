@@ -5,8 +5,10 @@ schedd does, with its reason and codes, and the pool serves another user afterwa
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
+import psutil
 import pytest
 from security_support import assert_pool_serves
 
@@ -42,6 +44,22 @@ def _sleeps(user: SlotUser) -> bool:
     return bool(user_processes(user.name))
 
 
+def _wait_no_process(pool: PoolProcess, user: SlotUser) -> None:
+    """Wait until no process of ``user`` is left; a timeout names the processes that are."""
+    try:
+        pool.wait_for(lambda: not _sleeps(user), 30, "the held job's process to end")
+    except AssertionError as failure:
+        left = []
+        for pid in user_processes(user.name):
+            with contextlib.suppress(psutil.Error):
+                process = psutil.Process(pid)
+                parent = process.ppid()
+                left.append(
+                    f"{pid} (uid {process.uids().real}, parent {parent}): {process.cmdline()}"
+                )
+        raise AssertionError(f"{failure}\nprocesses of {user.name} left: {left}") from None
+
+
 def test_periodic_hold_release_and_remove_act_on_a_running_job(
     pool_factory, slot_users, shared_dir: Path
 ) -> None:
@@ -69,7 +87,7 @@ def test_periodic_hold_release_and_remove_act_on_a_running_job(
     assert held.evaluate("HoldReasonCode") == 3
     assert held.evaluate("HoldReasonSubCode") == 17
     assert held.evaluate("NumHolds") == 1
-    pool.wait_for(lambda: not _sleeps(user), 30, "the held job's process to end")
+    _wait_no_process(pool, user)
     pool.wait_for(
         lambda: (job := _job(pool)) is not None and job.evaluate("NumJobStarts") == 2,
         60,
@@ -109,7 +127,7 @@ def test_system_periodic_hold_from_the_configuration_holds_with_code_26(
     assert held.evaluate("HoldReason") == f"no jobs for {user.name}"
     assert held.evaluate("HoldReasonCode") == 26
     assert held.evaluate("HoldReasonSubCode") == 4
-    pool.wait_for(lambda: not _sleeps(user), 30, "the held job's process to end")
+    _wait_no_process(pool, user)
     assert_pool_serves(pool, slot_users[3], shared_dir)
 
 
@@ -158,7 +176,7 @@ def test_a_user_hold_is_never_released_by_policy(
     submit_as(pool, user, shared_dir, "executable = /bin/sleep\narguments = 300\nqueue\n")
     _wait_status(pool, 2, "the job to run")
     assert pool.ep("hold", "1.0", user=user).status == 0
-    pool.wait_for(lambda: not _sleeps(user), 30, "the held job's process to end")
+    _wait_no_process(pool, user)
     submit_as(pool, user, shared_dir, "executable = /bin/true\nhold = true\nqueue\n")
     pool.wait_for(
         lambda: (
