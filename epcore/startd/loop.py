@@ -4,9 +4,9 @@
 :class:`~epcore.runtime.loop.EventLoop`, in this order: answer control requests; read the
 starters' messages; take the zygote's notes (starters that exited, preparations that failed;
 a new zygote if it died); notice starters that exited (and prepare their claims' next jobs);
-hand its parts (the cron jobs and benchmarks,
-the fetching of work) their ready pipes; then, at its tick, fire the timers (the policy at
-POLLING_INTERVAL and at the engine's next timer), publish the ads when something changed or
+hand its parts (the cron jobs and benchmarks, the fetching of work) their ready pipes; then,
+at its tick, fire the timers (the policy at POLLING_INTERVAL and at the engine's next timer),
+publish the ads when something changed or
 UPDATE_INTERVAL passed, and tick its parts; flush what the sockets did not take. A startd
 that is shutting down has finished once no job runs and no starter is left; it then
 invalidates its ads. :class:`StartdLoop` runs a startd alone (``ep startd``).
