@@ -6,10 +6,10 @@ starters' messages; take the zygote's notes (starters that exited, preparations 
 a new zygote if it died); notice starters that exited (and prepare their claims' next jobs);
 hand its parts (the cron jobs and benchmarks, the fetching of work) their ready pipes; then,
 at its tick, fire the timers (the policy at POLLING_INTERVAL and at the engine's next timer),
-publish the ads when something changed or
-UPDATE_INTERVAL passed, and tick its parts; flush what the sockets did not take. A startd
-that is shutting down has finished once no job runs and no starter is left; it then
-invalidates its ads. :class:`StartdLoop` runs a startd alone (``ep startd``).
+publish the ads when something changed or UPDATE_INTERVAL passed, and tick its parts; flush
+what the sockets did not take. A startd that is shutting down has finished once no job runs
+and no starter is left; it then invalidates its ads. :class:`StartdLoop` runs a startd
+alone (``ep startd``).
 """
 
 from __future__ import annotations
