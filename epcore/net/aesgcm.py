@@ -120,15 +120,21 @@ class AesGcmStream:
 
     def seal(self, plaintext: bytes, *, end: bool) -> bytes:
         """The next outgoing packet (header and sealed body) carrying ``plaintext``."""
+        header = packet_header(end, self.sealed_size(len(plaintext)))
+        return header + self.seal_body(header, plaintext)
+
+    def seal_body(self, header: bytes, plaintext: bytes) -> bytes:
+        """The sealed body of the next outgoing packet, whose ``header`` (made by the caller,
+        counting :meth:`sealed_size` bytes) is authenticated with it."""
         if self.packets_sealed >= MAX_PACKETS:
             raise AesGcmError("hit the maximum number of packets per connection")
+        if len(header) != HEADER_SIZE:
+            raise AesGcmError(f"a packet header is {HEADER_SIZE} bytes")
         first = self.packets_sealed == 0
-        header = packet_header(end, self.sealed_size(len(plaintext)))
         aad = self._sent_digest + self._received_digest + header if first else header
-        iv = nonce(self._iv_out, self.packets_sealed)
-        body = self._cipher.encrypt(iv, plaintext, aad)
+        body = self._cipher.encrypt(nonce(self._iv_out, self.packets_sealed), plaintext, aad)
         self.packets_sealed += 1
-        return header + (self._iv_out if first else b"") + body
+        return (self._iv_out if first else b"") + body
 
     def open(self, header: bytes, body: bytes) -> bytes:
         """The plaintext of an incoming packet; AesGcmError (state unchanged) when it is not
