@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Protocol
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -162,3 +163,51 @@ class AesGcmStream:
         self._iv_in = iv_in
         self.packets_opened += 1
         return plaintext
+
+
+class HandshakeTranscript(Protocol):
+    """What the framing keeps of the cleartext each way (SHA-256 so far, and byte counts)."""
+
+    @property
+    def sent(self) -> _Digest: ...
+    @property
+    def received(self) -> _Digest: ...
+    @property
+    def sent_bytes(self) -> int: ...
+    @property
+    def received_bytes(self) -> int: ...
+
+
+class _Digest(Protocol):
+    def digest(self) -> bytes: ...
+
+
+class AesGcmProtection:
+    """An :class:`AesGcmStream` behind the framing's packet-protection seam: the framer makes
+    the headers, and hands its cleartext transcript over with every packet. The digests are
+    taken at the first sealed or opened packet, as ReliSock finalizes them then."""
+
+    def __init__(self, key: bytes, iv: bytes | None = None) -> None:
+        if len(key) != KEY_SIZE:
+            raise AesGcmError(f"an AES-GCM key is {KEY_SIZE} bytes, not {len(key)}")
+        self._key = key
+        self._iv = iv
+        self._stream: AesGcmStream | None = None
+
+    def _of(self, transcript: HandshakeTranscript) -> AesGcmStream:
+        if self._stream is None:
+            # A direction nothing crossed in the clear counts as zeros, as in HTCondor.
+            sent = transcript.sent.digest() if transcript.sent_bytes else b""
+            received = transcript.received.digest() if transcript.received_bytes else b""
+            self._stream = AesGcmStream(self._key, (sent, received), self._iv)
+        return self._stream
+
+    def sealed_size(self, size: int) -> int:
+        first = self._stream is None or self._stream.packets_sealed == 0
+        return size + TAG_SIZE + (IV_SIZE if first else 0)
+
+    def seal(self, header: bytes, body: bytes, transcript: HandshakeTranscript) -> bytes:
+        return self._of(transcript).seal_body(header, body)
+
+    def open(self, header: bytes, body: bytes, transcript: HandshakeTranscript) -> bytes:
+        return self._of(transcript).open(header, body)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 
 import attrs
 from cryptography.hazmat.primitives import hashes
@@ -20,6 +21,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from epcore.errors import EpError
+from epcore.net.aesgcm import AesGcmProtection
 
 #: The security ad attribute that carries a side's public key.
 ATTRIBUTE = "ECDHPublicKey"
@@ -81,3 +83,25 @@ def session_key(mine: KeyPair, peer_text: str, length: int = SESSION_KEY_BYTES) 
     return HKDF(algorithm=hashes.SHA256(), length=length, salt=b"htcondor", info=b"keygen").derive(
         secret
     )
+
+
+class EcdhKeyExchange:
+    """The server's half of the exchange for the handshake: AES only (HTCondor's BLOWFISH and
+    3DES are not offered). :meth:`start` answers the client's key with ours and gives what
+    makes the stream's protection once the session's encryption and integrity are settled."""
+
+    methods: tuple[str, ...] = ("AES",)
+
+    def start(
+        self, client_public_key: str, method: str
+    ) -> tuple[str, Callable[[bool, bool], AesGcmProtection | None]]:
+        if method.upper() != "AES":
+            raise KeyExchangeError(f"crypto method {method} is not supported (only AES)")
+        mine = generate()
+        key = session_key(mine, client_public_key)
+
+        def protection(encrypt: bool, integrity: bool) -> AesGcmProtection | None:
+            # AES-GCM always encrypts and authenticates together, as in HTCondor.
+            return AesGcmProtection(key) if encrypt or integrity else None
+
+        return mine.public_text, protection

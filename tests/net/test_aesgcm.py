@@ -191,3 +191,46 @@ def test_any_conversation_round_trips(messages: list[tuple[bool, bytes, bool]]) 
         assert packet[0] == (1 if end else 0)
         assert int.from_bytes(packet[1:5], "big") == len(data) + 16 + (16 if first else 0)
         assert receiver.open(*_split(packet)) == data
+
+
+class _Log:
+    """The framing's transcript as the protection sees it."""
+
+    def __init__(self, sent: bytes = b"", received: bytes = b"") -> None:
+        self.sent = hashlib.sha256(sent)
+        self.received = hashlib.sha256(received)
+        self.sent_bytes = len(sent)
+        self.received_bytes = len(received)
+
+
+def test_the_framing_seam_seals_under_its_headers_with_the_transcript_digests() -> None:
+    """AesGcmProtection seals a body under the framer's header, binding the transcript as
+    ReliSock does; the peer's protection, with the mirrored transcript, opens it."""
+    client = aesgcm.AesGcmProtection(KEY, IV)
+    server = aesgcm.AesGcmProtection(KEY)
+    size = client.sealed_size(5)
+    assert size == 5 + 16 + 16
+    header = aesgcm.packet_header(True, size)
+    body = client.seal(header, b"hello", _Log(b"request", b"answer"))
+    aad = hashlib.sha256(b"request").digest() + hashlib.sha256(b"answer").digest() + header
+    assert body == IV + AESGCM(KEY).encrypt(IV, b"hello", aad)
+    assert client.sealed_size(5) == 5 + 16
+    assert server.open(header, body, _Log(b"answer", b"request")) == b"hello"
+
+
+def test_the_framing_seam_uses_zeros_for_a_silent_direction() -> None:
+    """A transcript with no bytes one way contributes zeros, not the digest of nothing."""
+    client = aesgcm.AesGcmProtection(KEY, IV)
+    header = aesgcm.packet_header(True, client.sealed_size(1))
+    body = client.seal(header, b"x", _Log(b"request", b""))
+    aad = hashlib.sha256(b"request").digest() + bytes(32) + header
+    assert body == IV + AESGCM(KEY).encrypt(IV, b"x", aad)
+
+
+def test_the_framing_seam_refuses_a_packet_from_another_handshake() -> None:
+    """Transcripts that differ (a byte changed in the clear) make the first packet fail."""
+    client, server = aesgcm.AesGcmProtection(KEY), aesgcm.AesGcmProtection(KEY)
+    header = aesgcm.packet_header(True, client.sealed_size(3))
+    body = client.seal(header, b"abc", _Log(b"request", b"answer"))
+    with pytest.raises(AesGcmError):
+        server.open(header, body, _Log(b"answer", b"requesT"))

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from epcore.net import keyexchange
+from epcore.net import aesgcm, keyexchange
 from epcore.net.keyexchange import KeyExchangeError
 
 # Curve P-256 (FIPS 186-4, D.1.2.3), for computing the shared secret by hand below.
@@ -123,3 +123,35 @@ def test_only_p256_keys_are_used() -> None:
     """A key of another curve cannot start an exchange."""
     with pytest.raises(KeyExchangeError, match="P-256"):
         keyexchange.from_private(ec.generate_private_key(ec.SECP384R1()))
+
+
+def test_the_server_half_answers_with_its_key_and_makes_aes_gcm() -> None:
+    """EcdhKeyExchange returns a P-256 key the client derives the same session key from, and
+    makes AES-GCM protection when encryption or integrity is on, none otherwise."""
+    client = keyexchange.generate()
+    server_text, make = keyexchange.EcdhKeyExchange().start(client.public_text, "AES")
+    key = keyexchange.session_key(client, server_text)
+    assert make(False, False) is None
+    protection = make(True, True)
+    assert protection is not None and make(False, True) is not None
+    mine = aesgcm.AesGcmProtection(key)
+    header = aesgcm.packet_header(True, mine.sealed_size(2))
+    log = _Log()
+    assert protection.open(header, mine.seal(header, b"hi", log), log) == b"hi"
+
+
+def test_the_server_half_refuses_other_crypto_methods_and_bad_keys() -> None:
+    """BLOWFISH and 3DES are not offered; a client key that is no key is refused."""
+    with pytest.raises(KeyExchangeError, match="BLOWFISH"):
+        keyexchange.EcdhKeyExchange().start(keyexchange.generate().public_text, "BLOWFISH")
+    with pytest.raises(KeyExchangeError):
+        keyexchange.EcdhKeyExchange().start("garbage", "AES")
+
+
+class _Log:
+    """An empty transcript both ways."""
+
+    sent = hashlib.sha256()
+    received = hashlib.sha256()
+    sent_bytes = 0
+    received_bytes = 0
