@@ -27,7 +27,9 @@ PURE = frozenset(
     {"classad", "config", "slots", "state", "jobs", "submit", "views", "analysis"}
     | {"errors", "types", "hookspecs"}
 )
-RUNTIME = frozenset({"runtime"})
+#: The runtime-level shell: the event loop and its services, and CEDAR (epcore.net), the
+#: network face; roles use both, neither knows a role.
+RUNTIME = frozenset({"runtime", "net"})
 INTERFACES = frozenset({"interfaces"})
 ROLES = frozenset({"collector", "negotiator", "schedd", "startd"})
 #: The startd's own child process: only the startd (and the shared shell) may start it.
