@@ -109,10 +109,19 @@ class Framer:
         """Seal and open every later packet with ``protection``."""
         self.protection = protection
 
-    def feed(self, data: bytes) -> list[bytes]:
-        """The messages ``data`` completes, in order (FrameError on a bad packet)."""
+    def receive(self, data: bytes) -> None:
+        """Hold received bytes until :meth:`next_message` takes them (packets are opened
+        only then, so that a protection turned on between two messages applies to the
+        second). FrameError when more is held than one message may take."""
         self._buffer += data
-        messages: list[bytes] = []
+        if len(self._buffer) > self.max_message + MAX_PACKET + HEADER_SIZE:
+            raise FrameError(
+                f"{len(self._buffer)} bytes sent ahead of the conversation; at most "
+                f"{self.max_message} bytes may wait"
+            )
+
+    def next_message(self) -> bytes | None:
+        """The next whole message held, or None until its last packet has come."""
         while len(self._buffer) >= HEADER_SIZE:
             head = bytes(self._buffer[:HEADER_SIZE])
             end, size = head[0], int.from_bytes(head[1:], "big")
@@ -128,7 +137,7 @@ class Framer:
                     f"({len(self._message) + size} bytes so far)"
                 )
             if len(self._buffer) < HEADER_SIZE + size:
-                break
+                return None
             body = bytes(self._buffer[HEADER_SIZE : HEADER_SIZE + size])
             del self._buffer[: HEADER_SIZE + size]
             if self.protection is not None:
@@ -137,8 +146,17 @@ class Framer:
                 self.transcript.add_received(head, body)
             self._message += body
             if end:
-                messages.append(bytes(self._message))
+                message = bytes(self._message)
                 self._message.clear()
+                return message
+        return None
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Receive ``data`` and take every message it completes, in order."""
+        self.receive(data)
+        messages: list[bytes] = []
+        while (message := self.next_message()) is not None:
+            messages.append(message)
         return messages
 
     def _overhead(self, size: int) -> int:
