@@ -120,10 +120,30 @@ def _old_literal(value: object) -> str:
 
 def format_old(ad: ClassAd) -> str:
     """The ad in old syntax: one ``Name = Expr`` line per attribute, newline-terminated."""
-    return "".join(
-        f"{attribute_name(b.name)} = {unparse(b.node, _old_literal)}\n"
-        for b in ad._bindings.values()
-    )
+    return "".join(f"{line}\n" for _, line in old_attribute_lines(ad))
+
+
+def old_attribute_lines(ad: ClassAd) -> Iterator[tuple[str, str]]:
+    """Each attribute's name and its ``Name = Expr`` line in old syntax, in the ad's order
+    (the form HTCondor's wire protocol sends one string per attribute in)."""
+    for binding in ad._bindings.values():
+        text = unparse(binding.node, _old_literal)
+        yield binding.name, f"{attribute_name(binding.name)} = {text}"
+
+
+def parse_old_attribute(line: str, source: str | None = None) -> tuple[str, Expr]:
+    """One old-syntax ``Name = Expr`` line: its name and expression (ClassAdSyntaxError,
+    located in the line, when it is not one)."""
+    match = _OLD_NAME.match(line)
+    if match is None:
+        column = len(line) - len(line.lstrip()) + 1
+        raise ClassAdSyntaxError("expected 'Name = Expression'", 1, column, source)
+    start = match.end()
+    try:
+        node = parse_node(line[start:], source, old_strings=True)
+    except ClassAdSyntaxError as error:
+        raise ClassAdSyntaxError(error.reason, error.line, start + error.column, source) from error
+    return match.group(1), Expr(node)
 
 
 # -- JSON -----------------------------------------------------------------------------------

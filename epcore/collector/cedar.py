@@ -1,0 +1,189 @@
+"""The collector's CEDAR commands: queries, updates and invalidations as HTCondor's clients
+send them (condor_collector.V6/collector.cpp), answered by the same collector the pool's
+local requests reach (:mod:`epcore.collector.requests`).
+
+- QUERY_*_ADS: one query ad (Requirements, Projection, LimitResults; TargetType for the
+  generic and any-type queries); the answer is one message of ``1, ad`` per ad and a
+  final ``0``. Private attributes go only over an encrypted stream.
+- UPDATE_*_AD: the daemon's public ad, optionally its private ad, in one message; the
+  collector stamps who sent it (AuthenticatedIdentity, AuthenticationMethod) and keeps the
+  connection for the next update (the command number and ad again) until DC_NOP.
+- INVALIDATE_*_ADS: a query ad naming the ads to drop (Requirements, or Name).
+
+The levels each needs (READ for queries, DAEMON for the rest) are in
+:mod:`epcore.net.commands`; the handshake has checked them before a handler runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+from epcore.classad import ClassAd
+from epcore.errors import EpError
+from epcore.net import commands
+from epcore.net.commands import AD_TYPES, Command
+from epcore.net.conversation import Step, send
+from epcore.net.dispatch import CommandContext, Handler
+
+if TYPE_CHECKING:
+    from epcore.collector.service import CollectorService
+
+_QUERIES = (
+    commands.QUERY_STARTD_ADS,
+    commands.QUERY_STARTD_PVT_ADS,
+    commands.QUERY_SCHEDD_ADS,
+    commands.QUERY_MASTER_ADS,
+    commands.QUERY_SUBMITTOR_ADS,
+    commands.QUERY_COLLECTOR_ADS,
+    commands.QUERY_NEGOTIATOR_ADS,
+    commands.QUERY_ACCOUNTING_ADS,
+    commands.QUERY_ANY_ADS,
+    commands.QUERY_GENERIC_ADS,
+)
+_UPDATES = (
+    commands.UPDATE_STARTD_AD,
+    commands.UPDATE_SCHEDD_AD,
+    commands.UPDATE_MASTER_AD,
+    commands.UPDATE_SUBMITTOR_AD,
+    commands.UPDATE_COLLECTOR_AD,
+    commands.UPDATE_NEGOTIATOR_AD,
+    commands.UPDATE_ACCOUNTING_AD,
+    commands.UPDATE_AD_GENERIC,
+)
+_INVALIDATIONS = (
+    commands.INVALIDATE_STARTD_ADS,
+    commands.INVALIDATE_SCHEDD_ADS,
+    commands.INVALIDATE_MASTER_ADS,
+    commands.INVALIDATE_SUBMITTOR_ADS,
+    commands.INVALIDATE_COLLECTOR_ADS,
+    commands.INVALIDATE_NEGOTIATOR_ADS,
+    commands.INVALIDATE_ACCOUNTING_ADS,
+    commands.INVALIDATE_ADS_GENERIC,
+)
+#: HTCondor's names for "every type" in a query's TargetType.
+_ANY = {"any", ""}
+
+
+def _my_type(command: int, ad: ClassAd, attribute: str) -> str | None:
+    """The MyType a command is about: the command's own, else the ad's ``attribute``."""
+    fixed = AD_TYPES.get(command)
+    if fixed is not None:
+        return fixed
+    named = ad.evaluate(attribute)
+    if isinstance(named, str) and named.lower() not in _ANY:
+        return named
+    return None
+
+
+def _projection(query: ClassAd) -> list[str] | None:
+    text = query.evaluate("Projection")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return text.replace(",", " ").split()
+
+
+def _constraint(query: ClassAd) -> str | None:
+    expr = query.lookup("Requirements")
+    return None if expr is None else str(expr)
+
+
+def cedar_handlers(service: CollectorService) -> dict[Command, Handler]:
+    """The collector's handlers by command (module docstring)."""
+
+    def query(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        reader = yield from context.receive("the query ad")
+        ad = reader.get_classad("the query ad")
+        reader.expect_end("the query ad")
+        command = context.peer.command
+        limit = ad.evaluate("LimitResults")
+        try:
+            found = service.query(
+                _my_type(command, ad, "TargetType"),
+                _constraint(ad),
+                _projection(ad),
+                now=service.clock(),
+            )
+        except EpError as error:
+            service.log.warning(
+                "query from %s at %s refused: %s",
+                context.peer.name,
+                context.stream.peer_description,
+                error,
+            )
+            found = []
+        if type(limit) is int and limit > 0:
+            found = found[:limit]
+        writer = context.stream.writer()
+        private = command == commands.QUERY_STARTD_PVT_ADS.number and context.stream.encrypted
+        for ad_found in found:
+            writer.put_int(1).put_classad(ad_found, private=private)
+        writer.put_int(0)
+        yield from send(writer)
+        return None
+
+    def update(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        reader = yield from context.receive("the ad")
+        ad = reader.get_classad("the ad")
+        if not reader.at_end:
+            for name, expr in reader.get_classad("the private ad").items():
+                ad[name] = expr
+        reader.expect_end("the ad")
+        my_type = _my_type(context.peer.command, ad, "MyType")
+        if my_type is not None:
+            ad["MyType"] = my_type
+        identity = context.peer.identity
+        for name in ("AuthenticatedIdentity", "AuthenticationMethod"):
+            if name in ad:
+                del ad[name]
+        if identity is not None:
+            ad["AuthenticatedIdentity"] = identity.fqu
+            ad["AuthenticationMethod"] = identity.method
+        try:
+            service.update([ad], service.clock())
+        except EpError as error:
+            service.log.warning(
+                "update from %s at %s ignored: %s",
+                context.peer.name,
+                context.stream.peer_description,
+                error,
+            )
+        return True
+
+    def invalidate(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        reader = yield from context.receive("the invalidation")
+        ad = reader.get_classad("the invalidation")
+        reader.expect_end("the invalidation")
+        my_type = _my_type(context.peer.command, ad, "TargetType") or _my_type(
+            context.peer.command, ad, "MyType"
+        )
+        now = service.clock()
+        constraint = _constraint(ad)
+        named = ad.evaluate("Name")
+        try:
+            if constraint is not None:
+                matching = service.query(my_type, constraint, ["Name", "MyType"], now=now)
+            elif isinstance(named, str):
+                matching = service.query(my_type, None, ["Name", "MyType"], now=now)
+                matching = [found for found in matching if found.evaluate("Name") == named]
+            else:
+                matching = []
+        except EpError as error:
+            service.log.warning(
+                "invalidation from %s at %s ignored: %s",
+                context.peer.name,
+                context.stream.peer_description,
+                error,
+            )
+            matching = []
+        for found in matching:
+            kind, name = found.evaluate("MyType"), found.evaluate("Name")
+            if isinstance(kind, str) and isinstance(name, str):
+                service.collector.invalidate(kind, [name], now)
+        return True
+
+    table: dict[Command, Handler] = {}
+    table.update({command: query for command in _QUERIES})
+    table.update({command: update for command in _UPDATES})
+    table.update({command: invalidate for command in _INVALIDATIONS})
+    return table

@@ -1,0 +1,198 @@
+"""The values inside a CEDAR message, as HTCondor's Stream codes them.
+
+- An integer of any C width is 8 bytes, big-endian, two's complement.
+- A string is its bytes and a terminating NUL; one NUL-less byte 0xAD stands for a null
+  string (CONFIG_VAL's "not defined"). Once the stream is encrypted a string is instead its
+  length (an integer, NUL included) then its bytes, so a reader must know which
+  (``encrypted``).
+- A ClassAd is the number of attributes, one ``Name = Expr`` string per attribute in old
+  syntax, then two strings that once were MyType and TargetType (HTCondor sends them empty;
+  those attributes travel as ordinary ones). A private attribute (a claim id...) is sent
+  only over an encrypted stream: :class:`Writer` leaves them out otherwise; HTCondor
+  announces one sent in the clear-but-secret form with the string ``ZKM`` before it, which
+  :class:`Reader` accepts.
+
+A :class:`Reader` refuses, with :class:`CodecError` naming what it was reading, a message
+that ends early, an integer out of its range, a string without its NUL, an absurd count or
+length, or an attribute that does not parse (through :mod:`epcore.classad`'s parser, whose
+nesting bound keeps a hostile ad from exhausting the stack).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from epcore.classad import ClassAd
+from epcore.classad.formats import old_attribute_lines, parse_old_attribute
+from epcore.errors import ClassAdError, EpError
+
+#: The byte that stands for a null string in the clear.
+NULL_STRING: Final = 0xAD
+#: The marker before a secret attribute (classad_oldnew.cpp).
+SECRET_MARKER: Final = "ZKM"
+#: Most attributes an ad on the wire may have (HTCondor's getClassAd refuses more).
+MAX_ATTRIBUTES: Final = 1_000_000
+#: The longest encrypted string HTCondor reads.
+MAX_STRING: Final = 10_000_000
+#: Attributes that are private to daemons (compat_classad.cpp's list) and the prefix that
+#: makes any attribute private (HTCondor 9.9 and later).
+PRIVATE_ATTRIBUTES: Final = frozenset(
+    {"capability", "childclaimids", "claimid", "claimidlist", "claimids", "transferkey"}
+)
+PRIVATE_PREFIX: Final = "_condor_priv"
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
+
+
+class CodecError(EpError):
+    """A message whose contents are not what the conversation expects."""
+
+
+def is_private(name: str) -> bool:
+    """Whether attribute ``name`` is private (sent only over an encrypted stream)."""
+    lowered = name.lower()
+    return lowered in PRIVATE_ATTRIBUTES or lowered.startswith(PRIVATE_PREFIX)
+
+
+class Writer:
+    """Builds one message (module docstring); ``encrypted`` codes strings by length."""
+
+    def __init__(self, *, encrypted: bool = False) -> None:
+        self.encrypted = encrypted
+        self._out = bytearray()
+
+    def bytes(self) -> bytes:
+        return bytes(self._out)
+
+    def put_int(self, value: int) -> Writer:
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise CodecError(f"integer {value} does not fit in 8 bytes")
+        self._out += value.to_bytes(8, "big", signed=True)
+        return self
+
+    def put_string(self, value: str | None) -> Writer:
+        """A string; None is the null string (only CONFIG_VAL's answers use it)."""
+        data = bytes((NULL_STRING,)) if value is None else value.encode() + b"\0"
+        if value is not None and b"\0" in data[:-1]:
+            raise CodecError("a string on the wire cannot hold a NUL character")
+        if self.encrypted:
+            self.put_int(len(data))
+        self._out += data
+        return self
+
+    def put_classad(
+        self,
+        ad: ClassAd,
+        *,
+        projection: Iterable[str] | None = None,
+        private: bool | None = None,
+    ) -> Writer:
+        """An ad, cut to ``projection`` when given; private attributes only when
+        ``private`` (by default: when the stream is encrypted)."""
+        send_private = self.encrypted if private is None else private
+        wanted = None if projection is None else {name.lower() for name in projection}
+        lines = [
+            line
+            for name, line in old_attribute_lines(ad)
+            if (wanted is None or name.lower() in wanted) and (send_private or not is_private(name))
+        ]
+        self.put_int(len(lines))
+        for line in lines:
+            self.put_string(line)
+        self.put_string("")
+        self.put_string("")
+        return self
+
+
+class Reader:
+    """Reads one received message from the start (module docstring)."""
+
+    def __init__(self, data: bytes, *, encrypted: bool = False) -> None:
+        self.data = data
+        self.encrypted = encrypted
+        self.offset = 0
+
+    @property
+    def at_end(self) -> bool:
+        return self.offset >= len(self.data)
+
+    def _take(self, size: int, what: str) -> bytes:
+        if self.offset + size > len(self.data):
+            raise CodecError(
+                f"the message ends before {what} ({len(self.data) - self.offset} bytes left, "
+                f"{size} needed)"
+            )
+        chunk = self.data[self.offset : self.offset + size]
+        self.offset += size
+        return chunk
+
+    def get_int(self, what: str = "an integer") -> int:
+        """An 8-byte integer."""
+        return int.from_bytes(self._take(8, what), "big", signed=True)
+
+    def get_int32(self, what: str = "an integer") -> int:
+        """An integer the peer codes from a C int (refused beyond its range)."""
+        value = self.get_int(what)
+        if not _INT32_MIN <= value <= _INT32_MAX:
+            raise CodecError(f"{what}: {value} is out of range for a 32-bit integer")
+        return value
+
+    def get_optional_string(self, what: str = "a string") -> str | None:
+        """A string, or None for the null string."""
+        if self.encrypted:
+            size = self.get_int(f"the length of {what}")
+            if not 0 < size <= MAX_STRING:
+                raise CodecError(f"{what}: length {size} is out of range")
+            raw = self._take(size, what)
+            if raw[0] == NULL_STRING:
+                return None
+            if raw[-1] != 0:
+                raise CodecError(f"{what}: not NUL-terminated")
+            raw = raw[:-1]
+        else:
+            if self.at_end:
+                raise CodecError(f"the message ends before {what}")
+            if self.data[self.offset] == NULL_STRING:
+                self.offset += 1
+                return None
+            end = self.data.find(b"\0", self.offset)
+            if end < 0:
+                raise CodecError(f"{what}: no terminating NUL before the message ends")
+            raw = self.data[self.offset : end]
+            self.offset = end + 1
+        try:
+            return raw.decode()
+        except UnicodeDecodeError as error:
+            raise CodecError(f"{what}: not UTF-8 ({error.reason})") from None
+
+    def get_string(self, what: str = "a string") -> str:
+        """A string (the null string reads as empty, as HTCondor's get does)."""
+        return self.get_optional_string(what) or ""
+
+    def get_classad(self, what: str = "a ClassAd") -> ClassAd:
+        """An ad; CodecError on a bad count or an attribute that does not parse."""
+        count = self.get_int(f"the attribute count of {what}")
+        if not 0 <= count <= MAX_ATTRIBUTES:
+            raise CodecError(f"{what}: attribute count {count} is out of range")
+        ad = ClassAd()
+        for index in range(count):
+            line = self.get_string(f"attribute {index + 1} of {what}")
+            if line == SECRET_MARKER:
+                line = self.get_string(f"secret attribute {index + 1} of {what}")
+            try:
+                name, expr = parse_old_attribute(line)
+            except ClassAdError as error:
+                raise CodecError(f"attribute {index + 1} of {what}: {error}") from None
+            ad[name] = expr
+        self.get_string(f"the MyType string of {what}")
+        self.get_string(f"the TargetType string of {what}")
+        return ad
+
+    def expect_end(self, what: str) -> None:
+        """CodecError when bytes are left after ``what``."""
+        if not self.at_end:
+            raise CodecError(f"{len(self.data) - self.offset} unexpected bytes after {what}")
