@@ -20,6 +20,7 @@ nesting bound keeps a hostile ad from exhausting the stack).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from typing import Final
 
@@ -81,6 +82,12 @@ class Writer:
             raise CodecError("a string on the wire cannot hold a NUL character")
         if self.encrypted:
             self.put_int(len(data))
+        self._out += data
+        return self
+
+    def put_bytes(self, data: builtins.bytes) -> Writer:
+        """Raw bytes, as HTCondor's put_bytes sends them: no length, no NUL (the length
+        travels before them as an integer of its own)."""
         self._out += data
         return self
 
@@ -172,6 +179,12 @@ class Reader:
     def get_string(self, what: str = "a string") -> str:
         """A string (the null string reads as empty, as HTCondor's get does)."""
         return self.get_optional_string(what) or ""
+
+    def get_bytes(self, size: int, what: str = "bytes") -> bytes:
+        """``size`` raw bytes (put_bytes's counterpart)."""
+        if size < 0:
+            raise CodecError(f"{what}: negative length {size}")
+        return self._take(size, what)
 
     def get_classad(self, what: str = "a ClassAd") -> ClassAd:
         """An ad; CodecError on a bad count or an attribute that does not parse."""
