@@ -94,10 +94,10 @@ class LevelPolicy:
         *,
         tool: bool = False,
         methods: Collection[str] | None = None,
-        crypto: Collection[str] = (),
+        crypto: Collection[str] | None = None,
     ) -> LevelPolicy:
         """The policy of ``level`` as ``config`` sets it; only the ``methods`` and the
-        ``crypto`` this process can run are offered (None: every method named)."""
+        ``crypto`` this process can run are offered (None: every one named)."""
 
         def setting(name: str) -> str | None:
             for prefix in (level, "DEFAULT"):
