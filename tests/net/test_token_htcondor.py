@@ -24,9 +24,9 @@ import attrs
 import pytest
 
 from epcore.config import Config
-from epcore.net import tokens
-
-pytestmark = pytest.mark.oracle
+from epcore.net import client, tokens
+from epcore.net.commands import QUERY_STARTD_ADS
+from epcore.net.conversation import Refused
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -169,6 +169,7 @@ def _wait_for(log: Path, text: str) -> str:
     return log.read_text()
 
 
+@pytest.mark.oracle
 def test_a_client_with_only_a_token_queries_the_collector_encrypted(pool: Pool) -> None:
     """htcondor2 authenticates by the token ``ep token create``'s code made, negotiates AES
     (ECDH) and reads the slot ad through the encrypted stream."""
@@ -180,6 +181,7 @@ def test_a_client_with_only_a_token_queries_the_collector_encrypted(pool: Pool) 
     assert "generating AES key for session" in outcome.account
 
 
+@pytest.mark.oracle
 def test_the_wire_carries_nothing_of_the_ads_in_the_clear(pool: Pool) -> None:
     """A recording proxy between client and collector sees the whole session: the slot's
     attribute values never cross it in the clear, though the client receives them."""
@@ -217,6 +219,7 @@ def test_the_wire_carries_nothing_of_the_ads_in_the_clear(pool: Pool) -> None:
     assert b"DC_AUTHENTICATE" not in recorded and b"ECDHPublicKey" in recorded  # the clear part
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize(
     ("name", "options", "client_says", "server_says"),
     [
@@ -258,6 +261,7 @@ def test_a_bad_token_is_refused_and_both_sides_say_why(
     assert "refused QUERY_STARTD_ADS (5) from unauthenticated at <127.0.0.1:" in log
 
 
+@pytest.mark.oracle
 def test_a_read_token_cannot_advertise(pool: Pool) -> None:
     """A token limited to READ authenticates, but the DAEMON-level update is refused and
     the collector logs the limit."""
@@ -267,3 +271,21 @@ def test_a_read_token_cannot_advertise(pool: Pool) -> None:
     assert "the session is limited to" in log
     assert outcome.result == {"error": "Failed to advertise to collector."}
     assert "DENIED" in outcome.account
+
+
+def test_epcore_s_own_client_presents_the_token_too(pool: Pool) -> None:
+    """query_collector (``ep status -pool``'s client) with the same client configuration picks
+    the token for the announced trust domain, seals the session with AES-GCM and gets the ad;
+    with a forged token it is refused."""
+    good = pool.token("mine")
+    config = Config.from_text(
+        CLIENT_CONFIG.format(port=pool.port, tokens=good) + "UID_DOMAIN = client.test\n",
+        subsystem="TOOL",
+    )
+    ads = client.query_collector("127.0.0.1", pool.port, QUERY_STARTD_ADS.number, config)
+    assert [ad.evaluate("Args") for ad in ads] == [SECRET]
+    forged = pool.token("forged-mine", key=b"x" * 64)
+    config = Config.from_text(CLIENT_CONFIG.format(port=pool.port, tokens=forged), subsystem="TOOL")
+    with pytest.raises(Refused, match="no authentication method succeeded"):
+        client.query_collector("127.0.0.1", pool.port, QUERY_STARTD_ADS.number, config)
+    assert "token presented for 'alice@pool.example'" in _wait_for(pool.log, "presented")
