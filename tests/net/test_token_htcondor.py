@@ -58,6 +58,10 @@ try:
     if sys.argv[1] == "query":
         ads = htcondor2.Collector().query(htcondor2.AdTypes.Startd)
         print(json.dumps({"ads": [dict((k, str(v)) for k, v in ad.items()) for ad in ads]}))
+    elif sys.argv[1] == "again":
+        collector = htcondor2.Collector()
+        counts = [len(collector.query(htcondor2.AdTypes.Startd)) for _ in range(3)]
+        print(json.dumps({"counts": counts}))
     else:
         ad = classad2.ClassAd({"MyType": "Machine", "Name": "fake@x", "Machine": "x"})
         htcondor2.Collector().advertise([ad], "UPDATE_STARTD_AD")
@@ -179,6 +183,16 @@ def test_a_client_with_only_a_token_queries_the_collector_encrypted(pool: Pool) 
     assert "Authentication was a Success" in outcome.account
     assert "IDTOKENS" in outcome.account
     assert "generating AES key for session" in outcome.account
+
+
+@pytest.mark.oracle
+def test_later_queries_resume_the_session_under_aes(pool: Pool) -> None:
+    """Three queries from one client process: the first authenticates, the others resume the
+    cached session on new connections, each sealed afresh (its own IV and transcript)."""
+    outcome = _client(pool, pool.token("alice"), action="again")
+    assert outcome.result == {"counts": [1, 1, 1]}, outcome.account[-2000:]
+    assert outcome.account.count("resume, NOT reauthenticating") == 2
+    assert outcome.account.count("Authentication was a Success") == 1
 
 
 @pytest.mark.oracle
