@@ -4,7 +4,9 @@ local requests reach (:mod:`epcore.collector.requests`).
 
 - QUERY_*_ADS: one query ad (Requirements, Projection, LimitResults; TargetType for the
   generic and any-type queries); the answer is one message of ``1, ad`` per ad and a
-  final ``0``. Private attributes go only over an encrypted stream.
+  final ``0``. Private attributes go only over an encrypted stream, and only for
+  QUERY_STARTD_PVT_ADS. A daemon of this process, reached in-process, is given the address
+  the client came in by as its MyAddress.
 - UPDATE_*_AD: the daemon's public ad, optionally its private ad, in one message; the
   collector stamps who sent it (AuthenticatedIdentity, AuthenticationMethod) and keeps the
   connection for the next update (the command number and ad again) until DC_NOP.
@@ -88,6 +90,15 @@ def _constraint(query: ClassAd) -> str | None:
     return None if expr is None else str(expr)
 
 
+def _reachable(ad: ClassAd, here: tuple[str, int]) -> None:
+    """A daemon of this process is reached in-process (``<unix:...>``); a CEDAR client
+    reaches it at the port it came in by, which every role of the process answers."""
+    address = ad.evaluate("MyAddress")
+    if isinstance(address, str) and address.startswith("<unix:"):
+        host, port = here
+        ad["MyAddress"] = f"<[{host}]:{port}>" if ":" in host else f"<{host}:{port}>"
+
+
 def cedar_handlers(service: CollectorService) -> dict[Command, Handler]:
     """The collector's handlers by command (module docstring)."""
 
@@ -116,7 +127,9 @@ def cedar_handlers(service: CollectorService) -> dict[Command, Handler]:
             found = found[:limit]
         writer = context.stream.writer()
         private = command == commands.QUERY_STARTD_PVT_ADS.number and context.stream.encrypted
+        here = context.stream.local
         for ad_found in found:
+            _reachable(ad_found, here)
             writer.put_int(1).put_classad(ad_found, private=private)
         writer.put_int(0)
         yield from send(writer)

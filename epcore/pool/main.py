@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from epcore.collector.cedar import cedar_handlers
 from epcore.collector.collector import Collector
 from epcore.collector.collector_log import read_persistent_ads
 from epcore.collector.service import CollectorService
@@ -26,6 +27,7 @@ from epcore.interfaces import JobSource, Locator, RequestHandler, StartdLink
 from epcore.negotiator import Accountant
 from epcore.negotiator.service import NegotiatorService
 from epcore.plugins import Plugins, load_plugins
+from epcore.pool.network import build_listener
 from epcore.pool.roles import (
     COLLECTOR,
     NEGOTIATOR,
@@ -177,8 +179,17 @@ def build_pool(
     # the schedd looks at its queue), the schedd, the collector's housekeeping, the
     # negotiator; closing in the same order, the startd invalidates its ads before the
     # collector saves them.
+    # The CEDAR port answers HTCondor's clients for every daemon here (epcore.pool.network).
+    listener = build_listener(
+        shared,
+        daemons,
+        collector_handlers=cedar_handlers(collector) if collector is not None else None,
+        collector=collector,
+        local_address=f"<unix:{paths.control_socket}>",
+        log=logs.get(COLLECTOR, log),
+    )
     services: list[Service] = [StartdService(startd)] if startd is not None else []
-    services.append(router)
+    services.extend((router, listener))
     services.extend(s for s in (schedd, collector, negotiator) if s is not None)
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)

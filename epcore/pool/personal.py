@@ -55,6 +55,22 @@ NEGOTIATOR_INTERVAL = 20
 NEGOTIATOR_MIN_INTERVAL = 1
 UPDATE_INTERVAL = 30
 COLLECTOR_PERSISTENT_AD_LOG = $(SPOOL)/collector_persistent.ads
+
+# HTCondor's own tools (htcondor2, condor_status) reach the pool over CEDAR on 127.0.0.1.
+# Port 0: `ep run` takes a free port and writes it to COLLECTOR_ADDRESS_FILE, where the
+# tools read it; name a port here (and NETWORK_INTERFACE) to open the pool to other hosts.
+COLLECTOR_HOST = $(CONDOR_HOST):0
+COLLECTOR_ADDRESS_FILE = $(LOG)/.collector_address
+# Anyone may read and submit; the pool's own users administer it and advertise to it. The
+# tools authenticate by FS (root's tools are the pool's user, condor).
+SEC_DEFAULT_AUTHENTICATION = REQUIRED
+SEC_READ_AUTHENTICATION = PREFERRED
+SEC_CLIENT_AUTHENTICATION = PREFERRED
+ALLOW_READ = *
+ALLOW_WRITE = *
+ALLOW_NEGOTIATOR = {owners}
+ALLOW_ADMINISTRATOR = {owners}
+ALLOW_DAEMON = {owners}
 """
 
 
@@ -65,9 +81,23 @@ def personal_local_dir(uid: int, home: str | None) -> str:
     return os.path.join(home, ".epcore")
 
 
-def personal_config_text(local_dir: str) -> str:
-    """The personal pool's configuration, for a pool kept in ``local_dir``."""
-    return PERSONAL_CONFIG.format(local_dir=local_dir)
+def personal_config_text(local_dir: str, owner: str | None = None) -> str:
+    """The personal pool's configuration, for a pool kept in ``local_dir`` and run by
+    ``owner`` (the user running it, by default), who administers it with root and condor."""
+    if owner is None:
+        owner = _user_name(os.getuid())
+    names = dict.fromkeys(["condor", "root", owner])
+    owners = ", ".join(f"{name}@$(UID_DOMAIN)" for name in names)
+    return PERSONAL_CONFIG.format(local_dir=local_dir, owners=owners)
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 def htcondor_config_file(environ: Mapping[str, str], condor_home: str | None) -> str | None:

@@ -1,0 +1,129 @@
+"""HTCondor's own clients (htcondor2, unmodified, in subprocesses) against a real ``ep run``.
+
+The pool is found through CONDOR_CONFIG alone (COLLECTOR_HOST's port 0 and the address file);
+answers are compared with what the pool's own requests report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from epcore.testing.cedar import Htcondor2Error, run_htcondor2
+from epcore.testing.pool import PoolProcess
+
+pytestmark = pytest.mark.system
+
+FAKE_SLOT = """
+ad = classad2.ClassAd({
+    "MyType": "Machine", "Name": "fake@elsewhere.example", "Machine": "elsewhere.example",
+    "Cpus": 64, "Memory": 1024, "State": "Unclaimed", "Activity": "Idle",
+    "OpSys": "LINUX", "Arch": "X86_64",
+})
+htcondor2.Collector().advertise([ad], "UPDATE_STARTD_AD")
+result = True
+"""
+
+
+def _config(pool: PoolProcess) -> str:
+    return str(pool.config_path)
+
+
+def test_htcondor2_queries_the_pools_collector(pool_factory) -> None:
+    """Collector().query with a constraint and a projection returns the slots the pool's own
+    query returns, cut to the projection; schedd and collector ads carry a reachable
+    MyAddress."""
+    pool: PoolProcess = pool_factory()
+    code = """
+c = htcondor2.Collector()
+slots = c.query(htcondor2.AdType.Startd, "Cpus >= 1", ["Name", "Cpus", "MyAddress"])
+result = {
+    "slots": [dict(ad) for ad in slots],
+    "schedds": [
+        ad.get("MyAddress") for ad in c.query(htcondor2.AdType.Schedd, True, ["MyAddress"])
+    ],
+    "none": len(c.query(htcondor2.AdType.Startd, "Cpus > 100000", ["Name"])),
+}
+"""
+    answer = run_htcondor2(_config(pool), code)
+    local = pool.client.query_ads("Machine")
+    assert sorted(slot["Name"] for slot in answer["slots"]) == sorted(
+        str(ad.evaluate("Name")) for ad in local
+    )
+    address = Path(pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
+    assert address.startswith("<127.0.0.1:")
+    for slot in answer["slots"]:
+        assert set(slot) == {"Name", "Cpus", "MyAddress"}
+        assert slot["MyAddress"] == address
+    assert answer["schedds"] == [address]
+    assert answer["none"] == 0
+
+
+def test_advertised_startd_ad_is_seen_by_ep_status_and_invalidated(pool_factory) -> None:
+    """A made-up startd ad advertised by the pool's administrator shows in ``ep status`` with
+    who sent it; an invalidation removes it."""
+    pool: PoolProcess = pool_factory()
+    assert run_htcondor2(_config(pool), FAKE_SLOT) is True
+    status = pool.ep("status")
+    assert "fake@elsewhere.example" in status.stdout, status.stdout + status.stderr
+    stored = pool.client.query_ads("Machine", 'Name == "fake@elsewhere.example"')
+    assert stored[0].evaluate("AuthenticatedIdentity").startswith("condor@")
+    assert stored[0].evaluate("AuthenticationMethod") == "FS"
+    invalidate = """
+ad = classad2.ClassAd({"MyType": "Query", "TargetType": "Machine",
+                       "Requirements": classad2.ExprTree('Name == "fake@elsewhere.example"')})
+htcondor2.Collector().advertise([ad], "INVALIDATE_STARTD_ADS")
+result = True
+"""
+    run_htcondor2(_config(pool), invalidate)
+    assert "fake@elsewhere.example" not in pool.ep("status").stdout
+
+
+def test_ordinary_user_cannot_advertise_or_administer(pool_factory, slot_users) -> None:
+    """An ordinary user (FS proves who) may query but not advertise, reconfigure or shut the
+    pool down; each refusal is logged with who, where and why, and the pool keeps running."""
+    pool: PoolProcess = pool_factory()
+    user = slot_users[0]
+    query = 'result = len(htcondor2.Collector().query(htcondor2.AdType.Startd, True, ["Name"]))'
+    assert run_htcondor2(_config(pool), query, uid=user.uid, gid=user.gid) >= 1
+    with pytest.raises(Htcondor2Error, match="Failed to advertise"):
+        run_htcondor2(_config(pool), FAKE_SLOT, uid=user.uid, gid=user.gid)
+    for command in ("Reconfig", "Off"):
+        code = f"""
+loc = htcondor2.Collector().locate(htcondor2.DaemonType.Collector)
+htcondor2.send_command(loc, htcondor2.DaemonCommand.{command})
+result = True
+"""
+        # send_command may or may not report the refusal; the pool's log does.
+        with contextlib.suppress(Htcondor2Error):
+            run_htcondor2(_config(pool), code, uid=user.uid, gid=user.gid)
+    log = pool.log("CollectorLog")
+    assert f"refused UPDATE_STARTD_AD (0) from {user.name}@" in log
+    assert "no entry of ALLOW_DAEMON matches" in log
+    assert f"from {user.name}@" in log and "ALLOW_ADMINISTRATOR" in log
+    assert "fake@elsewhere.example" not in pool.ep("status").stdout
+    assert run_htcondor2(_config(pool), query) >= 1  # still running
+
+
+def test_ping_and_remote_param(pool_factory) -> None:
+    """htcondor2.ping authorizes READ and DAEMON for the administrator; RemoteParam reads the
+    pool's knobs as its configuration sets them."""
+    pool: PoolProcess = pool_factory("EPCORE_TEST_KNOB = forty two\n")
+    code = """
+loc = htcondor2.Collector().locate(htcondor2.DaemonType.Collector)
+read = htcondor2.ping(loc, "READ")
+daemon = htcondor2.ping(loc, "DAEMON")
+param = htcondor2.RemoteParam(loc)
+result = {
+    "read": read["AuthorizationSucceeded"], "daemon": daemon["AuthorizationSucceeded"],
+    "user": daemon["MyRemoteUserName"], "knob": param["EPCORE_TEST_KNOB"],
+    "has_knob": "EPCORE_TEST_KNOB" in param.keys(),
+}
+"""
+    answer = run_htcondor2(_config(pool), code)
+    assert answer["read"] is True and answer["daemon"] is True
+    assert answer["user"].startswith("condor@")
+    assert answer["knob"] == "forty two"
+    assert answer["has_knob"] is True
