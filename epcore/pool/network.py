@@ -36,6 +36,7 @@ from epcore.net.commands import Command
 from epcore.net.conversation import Step, send
 from epcore.net.dispatch import CommandContext, CommandTable, Handler
 from epcore.net.handshake import SecurityServer
+from epcore.net.keyexchange import EcdhKeyExchange
 from epcore.net.listener import CedarListener
 from epcore.net.methods import default_registry
 from epcore.net.policy import VERSION
@@ -255,7 +256,13 @@ def build_listener(
     for command, handler in (collector_handlers or {}).items():
         table.register(command, handler)
     security = SecurityServer(
-        config, table.levels, methods=default_registry(), log=log, pool_user=pool_user(config())
+        config,
+        table.levels,
+        methods=default_registry(),
+        log=log,
+        pool_user=pool_user(config()),
+        # AES-GCM after an ECDH exchange, as HTCondor 9+ negotiates it.
+        key_exchange=EcdhKeyExchange(),
     )
     host, port = listen_address(config(), daemons)
     return PoolListener(
