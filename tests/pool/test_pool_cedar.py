@@ -68,6 +68,13 @@ def test_advertised_startd_ad_is_seen_by_ep_status_and_invalidated(pool_factory)
     assert run_htcondor2(_config(pool), FAKE_SLOT) is True
     status = pool.ep("status")
     assert "fake@elsewhere.example" in status.stdout, status.stdout + status.stderr
+    # epcore's own client over CEDAR sees the same (ep status -pool, as condor_status -pool).
+    address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
+    remote = pool.ep("status", "-pool", address.strip("<>"), "-af", "Name")
+    assert remote.status == 0, remote.stderr
+    assert sorted(remote.stdout.split()) == sorted(
+        str(ad.evaluate("Name")) for ad in pool.client.query_ads("Machine")
+    )
     stored = pool.client.query_ads("Machine", 'Name == "fake@elsewhere.example"')
     assert stored[0].evaluate("AuthenticatedIdentity").startswith("condor@")
     assert stored[0].evaluate("AuthenticationMethod") == "FS"
