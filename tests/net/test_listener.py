@@ -212,3 +212,23 @@ def test_stashed_connection_runs_several_commands_until_dc_nop() -> None:
             _turn(listener, loop)
     listener.close()
     assert seen == ["a", "b"]
+
+
+def test_a_port_in_use_is_logged_and_the_process_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    """A port another process holds is an error in the log; the listener then serves nothing
+    and the rest of the process runs on."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        config = Config.from_text(SERVER, subsystem="COLLECTOR")
+        table = CommandTable()
+        log = logging.getLogger("test.cedar.listener")
+        security = SecurityServer(lambda: config, table.levels, methods=default_registry(), log=log)
+        port = holder.getsockname()[1]
+        listener = CedarListener("127.0.0.1", port, table, security, config=lambda: config, log=log)
+        with caplog.at_level(logging.ERROR, logger="test.cedar.listener"):
+            listener.open(_Loop())
+        assert listener.sock is None
+        assert f"CEDAR: cannot listen on 127.0.0.1:{port}" in caplog.text
+        listener.tick()
+        listener.close()
