@@ -63,7 +63,7 @@ def start_command(
     writer = stream.writer().put_int(DC_AUTHENTICATE.number).put_classad(auth_info)
     yield from send(writer)
     reader = yield from receive(stream, "the server's security actions")
-    actions = reader.get_classad("the server's security actions")
+    actions = reader.get_classad("the server's security actions", literals_only=True)
     if pol.is_yes(actions, pol.ENCRYPTION) or pol.is_yes(actions, pol.INTEGRITY):
         raise Refused(
             f"{describe(command)}: the server wants encryption or integrity, which needs a "
@@ -75,7 +75,7 @@ def start_command(
         if method_used is None and actions.evaluate(pol.AUTH_REQUIRED) is not False:
             raise Refused(f"{describe(command)}: no authentication method succeeded")
     reader = yield from receive(stream, "the server's verdict")
-    verdict = reader.get_classad("the server's verdict")
+    verdict = reader.get_classad("the server's verdict", literals_only=True)
     code = verdict.evaluate("ReturnCode")
     user = verdict.evaluate("User")
     if code != "AUTHORIZED":
