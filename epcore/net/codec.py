@@ -24,7 +24,7 @@ import builtins
 from collections.abc import Iterable
 from typing import Final
 
-from epcore.classad import ClassAd
+from epcore.classad import ClassAd, ast
 from epcore.classad.formats import old_attribute_lines, parse_old_attribute
 from epcore.errors import ClassAdError, EpError
 
@@ -34,6 +34,8 @@ NULL_STRING: Final = 0xAD
 SECRET_MARKER: Final = "ZKM"
 #: Most attributes an ad on the wire may have (HTCondor's getClassAd refuses more).
 MAX_ATTRIBUTES: Final = 1_000_000
+#: Most attributes of an ad read before authentication (HTCondor's getPODClassAd).
+MAX_POD_ATTRIBUTES: Final = 100
 #: The longest encrypted string HTCondor reads.
 MAX_STRING: Final = 10_000_000
 #: Attributes that are private to daemons (compat_classad.cpp's list) and the prefix that
@@ -186,20 +188,28 @@ class Reader:
             raise CodecError(f"{what}: negative length {size}")
         return self._take(size, what)
 
-    def get_classad(self, what: str = "a ClassAd") -> ClassAd:
-        """An ad; CodecError on a bad count or an attribute that does not parse."""
+    def get_classad(self, what: str = "a ClassAd", *, literals_only: bool = False) -> ClassAd:
+        """An ad; CodecError on a bad count or an attribute that does not parse.
+
+        ``literals_only`` reads as HTCondor reads the security negotiation's ads, before
+        anyone is authenticated (getPODClassAd): at most :data:`MAX_POD_ATTRIBUTES`
+        attributes, each a single literal (no expression, reference, list or nested ad is
+        ever evaluated for a peer not yet known)."""
         count = self.get_int(f"the attribute count of {what}")
-        if not 0 <= count <= MAX_ATTRIBUTES:
-            raise CodecError(f"{what}: attribute count {count} is out of range")
+        limit = MAX_POD_ATTRIBUTES if literals_only else MAX_ATTRIBUTES
+        if not 0 <= count <= limit:
+            raise CodecError(f"{what}: attribute count {count} is out of range 0..{limit}")
         ad = ClassAd()
         for index in range(count):
             line = self.get_string(f"attribute {index + 1} of {what}")
-            if line == SECRET_MARKER:
+            if line == SECRET_MARKER and not literals_only:
                 line = self.get_string(f"secret attribute {index + 1} of {what}")
             try:
                 name, expr = parse_old_attribute(line)
             except ClassAdError as error:
                 raise CodecError(f"attribute {index + 1} of {what}: {error}") from None
+            if literals_only and not isinstance(expr.node, ast.Literal):
+                raise CodecError(f"attribute {name} of {what} is not a literal: {expr}")
             ad[name] = expr
         self.get_string(f"the MyType string of {what}")
         self.get_string(f"the TargetType string of {what}")

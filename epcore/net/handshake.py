@@ -211,7 +211,7 @@ class SecurityServer:
         if number != DC_AUTHENTICATE.number:
             peer = self._raw(stream, number)
             return peer, reader
-        auth_info = reader.get_classad("the client's security policy")
+        auth_info = reader.get_classad("the client's security policy", literals_only=True)
         reader.expect_end("the client's security policy")
         peer = yield from self._authenticate(stream, auth_info)
         return peer, None
