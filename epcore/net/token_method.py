@@ -33,7 +33,7 @@ from epcore.net.tokens import TokenSettings
 _M = TypeVar("_M", ClientHello, ServerReply, ClientProof)
 
 
-class _Fields:
+class CedarFields:
     """The codec's reader and writer under the names the messages use."""
 
     def __init__(self, writer: Writer | None = None, reader: Reader | None = None) -> None:
@@ -60,7 +60,7 @@ class _Fields:
 
 
 def _send(stream: Stream, message: ClientHello | ServerReply | ClientProof) -> Conversation[None]:
-    fields = _Fields(stream.writer())
+    fields = CedarFields(stream.writer())
     message.write(fields)
     yield from send(fields.writer)
 
@@ -68,7 +68,7 @@ def _send(stream: Stream, message: ClientHello | ServerReply | ClientProof) -> C
 def _receive(stream: Stream, kind: type[_M], what: str) -> Conversation[_M]:
     reader = yield from receive(stream, what)
     try:
-        message = kind.read(_Fields(reader=reader))
+        message = kind.read(CedarFields(reader=reader))
         reader.expect_end(what)
     except (AuthTokenError, CodecError) as error:
         # A malformed message leaves the exchange out of step: the connection ends.

@@ -23,6 +23,8 @@ from epcore.net.auth_token import (
     TokenClient,
     TokenServer,
 )
+from epcore.net.codec import CodecError, Reader
+from epcore.net.token_method import CedarFields
 from epcore.net.tokens import TokenSettings
 
 NOW = 1_700_000_000
@@ -309,3 +311,16 @@ def test_every_message_round_trips_through_the_wire(
 ) -> None:
     """Any message written and read back is the same record."""
     assert _through_wire(message) == message
+
+
+@given(st.binary(max_size=600), st.sampled_from([ClientHello, ServerReply, ClientProof]))
+def test_any_bytes_read_as_a_message_or_a_refusal(
+    data: bytes, kind: type[ClientHello | ServerReply | ClientProof]
+) -> None:
+    """Random bytes where a message belongs, read through the CEDAR codec, give that message
+    or AuthTokenError / CodecError, nothing else."""
+    try:
+        message = kind.read(CedarFields(reader=Reader(data)))
+    except (AuthTokenError, CodecError):
+        return
+    assert isinstance(message, kind)

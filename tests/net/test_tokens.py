@@ -348,3 +348,13 @@ def test_defaults_agree_with_htcondor_param(param_oracle: ParamOracle) -> None:
     mine = [settings.password_directory, settings.pool_key_file, settings.trust_domain]
     mine += [settings.system_token_directory, settings.token_directory, settings.issuer_key]
     assert mine == [answer.values[name].text for name in names]
+
+
+@given(st.text(max_size=300) | st.from_regex(r"[A-Za-z0-9_\-]{0,40}(\.[A-Za-z0-9_\-]{0,40}){0,4}"))
+def test_any_text_decodes_to_a_token_or_a_token_error(text: str) -> None:
+    """Whatever a token file or a client holds, decoding raises nothing but TokenError."""
+    try:
+        token = tokens.decode_token(text)
+    except TokenError:
+        return
+    assert isinstance(token.claims, dict) and token.signed_part.count(".") == 1
