@@ -380,7 +380,8 @@ def check_claims(
     """Raise TokenError unless the claims pass HTCondor's checks: not too old, not expired,
     an issuer, a jti, a subject, and not revoked."""
     issued = token.issued_at
-    if max_age is not None and max_age >= 0 and issued is not None and now - issued > max_age:
+    # As in HTCondor, 0 (like -1 or unset) means no limit.
+    if max_age and max_age > 0 and issued is not None and now - issued > max_age:
         raise TokenError(f"token age ({now - issued}s) is greater than SEC_TOKEN_MAX_AGE")
     expires = token.expires_at
     if expires is not None and now > expires:

@@ -207,6 +207,8 @@ def test_an_expired_or_too_old_token_is_refused(tmp_path: Path) -> None:
     aged = _settings(tmp_path, max_age=5)
     with pytest.raises(TokenError, match="SEC_TOKEN_MAX_AGE"):
         tokens.verify_token(text, aged, now=NOW + 6)
+    for unlimited in (0, -1):
+        assert tokens.verify_token(text, _settings(tmp_path, max_age=unlimited), now=NOW + 6)
 
 
 @pytest.mark.parametrize(
