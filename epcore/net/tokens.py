@@ -132,7 +132,9 @@ def read_secure_file(path: Path, owner: int | None = None) -> bytes:
     process's real uid, as HTCondor checks) that neither group nor others may access."""
     owner = os.getuid() if owner is None else owner
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # A symbolic link is followed, as HTCondor follows it: the checks below are made on
+        # the file actually opened.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as error:
         raise TokenError(f"cannot read {path}: {error.strerror}") from error
     with os.fdopen(fd, "rb") as file:

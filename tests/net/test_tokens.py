@@ -130,6 +130,21 @@ def test_a_key_others_may_read_or_another_user_owns_is_refused(tmp_path: Path) -
         tokens.read_signing_key(settings, "POOL", owner=12345)
 
 
+def test_a_key_reached_through_a_symbolic_link_is_read_with_the_target_s_checks(
+    tmp_path: Path,
+) -> None:
+    """As in HTCondor, a link is followed; the owner and mode checks apply to its target."""
+    real = tmp_path / "elsewhere" / "POOL"
+    tokens.create_signing_key(real, KEY)
+    settings = _settings(tmp_path)
+    Path(settings.pool_key_file).parent.mkdir()
+    Path(settings.pool_key_file).symlink_to(real)
+    assert tokens.read_signing_key(settings, "POOL") == KEY + KEY
+    real.chmod(0o644)
+    with pytest.raises(TokenError, match="group or others"):
+        tokens.read_signing_key(settings, "POOL")
+
+
 def test_a_key_name_that_leaves_the_password_directory_is_refused(tmp_path: Path) -> None:
     """A kid like ``../POOL`` never leads the daemon to a file outside the directory."""
     with pytest.raises(TokenError, match="plain file name"):
