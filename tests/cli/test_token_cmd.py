@@ -139,3 +139,26 @@ def test_an_ordinary_user_cannot_make_tokens(shared_dir: Path) -> None:
     )
     assert (result.status, result.stdout) == (2, "")
     assert "cannot read" in result.stderr and "Permission denied" in result.stderr
+
+
+def test_without_config_the_personal_pool_s_key_signs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no --config and no CONDOR_CONFIG, the personal pool's configuration (the one
+    ``ep run`` wrote under HOME) names the key, as for the other pool commands."""
+    if os.getuid() != 0:
+        pytest.skip("the personal pool of a user is under HOME; this test plays root's")
+    home = tmp_path / "home"
+    local = home / ".epcore"
+    local.mkdir(parents=True)
+    (local / "condor_config").write_text(
+        f"SEC_PASSWORD_DIRECTORY = {local}/passwords.d\nTRUST_DOMAIN = personal.example\n"
+    )
+    tokens.create_signing_key(local / "passwords.d" / "POOL")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CONDOR_CONFIG", raising=False)
+    monkeypatch.setattr("epcore.pool.personal.htcondor_config_file", lambda *_: None)
+    monkeypatch.setattr("epcore.pool.personal.personal_local_dir", lambda uid, h: str(local))
+    result = CliRunner().invoke(ep, ["token", "create", "--identity", "a@personal.example"])
+    assert result.exit_code == 0, result.stderr
+    assert tokens.decode_token(result.stdout).issuer == "personal.example"
