@@ -252,7 +252,7 @@ class CedarListener:
             connection = _Connection(sock, stream, self._serve(stream), now, now)
             self.connections[sock] = connection
             self.selector.register(sock, selectors.EVENT_READ, self)
-            self._advance(connection, None, first=True)
+            self._advance(connection, first=True)
 
     def _serve(self, stream: Stream) -> Generator[Step, bytes | None, None]:
         peer, first = yield from self.security.start(stream)
@@ -317,11 +317,9 @@ class CedarListener:
             self._drop(connection, str(error))
             return
         if isinstance(connection.waiting, Receive):
-            self._advance(connection, None)
+            self._advance(connection)
 
-    def _advance(
-        self, connection: _Connection, message: bytes | None, *, first: bool = False
-    ) -> None:
+    def _advance(self, connection: _Connection, *, first: bool = False) -> None:
         """Run the conversation until it waits for a message not yet here, or ends."""
         conversation = connection.conversation
         try:

@@ -138,3 +138,21 @@ result = {
     assert answer["user"].startswith("condor@")
     assert answer["knob"] == "forty two"
     assert answer["has_knob"] is True
+
+
+def test_claimtobe_is_refused_unless_the_pool_names_it(pool_factory, slot_users) -> None:
+    """A user claiming to be condor by CLAIMTOBE gets nowhere with the personal pool's policy
+    (FS only); a pool whose DAEMON level names CLAIMTOBE believes the claim."""
+    claim = {
+        "_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS": "CLAIMTOBE",
+        "_CONDOR_SEC_CLAIMTOBE_USER": "condor",
+    }
+    user = slot_users[0]
+    pool: PoolProcess = pool_factory()
+    with pytest.raises(Htcondor2Error, match="Failed to advertise"):
+        run_htcondor2(_config(pool), FAKE_SLOT, uid=user.uid, gid=user.gid, environ=claim)
+    assert "fake@elsewhere.example" not in pool.ep("status").stdout
+    trusting: PoolProcess = pool_factory("SEC_DAEMON_AUTHENTICATION_METHODS = FS, CLAIMTOBE\n")
+    run_htcondor2(_config(trusting), FAKE_SLOT, uid=user.uid, gid=user.gid, environ=claim)
+    stored = trusting.client.query_ads("Machine", 'Name == "fake@elsewhere.example"')
+    assert stored[0].evaluate("AuthenticationMethod") == "CLAIMTOBE"
