@@ -7,7 +7,8 @@ one fails, as HTCondor does), reads the post-authentication ad, and returns who 
 says the client is; a DENIED (or any answer but AUTHORIZED) raises
 :class:`~epcore.net.conversation.Refused` with the server's words. Encryption or integrity
 need the crypto layer's key exchange; without it a server that requires them is refused
-here, naming why.
+here, naming why; with one (:class:`ClientKeyExchange`, the crypto layer's seam) the stream
+is protected after authentication as the server's is.
 
 :func:`query_collector` runs one QUERY_*_ADS over a blocking socket (``ep status -pool``).
 """
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -25,7 +27,7 @@ from epcore.config import Config
 from epcore.net import policy as pol
 from epcore.net.commands import DC_AUTHENTICATE, describe
 from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
-from epcore.net.frames import Framer
+from epcore.net.frames import Framer, PacketProtection
 from epcore.net.methods import MethodContext, MethodRegistry, bit_of, default_registry
 
 #: Seconds a client waits for each step of a daemon's answer.
@@ -41,18 +43,37 @@ class ClientSession:
     method: str | None
 
 
+class ClientKeyExchange(Protocol):
+    """The crypto layer's client seam (see :mod:`epcore.net`): ``public_key`` goes in the
+    policy ad (ECDHPublicKey); ``finish`` takes the server's public key and the crypto method
+    it chose and returns what makes the stream's protection once authentication is over
+    (given whether encryption and integrity are on; None when neither is)."""
+
+    methods: tuple[str, ...]
+
+    def public_key(self) -> str: ...
+
+    def finish(
+        self, server_public_key: str, method: str
+    ) -> Callable[[bool, bool], PacketProtection | None]: ...
+
+
 def start_command(
     stream: Stream,
     command: int,
     config: Config,
     *,
     methods: MethodRegistry | None = None,
+    key_exchange: ClientKeyExchange | None = None,
     subsystem: str = "TOOL",
 ) -> Generator[Step, bytes | None, ClientSession]:
     """Start ``command`` on the server at the other end of ``stream`` (module docstring)."""
     registry = methods if methods is not None else default_registry()
-    ours = pol.client_policy(config, methods=registry.names, crypto=())
+    crypto = key_exchange.methods if key_exchange is not None else ()
+    ours = pol.client_policy(config, methods=registry.names, crypto=crypto)
     auth_info = ours.ad(subsystem=subsystem)
+    if key_exchange is not None:
+        auth_info["ECDHPublicKey"] = key_exchange.public_key()
     auth_info["Command"] = command
     auth_info["NewSession"] = "YES"
     auth_info["NegotiatedSession"] = True
@@ -64,7 +85,14 @@ def start_command(
     yield from send(writer)
     reader = yield from receive(stream, "the server's security actions")
     actions = reader.get_classad("the server's security actions", literals_only=True)
-    if pol.is_yes(actions, pol.ENCRYPTION) or pol.is_yes(actions, pol.INTEGRITY):
+    encrypt = pol.is_yes(actions, pol.ENCRYPTION)
+    integrity = pol.is_yes(actions, pol.INTEGRITY)
+    server_key = actions.evaluate("ECDHPublicKey")
+    method = actions.evaluate(pol.CRYPTO_METHODS)
+    protection = None
+    if key_exchange is not None and isinstance(server_key, str) and isinstance(method, str):
+        protection = key_exchange.finish(server_key, method.split(",")[0])
+    if (encrypt or integrity) and protection is None:
         raise Refused(
             f"{describe(command)}: the server wants encryption or integrity, which needs a "
             "key exchange this client does not have"
@@ -74,6 +102,11 @@ def start_command(
         method_used = yield from _authenticate(stream, config, registry, actions)
         if method_used is None and actions.evaluate(pol.AUTH_REQUIRED) is not False:
             raise Refused(f"{describe(command)}: no authentication method succeeded")
+    made = protection(encrypt, integrity) if protection is not None else None
+    if made is not None:
+        # As the server does after authentication: every later packet is sealed.
+        stream.framer.protect(made)
+        stream.encrypted = encrypt
     reader = yield from receive(stream, "the server's verdict")
     verdict = reader.get_classad("the server's verdict", literals_only=True)
     code = verdict.evaluate("ReturnCode")
