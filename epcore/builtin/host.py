@@ -15,6 +15,7 @@ is imported only for the readings a startd takes (swap, free disk).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import platform
 import pwd
@@ -110,8 +111,6 @@ def first_ipv6(if_inet6: str, order: Mapping[str, int]) -> str:
 def _addresses() -> tuple[str, str]:
     """The first usable IPv4 and IPv6 addresses (non-loopback, non-link-local), or "", with
     the interfaces in the kernel's order (as psutil lists them)."""
-    import fcntl
-
     interfaces = [name for _, name in socket.if_nameindex()]
     v4 = ""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
@@ -127,7 +126,7 @@ def _addresses() -> tuple[str, str]:
                 v4 = address
                 break
     try:
-        with open("/proc/net/if_inet6", encoding="ascii") as listing:
+        with open("/proc/net/if_inet6", encoding="utf-8") as listing:
             if_inet6 = listing.read()
     except OSError:
         # IPv6 disabled in this kernel.
