@@ -46,3 +46,16 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def kill_starter_and_check_the_job_ends(tmp_path: Path, starter: int) -> int:
+    """SIGKILL the :func:`fake_starter` ``starter`` and check that its supervisor and the
+    job's whole tree (at least two processes) end within PATIENCE; the supervisor's pid."""
+    supervisor = int((tmp_path / "supervisor").read_text())
+    job = psutil.Process(supervisor).children(recursive=True)
+    assert len(job) >= 2
+    os.kill(starter, signal.SIGKILL)
+    os.waitpid(starter, 0)
+    assert wait_until(lambda: gone(supervisor), PATIENCE), "the supervisor outlived its starter"
+    assert wait_until(lambda: all(gone(p.pid) for p in job), PATIENCE), "the job outlived it"
+    return supervisor

@@ -16,7 +16,7 @@ import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from launch_support import PATIENCE, fake_starter, gone, shell
+from launch_support import PATIENCE, fake_starter, kill_starter_and_check_the_job_ends, shell
 
 from epcore.errors import EpError, JobSetupError
 from epcore.starter.launch import (
@@ -629,11 +629,4 @@ def test_a_killed_starter_leaves_no_supervisor_and_no_job(tmp_path: Path, namesp
     def start(spec: LaunchSpec) -> LaunchedJob:
         return launch(attrs.evolve(spec, setup=ChildSetup(new_pid_namespace=namespace)))
 
-    starter = fake_starter(tmp_path, start)
-    supervisor = int((tmp_path / "supervisor").read_text())
-    job = psutil.Process(supervisor).children(recursive=True)
-    assert len(job) >= 2
-    os.kill(starter, signal.SIGKILL)
-    os.waitpid(starter, 0)
-    assert wait_until(lambda: gone(supervisor), PATIENCE), "the supervisor outlived its starter"
-    assert wait_until(lambda: all(gone(p.pid) for p in job), PATIENCE), "the job outlived it"
+    kill_starter_and_check_the_job_ends(tmp_path, fake_starter(tmp_path, start))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from launch_support import PATIENCE, fake_starter, gone, shell
+from launch_support import PATIENCE, fake_starter, gone, kill_starter_and_check_the_job_ends, shell
 
 from epcore.starter.supervisor_server import SupervisorServer, wait_gone
 from epcore.testing.system import wait_until
@@ -85,14 +85,7 @@ def test_a_killed_starter_leaves_nothing_of_a_prepared_supervisor(
     prepared = supervisors.prepare((), ())
     starter = fake_starter(tmp_path, prepared.launch)
     prepared.forget()  # as the startd does once the starter has it
-    supervisor = int((tmp_path / "supervisor").read_text())
-    assert supervisor == prepared.pid
-    job = psutil.Process(supervisor).children(recursive=True)
-    assert len(job) >= 2
-    os.kill(starter, signal.SIGKILL)
-    os.waitpid(starter, 0)
-    assert wait_until(lambda: gone(supervisor), PATIENCE), "the supervisor outlived its starter"
-    assert wait_until(lambda: all(gone(p.pid) for p in job), PATIENCE), "the job outlived it"
+    assert kill_starter_and_check_the_job_ends(tmp_path, starter) == prepared.pid
     assert supervisors._server is not None and supervisors._server.alive
 
 
