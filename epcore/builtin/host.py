@@ -110,7 +110,8 @@ def first_ipv6(if_inet6: str, order: Mapping[str, int]) -> str:
 
 def _addresses() -> tuple[str, str]:
     """The first usable IPv4 and IPv6 addresses (non-loopback, non-link-local), or "", with
-    the interfaces in the kernel's order (as psutil lists them)."""
+    the interfaces in the kernel's order (as psutil lists them). Of IPv4 addresses, each
+    interface's primary one is read: a secondary address is not looked at."""
     interfaces = [name for _, name in socket.if_nameindex()]
     v4 = ""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
