@@ -154,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         ep.main(args=list(argv) if argv is not None else None, prog_name="ep")
     finally:
+        # For a caller that goes on (a test): its objects are collectable again.
+        gc.unfreeze()
         gc.enable()
 
 

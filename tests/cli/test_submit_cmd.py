@@ -34,16 +34,16 @@ NOT_IMPORTED = (
     "epcore.plugins",
 )
 
-#: Runs ``ep submit`` as the ep script does, then reports the process's modules and collector.
+#: Runs ``ep submit`` as the ep script does, then reports the process's modules.
 SCRIPT = """\
-import gc, json, sys
+import json, sys
 from epcore.cli.main import main
+seen = {}
 try:
     main(sys.argv[1:])
 except SystemExit as stop:
     status = stop.code
-print(json.dumps({"status": status, "modules": sorted(sys.modules),
-                  "gc_enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}))
+print(json.dumps({"status": status, "modules": sorted(sys.modules), **seen}))
 """
 
 
@@ -103,12 +103,25 @@ def _run(code: str, args: list[str], cwd: Path) -> dict[str, object]:
     return report
 
 
-def _submit(tmp_path: Path, pool: FakePool) -> dict[str, object]:
+#: SCRIPT, also reporting the collector's state while the command runs: when it first
+#: connects to the pool, after start-up.
+WATCHING_SCRIPT = SCRIPT.replace(
+    "seen = {}",
+    """seen = {}
+import gc
+def audit(event, args):
+    if event == "socket.connect" and not seen:
+        seen.update(gc_enabled=gc.isenabled(), frozen=gc.get_freeze_count())
+sys.addaudithook(audit)""",
+)
+
+
+def _submit(tmp_path: Path, pool: FakePool, script: str = SCRIPT) -> dict[str, object]:
     (tmp_path / "job.sub").write_text("executable = /bin/true\narguments = a b\nqueue\n")
     config = tmp_path / "condor_config"
     config.write_text("JOB_DEFAULT_REQUESTMEMORY = 64\n")
     args = ["submit", "job.sub", "--config", str(config), "--pool", pool.path]
-    return _run(SCRIPT, args, tmp_path)
+    return _run(script, args, tmp_path)
 
 
 def test_submit_sends_one_new_cluster_and_the_jobs(tmp_path: Path, pool: FakePool) -> None:
@@ -150,6 +163,7 @@ def test_the_collector_runs_again_once_the_command_is_loaded(
 ) -> None:
     """main() pauses the cyclic garbage collector only while start-up loads the command: the
     command itself runs with it enabled, start-up's objects frozen out of its passes."""
-    report = _submit(tmp_path, pool)
+    report = _submit(tmp_path, pool, WATCHING_SCRIPT)
+    assert report["status"] == 0
     assert report["gc_enabled"] is True
     assert isinstance(report["frozen"], int) and report["frozen"] > 10_000
