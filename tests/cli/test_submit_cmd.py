@@ -24,6 +24,7 @@ NOT_IMPORTED = (
     "epcore.classad.functions",  # answers are data; the job ads are not evaluated here
     "hashlib",
     "epcore.config.memory_host",  # the fake hosts of tests and the simulator
+    "epcore.submit.match_refs",  # the schedd's, when a job matches
     "sqlite3",
     "logging",
     "pluggy",
