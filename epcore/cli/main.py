@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run ``ep`` with ``argv`` (default: the process arguments) and exit with its status."""
     # Loading a command (ep submit's: some 120 modules) leaves about 20,000 objects for the
     # cyclic collector to track and no garbage, yet it would run about 30 times over them
-    # (about 8 ms of ep submit's start-up): paused until the command is loaded.
+    # (1% of ep submit's instructions, about 1.5 ms): paused until the command is loaded.
     gc.disable()
     try:
         ep.main(args=list(argv) if argv is not None else None, prog_name="ep")
