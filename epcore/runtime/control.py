@@ -35,8 +35,8 @@ SUBMIT_CHUNK = 500
 
 
 #: The functions an answer's attributes are evaluated with: none. An answer is data (literals,
-#: lists, nested ads), and the full table costs a short-lived client such as ``ep submit``
-#: about a tenth of its start-up to import.
+#: lists, nested ads), and importing the full table cost a short-lived client such as ``ep
+#: submit`` 7% of its instructions (about 10 ms).
 _NO_FUNCTIONS: FunctionTable = {}
 
 
