@@ -25,6 +25,7 @@ NOT_IMPORTED = (
     "hashlib",
     "epcore.config.memory_host",  # the fake hosts of tests and the simulator
     "epcore.submit.match_refs",  # the schedd's, when a job matches
+    "epcore.config.code_defaults",  # the fallbacks daemons apply to unset knobs
     "sqlite3",
     "logging",
     "pluggy",
