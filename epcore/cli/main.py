@@ -9,6 +9,7 @@ used (the ClassAd engine, the configuration reader, the policy simulator, the pl
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Sequence
 
@@ -111,6 +112,7 @@ class LazyGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             # Kept once loaded, so a command invoked twice in one process is imported once.
             self.add_command(COMMANDS[cmd_name].load(), cmd_name)
+            _resume_collector()
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -139,9 +141,26 @@ def ep() -> None:
     """
 
 
+def _resume_collector() -> None:
+    """Run the cyclic garbage collector again if :func:`main` paused it, with every object
+    start-up made (modules, classes, tables) frozen out of its passes."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``ep`` with ``argv`` (default: the process arguments) and exit with its status."""
-    ep.main(args=list(argv) if argv is not None else None, prog_name="ep")
+    # Loading a command (ep submit's: some 120 modules) leaves about 20,000 objects for the
+    # cyclic collector to track and no garbage, yet it would run about 30 times over them
+    # (1% of ep submit's instructions, about 1.5 ms): paused until the command is loaded.
+    gc.disable()
+    try:
+        ep.main(args=list(argv) if argv is not None else None, prog_name="ep")
+    finally:
+        # For a caller that goes on (a test): its objects are collectable again.
+        gc.unfreeze()
+        gc.enable()
 
 
 if __name__ == "__main__":

@@ -50,7 +50,9 @@ def submit_command(
         if not equals or not name.strip():
             raise PoolCommandError("submit", f"{assignment!r} is not NAME=VALUE")
         macros.append((name.strip(), value.strip()))
-    config = pool_config("submit", config_file) if not pool_socket else _config_or_defaults()
+    # With --pool alone, the configuration is only where the defaults of the job ad come from.
+    use_defaults = pool_socket and not config_file
+    config = _config_or_defaults() if use_defaults else pool_config("submit", config_file)
     client = connect("submit", config_file, pool_socket, config=config)
     source = "<stdin>" if submit_file == "-" else submit_file
     try:

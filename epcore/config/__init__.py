@@ -9,12 +9,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from epcore.config.config import Config, split_list
 from epcore.config.defaults import KNOB_DEFAULTS, KnobDefault
-from epcore.config.host import CommandOutput, ConfigHost, HostFacts, MemoryHost
+from epcore.config.host import CommandOutput, ConfigHost, HostFacts
 from epcore.config.table import Definition, Origin
 from epcore.config.templates import TEMPLATES, Template
 from epcore.errors import ConfigError
+
+if TYPE_CHECKING:
+    from epcore.config.memory_host import MemoryHost
+
+
+def __getattr__(name: str) -> object:
+    # MemoryHost is imported when first asked for: a command that reads the real machine's
+    # configuration (ep submit) has no use for it.
+    if name == "MemoryHost":
+        from epcore.config.memory_host import MemoryHost
+
+        return MemoryHost
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "KNOB_DEFAULTS",

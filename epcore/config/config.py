@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator, Sequence
 import attrs
 
 from epcore.classad import EvalContext, parse_expr
-from epcore.config.code_defaults import code_default
 from epcore.config.conditions import ConditionError, evaluate_condition
 from epcore.config.defaults import KnobDefault
 from epcore.config.expansion import Expander
@@ -465,6 +464,9 @@ class Config:
         value = self.get(name, subsystem, local_name)
         if value is not None:
             return value
+        # Only daemons read these fallbacks: a command (ep submit) does not build their table.
+        from epcore.config.code_defaults import code_default
+
         fallback = code_default(name)
         if fallback is None or not fallback.value:
             return None

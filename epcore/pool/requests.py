@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from epcore.classad import ClassAd
-from epcore.runtime.control import SUBMIT_CHUNK, ControlClient
+from epcore.runtime.control import SUBMIT_CHUNK, ControlClient, reply_value
 
 COMMANDS = (
     "NewCluster",
@@ -75,12 +75,12 @@ __all__ = ["ADMIN_COMMANDS", "COMMANDS", "SUBMIT_CHUNK", "PoolClient"]
 
 
 def _ads(reply: ClassAd, name: str = "Ads") -> list[ClassAd]:
-    ads = reply.evaluate(name)
+    ads = reply_value(reply, name)
     return [ad for ad in ads if isinstance(ad, ClassAd)] if isinstance(ads, list) else []
 
 
 def _texts(reply: ClassAd, name: str) -> list[str]:
-    values = reply.evaluate(name)
+    values = reply_value(reply, name)
     return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
 
 
@@ -125,7 +125,7 @@ class PoolClient(ControlClient):
     daemon = "pool"
 
     def new_cluster(self) -> int:
-        value = self.call("NewCluster").evaluate("ClusterId")
+        value = reply_value(self.call("NewCluster"), "ClusterId")
         assert isinstance(value, int)
         return value
 
@@ -188,7 +188,7 @@ class PoolClient(ControlClient):
         return _texts(reply, "Done"), _texts(reply, "Refused")
 
     def analyze(self, job_id: str) -> str:
-        text = self.call("Analyze", JobId=job_id).evaluate("Text")
+        text = reply_value(self.call("Analyze", JobId=job_id), "Text")
         return text if isinstance(text, str) else ""
 
     def query_ads(

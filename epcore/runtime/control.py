@@ -16,7 +16,15 @@ import socket
 import stat
 import time
 
-from epcore.classad import UNDEFINED, ClassAd, ClassAdSyntaxError, parse_ad, parse_expr
+from epcore.classad import (
+    UNDEFINED,
+    ClassAd,
+    ClassAdSyntaxError,
+    FunctionTable,
+    Value,
+    parse_ad,
+    parse_expr,
+)
 from epcore.errors import EpError
 from epcore.runtime import framing
 
@@ -24,6 +32,17 @@ from epcore.runtime import framing
 #: the request helpers both sides import, so that ``ep submit`` reaches it without importing
 #: the roles' interfaces and the pool's server.
 SUBMIT_CHUNK = 500
+
+
+#: The functions an answer's attributes are evaluated with: none. An answer is data (literals,
+#: lists, nested ads), and importing the full table cost a short-lived client such as ``ep
+#: submit`` 7% of its instructions (about 10 ms).
+_NO_FUNCTIONS: FunctionTable = {}
+
+
+def reply_value(reply: ClassAd, name: str) -> Value:
+    """Attribute ``name`` of a daemon's answer (a call in it evaluates to an error)."""
+    return reply.evaluate(name, functions=_NO_FUNCTIONS)
 
 
 class ControlError(EpError):
@@ -197,6 +216,6 @@ class ControlClient:
             reply = parse_ad(data.decode())
         except (UnicodeDecodeError, ClassAdSyntaxError) as error:
             raise ControlError(f"unreadable answer from {self.path}: {data[:80]!r}") from error
-        if reply.evaluate("Ok") is not True:
-            raise ControlError(str(reply.evaluate("Error")))
+        if reply_value(reply, "Ok") is not True:
+            raise ControlError(str(reply_value(reply, "Error")))
         return reply

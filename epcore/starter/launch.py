@@ -42,7 +42,6 @@ from epcore.starter.launch_child import (
     ExitStatus,
     Libc,
     frame_spec,
-    prepared_main,
     set_subreaper,
     supervisor_main,
 )
@@ -368,24 +367,3 @@ class PreparedSupervisor:
         if self._report_fd >= 0:
             os.close(self._report_fd)
             self._report_fd = -1
-
-
-def prepare_supervisor(
-    join_files: tuple[str, ...], leave_files: tuple[str, ...] = ()
-) -> PreparedSupervisor:
-    """Fork a supervisor that joins ``join_files`` (cgroup.procs files) now, starts its job
-    when :meth:`PreparedSupervisor.launch` sends it, then moves to ``leave_files``."""
-    libc = Libc()
-    max_fd = os.sysconf("SC_OPEN_MAX")
-    spec_r, spec_w = os.pipe()
-    report_r, report_w = os.pipe()
-    for fd in (spec_w, report_r):
-        os.set_inheritable(fd, False)
-    pid = os.fork()
-    if pid == 0:
-        os.close(spec_w)
-        os.close(report_r)
-        prepared_main(join_files, leave_files, libc, report_w, spec_r, max_fd)
-    os.close(spec_r)
-    os.close(report_w)
-    return PreparedSupervisor(pid, spec_w, report_r)

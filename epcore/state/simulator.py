@@ -23,7 +23,7 @@ import attrs
 
 from epcore.classad import ClassAd, EvalContext
 from epcore.config import Config
-from epcore.config.host import FakeMachineHost
+from epcore.config.memory_host import FakeMachineHost
 from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory

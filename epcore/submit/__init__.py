@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from epcore.submit.build import build_jobs
 from epcore.submit.local_host import LocalSubmitHost
-from epcore.submit.match_refs import expand_match_references
 from epcore.submit.model import (
     Assignment,
     Conditional,
@@ -22,6 +23,20 @@ from epcore.submit.model import (
     SubmittedCluster,
 )
 from epcore.submit.parser import parse_submit
+
+if TYPE_CHECKING:
+    from epcore.submit.match_refs import expand_match_references
+
+
+def __getattr__(name: str) -> object:
+    # The schedd expands $$() references when a job matches; ep submit, which imports this
+    # package for every submission, never does.
+    if name == "expand_match_references":
+        from epcore.submit.match_refs import expand_match_references
+
+        return expand_match_references
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Assignment",

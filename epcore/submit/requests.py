@@ -77,6 +77,10 @@ def resource_requests(macros: SubmitMacros, config: Config, fault: Fault) -> Res
 
 def _mentions(expression: str, attribute: str) -> bool:
     """True when ``expression`` refers to ``attribute`` (bare, TARGET. or MY. scoped)."""
+    if attribute.lower() not in expression.lower():
+        # The usual answer, found without compiling two expressions per attribute: each
+        # compile is paid again by every ep submit process.
+        return False
     unquoted = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expression)
     return (
         re.search(rf"(?<![A-Za-z0-9_]){re.escape(attribute)}(?![A-Za-z0-9_])", unquoted, re.I)

@@ -1,6 +1,6 @@
 """Fake machines for tests.
 
-:class:`FakeMachineHost` (defined beside :class:`~epcore.config.host.MemoryHost`, since the
+:class:`FakeMachineHost` (defined beside :class:`~epcore.config.memory_host.MemoryHost`, since the
 policy simulator runs on it too) is a MemoryHost (files, commands and environment held in
 memory) that also answers the hardware and usage readings of :class:`~epcore.types.MachineHost`;
 every reading is a plain attribute a test may change between two calls. :class:`FakeSysfs`
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from epcore.config.host import DEFAULT_DISK_KB, FakeMachineHost, facts_for
+from epcore.config.memory_host import DEFAULT_DISK_KB, FakeMachineHost, facts_for
 
 __all__ = ["DEFAULT_DISK_KB", "FakeMachineHost", "FakeSysfs", "facts_for"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import stat
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from epcore.builtin.host import COMMAND_TIMEOUT, LocalHost
+from epcore.builtin.host import COMMAND_TIMEOUT, LocalHost, first_ipv6, usable_ipv4, usable_ipv6
 from epcore.config import Config
 from epcore.testing import FakeSysfs
 
@@ -26,6 +27,62 @@ def test_cpu_counts_match_the_operating_system(host: LocalHost) -> None:
     logical, physical = host.cpu_counts()
     assert logical == os.cpu_count()
     assert 1 <= physical <= logical
+
+
+def test_cpu_counts_are_psutils(host: LocalHost) -> None:
+    """The counts read from sysconf and sysfs are the ones psutil reports."""
+    assert host.cpu_counts() == (
+        psutil.cpu_count(logical=True),
+        psutil.cpu_count(logical=False) or psutil.cpu_count(logical=True),
+    )
+
+
+def _psutil_addresses() -> tuple[str, str]:
+    """The first usable IPv4 and IPv6 addresses as psutil lists the interfaces."""
+    v4 = v6 = ""
+    for entries in psutil.net_if_addrs().values():
+        for entry in entries:
+            try:
+                ip = ipaddress.ip_address(entry.address.split("%")[0])
+            except ValueError:
+                # A link-layer (MAC) address.
+                continue
+            if ip.is_loopback or ip.is_link_local:
+                continue
+            if ip.version == 4 and not v4:
+                v4 = str(ip)
+            elif ip.version == 6 and not v6:
+                v6 = str(ip)
+    return v4, v6
+
+
+def test_detected_addresses_are_psutils(host: LocalHost) -> None:
+    """IPV4_ADDRESS and IPV6_ADDRESS are the first usable addresses psutil lists."""
+    v4, v6 = _psutil_addresses()
+    assert host.facts().specials.get("IPV4_ADDRESS", "") == v4
+    assert host.facts().specials.get("IPV6_ADDRESS", "") == v6
+
+
+def test_loopback_and_link_local_addresses_are_not_usable() -> None:
+    """127/8, 169.254/16, ::1 and fe80::/10 are passed over; other addresses are kept."""
+    assert [usable_ipv4(a) for a in ("127.0.1.1", "169.254.3.4", "10.1.2.3")] == [0, 0, 1]
+    hexes = ("0" * 31 + "1", "fe80" + "0" * 27 + "1", "febf" + "0" * 28, "fd00" + "0" * 27 + "2")
+    assert [usable_ipv6(h) for h in hexes] == [False, False, False, True]
+
+
+def test_first_ipv6_takes_the_interfaces_in_the_kernels_order() -> None:
+    """Of /proc/net/if_inet6's usable addresses, the one of the earliest interface is taken
+    (the file lists them in no order), and none is ""."""
+    listing = (
+        "fd000000000000000000000000000009 05 40 00 80  eth1\n"
+        "fe8000000000000000fc00fffe000001 04 40 20 80  eth0\n"
+        "20010db8000000000000000000000001 04 40 00 80  eth0\n"
+        "00000000000000000000000000000001 01 80 10 80  lo\n"
+    )
+    order = {"lo": 0, "eth0": 1, "eth1": 2}
+    assert first_ipv6(listing, order) == "2001:db8::1"
+    assert first_ipv6(listing, {"eth1": 0, "eth0": 1}) == "fd00::9"
+    assert first_ipv6(listing.splitlines()[-1], order) == ""
 
 
 def test_memory_matches_detected_memory(host: LocalHost) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,16 @@ def test_main_exits_with_the_command_status(capsys: pytest.CaptureFixture[str]) 
         main(["eval", "-quiet", "6 * 7"])
     assert stop.value.code == 0
     assert capsys.readouterr().out == "42\n"
+
+
+def test_main_leaves_the_collector_as_it_found_it() -> None:
+    """After ``main(argv)`` returns to its caller, the cyclic garbage collector runs and
+    holds nothing frozen, whether or not main loaded a command."""
+    for argv in (["eval", "-quiet", "1"], ["--version"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == 0
 
 
 def test_console_script_runs_eval_help() -> None:

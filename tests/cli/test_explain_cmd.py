@@ -13,7 +13,7 @@ from epcore.classad import parse_ad
 from epcore.cli import explain_cmd
 from epcore.cli.main import ep
 from epcore.config import Config
-from epcore.config.host import MemoryHost
+from epcore.config.memory_host import MemoryHost
 from epcore.plugins import load_plugins
 from epcore.state.explain import explain_expression, explain_slot
 from epcore.testing.host import FakeMachineHost

@@ -1,4 +1,5 @@
-"""The blocking control client waits for a daemon whose listen backlog is full."""
+"""The blocking control client: it waits for a daemon whose listen backlog is full, and
+reads answers as data."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from epcore.classad import parse_ad
+from epcore.classad import ERROR, parse_ad
 from epcore.runtime import framing
-from epcore.runtime.control import ControlClient, ControlError, answer
+from epcore.runtime.control import ControlClient, ControlError, answer, reply_value
 
 
 def _fill_backlog(path: Path) -> tuple[socket.socket, list[socket.socket]]:
@@ -66,3 +67,15 @@ def test_a_backlog_full_past_the_timeout_is_a_control_error(tmp_path: Path) -> N
         for extra in queued:
             extra.close()
         server.close()
+
+
+def test_an_answer_is_read_as_data_without_the_function_table() -> None:
+    """reply_value reads an answer's literals, lists and nested ads, and a function call in an
+    answer is an error rather than a reason to load the built-in functions."""
+    reply = parse_ad('[Ok = true; Ids = {"1.0", "1.1"}; Ads = {[A = 1]}; Call = strcat("a")]')
+    assert reply_value(reply, "Ok") is True
+    assert reply_value(reply, "Ids") == ["1.0", "1.1"]
+    ads = reply_value(reply, "Ads")
+    assert isinstance(ads, list) and ads[0].evaluate("A") == 1
+    assert reply_value(reply, "Call") is ERROR
+    assert reply.evaluate("Call") == "a"

@@ -16,6 +16,7 @@ import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from launch_support import PATIENCE, fake_starter, kill_starter_and_check_the_job_ends, shell
 
 from epcore.errors import EpError, JobSetupError
 from epcore.starter.launch import (
@@ -24,16 +25,10 @@ from epcore.starter.launch import (
     LaunchedJob,
     LaunchSpec,
     launch,
-    prepare_supervisor,
 )
 from epcore.starter.trackers import ProcessGroupTracking
 from epcore.testing.system import SlotUser, wait_until
 from epcore.types import ChildSetup
-
-SH = "/bin/sh"
-PATH_ENV = (("PATH", "/usr/bin:/bin"),)
-#: Generous: the VM is noisy, and nothing here should take more than a fraction of it.
-PATIENCE = 10.0
 
 Launcher = Callable[[LaunchSpec], LaunchedJob]
 
@@ -78,11 +73,6 @@ def finished(job: LaunchedJob) -> ExitStatus:
     status = job.wait(PATIENCE)
     assert status is not None, "the job did not end in time"
     return status
-
-
-def shell(script: str, cwd: Path, **fields: object) -> LaunchSpec:
-    """A LaunchSpec running ``script`` with /bin/sh."""
-    return LaunchSpec(argv=(SH, "-c", script), environment=PATH_ENV, cwd=str(cwd), **fields)
 
 
 # -- the exit report ---------------------------------------------------------------------------
@@ -630,30 +620,6 @@ def test_a_fifo_for_a_standard_stream_is_refused_without_blocking(
     assert f"'{fifo}' {needle}" in str(caught.value)
 
 
-def _fake_starter(tmp_path: Path, start: Callable[[LaunchSpec], LaunchedJob]) -> int:
-    """Fork a process that starts a job (which leaves a daemon behind) through ``start`` and
-    then waits, as a starter would; its pid once the job's pids are in ``tmp_path/pids``."""
-    pids = tmp_path / "pids"
-    script = f"sleep 1000 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; sleep 1000"
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the fake starter
-        try:
-            job = start(shell(script, tmp_path))
-            (tmp_path / "supervisor").write_text(str(job.supervisor_pid))
-            signal.pause()
-        finally:
-            os._exit(1)
-    assert wait_until(lambda: (tmp_path / "pids").exists(), PATIENCE)
-    return pid
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.system
 @pytest.mark.parametrize("namespace", [False, True], ids=["plain", "pidns"])
 def test_a_killed_starter_leaves_no_supervisor_and_no_job(tmp_path: Path, namespace: bool) -> None:
@@ -663,50 +629,4 @@ def test_a_killed_starter_leaves_no_supervisor_and_no_job(tmp_path: Path, namesp
     def start(spec: LaunchSpec) -> LaunchedJob:
         return launch(attrs.evolve(spec, setup=ChildSetup(new_pid_namespace=namespace)))
 
-    starter = _fake_starter(tmp_path, start)
-    supervisor = int((tmp_path / "supervisor").read_text())
-    job = psutil.Process(supervisor).children(recursive=True)
-    assert len(job) >= 2
-    os.kill(starter, signal.SIGKILL)
-    os.waitpid(starter, 0)
-    assert wait_until(lambda: _gone(supervisor), PATIENCE), "the supervisor outlived its starter"
-    assert wait_until(lambda: all(_gone(p.pid) for p in job), PATIENCE), "the job outlived it"
-
-
-@pytest.mark.system
-def test_a_killed_starter_leaves_nothing_of_a_prepared_supervisor(tmp_path: Path) -> None:
-    """A supervisor prepared by the startd and handed to a starter kills the job and exits
-    when that starter is killed, though the startd that forked it lives on."""
-    prepared = prepare_supervisor(())
-    starter = _fake_starter(tmp_path, prepared.launch)
-    prepared.forget()  # as the startd does once the starter has it
-    supervisor = int((tmp_path / "supervisor").read_text())
-    assert supervisor == prepared.pid
-    job = psutil.Process(supervisor).children(recursive=True)
-    assert len(job) >= 2
-    os.kill(starter, signal.SIGKILL)
-    os.waitpid(starter, 0)
-    assert wait_until(lambda: _gone(supervisor), PATIENCE), "the supervisor outlived its starter"
-    os.waitpid(supervisor, 0)
-    assert wait_until(lambda: all(_gone(p.pid) for p in job), PATIENCE)
-
-
-@pytest.mark.system
-def test_a_prepared_supervisor_ends_with_its_startd(tmp_path: Path) -> None:
-    """A prepared supervisor whose startd dies before handing it to a starter exits."""
-    pipe_r, pipe_w = os.pipe()
-    startd = os.fork()
-    if startd == 0:  # pragma: no cover - the fake startd
-        try:
-            os.close(pipe_r)
-            os.write(pipe_w, str(prepare_supervisor(()).pid).encode())
-            signal.pause()
-        finally:
-            os._exit(1)
-    os.close(pipe_w)
-    supervisor = int(os.read(pipe_r, 64))
-    os.close(pipe_r)
-    assert not _gone(supervisor)
-    os.kill(startd, signal.SIGKILL)
-    os.waitpid(startd, 0)
-    assert wait_until(lambda: _gone(supervisor), PATIENCE), "the supervisor outlived its startd"
+    kill_starter_and_check_the_job_ends(tmp_path, fake_starter(tmp_path, start))

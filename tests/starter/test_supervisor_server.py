@@ -9,13 +9,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from launch_support import PATIENCE, fake_starter, gone, kill_starter_and_check_the_job_ends, shell
 
-from epcore.starter.launch import LaunchSpec
 from epcore.starter.supervisor_server import SupervisorServer, wait_gone
 from epcore.testing.system import wait_until
-
-PATIENCE = 10.0
-PATH_ENV = (("PATH", "/usr/bin:/bin"),)
 
 
 @pytest.fixture
@@ -27,10 +24,6 @@ def supervisors() -> Iterator[SupervisorServer]:
         server.close()
 
 
-def _spec(script: str, cwd: Path) -> LaunchSpec:
-    return LaunchSpec(argv=("/bin/sh", "-c", script), environment=PATH_ENV, cwd=str(cwd))
-
-
 @pytest.mark.system
 def test_a_prepared_supervisor_runs_its_job(supervisors: SupervisorServer, tmp_path: Path) -> None:
     """A supervisor the server prepared starts the job it is handed and reports its exit;
@@ -39,7 +32,7 @@ def test_a_prepared_supervisor_runs_its_job(supervisors: SupervisorServer, tmp_p
     assert prepared.pid not in {p.pid for p in psutil.Process().children()}
     size = psutil.Process(prepared.pid).memory_info().rss
     assert size < psutil.Process().memory_info().rss
-    job = prepared.launch(_spec("echo ran > out; exit 3", tmp_path))
+    job = prepared.launch(shell("echo ran > out; exit 3", tmp_path))
     status = job.wait(PATIENCE)
     assert status is not None and status.code == 3
     assert (tmp_path / "out").read_text() == "ran\n"
@@ -58,7 +51,7 @@ def test_a_dead_server_is_started_again(supervisors: SupervisorServer, tmp_path:
     assert wait_gone(server.pid)
     second = supervisors.prepare((), ())
     assert supervisors._server is not None and supervisors._server.pid != server.pid
-    job = second.launch(_spec("exit 0", tmp_path))
+    job = second.launch(shell("exit 0", tmp_path))
     status = job.wait(PATIENCE)
     assert status is not None and status.code == 0
     job.close()
@@ -81,6 +74,41 @@ def test_the_supervisors_of_a_closed_server_end(supervisors: SupervisorServer) -
     prepared.forget()
     supervisors.close()
     assert wait_until(lambda: not psutil.pid_exists(prepared.pid), PATIENCE)
+
+
+@pytest.mark.system
+def test_a_killed_starter_leaves_nothing_of_a_prepared_supervisor(
+    supervisors: SupervisorServer, tmp_path: Path
+) -> None:
+    """A prepared supervisor handed to a starter kills the job and exits when that starter is
+    killed, though the process that asked for it and the server that forked it live on."""
+    prepared = supervisors.prepare((), ())
+    starter = fake_starter(tmp_path, prepared.launch)
+    prepared.forget()  # as the startd does once the starter has it
+    assert kill_starter_and_check_the_job_ends(tmp_path, starter) == prepared.pid
+    assert supervisors._server is not None and supervisors._server.alive
+
+
+@pytest.mark.system
+def test_a_prepared_supervisor_ends_with_its_owner_killed(tmp_path: Path) -> None:
+    """A prepared supervisor whose owner (a startd) is killed before handing it to a starter
+    exits: the owner held its spec pipe's only writer."""
+    pipe_r, pipe_w = os.pipe()
+    startd = os.fork()
+    if startd == 0:  # pragma: no cover - the fake startd
+        try:
+            os.close(pipe_r)
+            os.write(pipe_w, str(SupervisorServer().prepare((), ()).pid).encode())
+            signal.pause()
+        finally:
+            os._exit(1)
+    os.close(pipe_w)
+    supervisor = int(os.read(pipe_r, 64))
+    os.close(pipe_r)
+    assert not gone(supervisor)
+    os.kill(startd, signal.SIGKILL)
+    os.waitpid(startd, 0)
+    assert wait_until(lambda: gone(supervisor), PATIENCE), "the supervisor outlived its owner"
 
 
 def test_wait_gone_of_no_such_process() -> None:

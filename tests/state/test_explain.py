@@ -8,7 +8,7 @@ import pytest
 
 from epcore.classad import ERROR, UNDEFINED, ClassAd, Value, parse_ad, parse_expr
 from epcore.config import Config
-from epcore.config.host import MemoryHost
+from epcore.config.memory_host import MemoryHost
 from epcore.state.explain import (
     Explanation,
     explain_expression,

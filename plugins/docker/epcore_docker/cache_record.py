@@ -59,13 +59,9 @@ def read_record(path: str) -> list[CacheEntry]:
         return []
 
 
-def size_mb(entries: list[CacheEntry]) -> int:
-    """Megabytes the images of ``entries`` take."""
-    return sum(entry.size for entry in entries) // (1024 * 1024)
-
-
 def cached_size_mb(spool: str) -> int:
     """Megabytes the images recorded in ``spool`` take, read without a lock: the record is
     replaced whole, and a reader in a startd's cron thread must hold nothing a forked child
     could inherit."""
-    return size_mb(read_record(os.path.join(spool, CACHE_FILE)))
+    entries = read_record(os.path.join(spool, CACHE_FILE))
+    return sum(entry.size for entry in entries) // (1024 * 1024)

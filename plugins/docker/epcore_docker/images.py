@@ -30,7 +30,6 @@ from epcore_docker.cache_record import (
     plan_eviction,
     read_entries,
     read_record,
-    size_mb,
     write_entries,
 )
 from epcore_docker.container import DOCKER_ERRORS
@@ -96,11 +95,6 @@ class ImageCache:
                 if not self._remove(api, name):
                     keep.append(next(e for e in entries if e.image == name))
             self._rewrite(keep)
-
-    def size_mb(self) -> int:
-        """Megabytes the pulled images take, from the record alone (DockerCachedImageSizeMb:
-        images the plugin did not pull are not counted)."""
-        return size_mb(self._read())
 
     def _pull(self, api: docker.APIClient, image: str) -> None:
         repository, tag = parse_repository_tag(image)
