@@ -34,10 +34,10 @@ from epcore.startd.prepare import Preparations
 from epcore.startd.publish import MemorySink
 from epcore.startd.setup import StartdPaths, restart_changes
 from epcore.startd.starters import StarterHandle, StarterPool
-from epcore.startd.zygote import PrepareFailed, Spawned, StarterOrder, Zygote, ZygoteWork
+from epcore.startd.zygote import PrepareFailed, Spawned, Zygote, ZygoteWork
 from epcore.starter import protocol
 from epcore.starter.sandbox import sandbox_path
-from epcore.starter.starter import cgroup_key
+from epcore.starter.starter import StarterOrder, cgroup_key
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, ActionKind, EngineState, StatusMemo
 from epcore.state.restore import SavedClaim

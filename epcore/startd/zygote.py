@@ -4,10 +4,11 @@ The startd forks its zygote (:mod:`epcore.runtime.forkserver`) when it is built,
 loop, its plugins' cron threads or (in ``ep run``) the rest of the pool exist. The zygote
 holds what a starter needs that cannot travel as data (the configuration with the plugins'
 functions, the isolation backends, the container runtimes) as the startd had them; what
-changes per job travels in the request: a :class:`StarterOrder` is a starter request without
-those parts. The zygote also holds the jobs prepared ahead of activation (the job's cgroups
-and a supervisor inside them, see :mod:`epcore.startd.prepare`), so that the starter forked
-for a claim inherits its claim's preparation and nothing else.
+changes per job travels in the request, a :class:`~epcore.starter.starter.StarterOrder`,
+which the zygote completes into the starter's request. The zygote also holds the jobs
+prepared ahead of activation (the job's cgroups and a supervisor inside them, see
+:mod:`epcore.startd.prepare`), so that the starter forked for a claim inherits its claim's
+preparation and nothing else.
 
 Requests: ``prepare`` and ``discard`` (no reply: a failure comes back as a
 :class:`PrepareFailed` note), ``spawn`` (the reply is the starter's PID and the tracking key
@@ -45,7 +46,7 @@ from epcore.startd import backends
 from epcore.startd.starters import wait_for_go
 from epcore.starter.cgroups.mountinfo import read_layout
 from epcore.starter.main import run_starter, starter_log_settings
-from epcore.starter.starter import PreparedJob, StarterRequest
+from epcore.starter.starter import PreparedJob, StarterOrder, StarterRequest
 from epcore.starter.supervisor_server import SupervisorServer, wait_gone
 from epcore.types import ContainerRuntime, IsolationBackend, TrackingRequest
 
@@ -81,26 +82,6 @@ def home_files(join_files: tuple[str, ...], groups: tuple[OwnGroup, ...]) -> tup
                 homes.append(str(mount / own.lstrip("/") / "cgroup.procs"))
                 break
     return tuple(dict.fromkeys(homes))
-
-
-@attrs.frozen
-class StarterOrder:
-    """A starter request as it travels to the zygote: everything but the parts the zygote
-    holds (configuration, backends, runtimes, the claim's preparation)."""
-
-    slot_name: str
-    slot_id: int
-    claim_id: str
-    job: ClassAd
-    machine: ClassAd
-    execute_dir: str
-    startd_socket: str
-    startd_address: str
-    cpus: float
-    memory_mb: int
-    startd_memory_mb: int
-    starter_log: str
-    lease: int
 
 
 @attrs.frozen

@@ -96,12 +96,10 @@ def tracking_request(
 
 
 @attrs.frozen(eq=False)
-class StarterRequest:
-    """Everything the startd hands a starter: the claim, the job, the slot and where things are.
-
-    ``isolation`` holds the backends the startd enabled, process tracking first;
-    ``containers`` the container runtimes it built (a job one of them ``runs`` goes there).
-    """
+class StarterOrder:
+    """What the startd decides per job for a starter: the claim, the job, the slot and where
+    things are. It travels as data (to the startd's zygote, which forks the starter); a
+    :class:`StarterRequest` adds what stays in the process that forks it."""
 
     slot_name: str
     slot_id: int
@@ -111,18 +109,29 @@ class StarterRequest:
     execute_dir: str
     startd_socket: str
     startd_address: str
-    config: Config
-    isolation: tuple[IsolationBackend, ...]
     cpus: float
     memory_mb: int
     startd_memory_mb: int
     starter_log: str
-    prepared: PreparedJob | None = None
-    containers: tuple[ContainerRuntime, ...] = ()
     #: The claim's lease in seconds (JobLeaseDuration, else ALIVE_INTERVAL x
     #: MAX_CLAIM_ALIVES_MISSED): how long the starter waits for a lost startd to come back
     #: before it ends the job and exits. 0: for ever.
     lease: int = 0
+
+
+@attrs.frozen(eq=False, kw_only=True)
+class StarterRequest(StarterOrder):
+    """Everything a starter is given: its order, the configuration, the backends, and the
+    claim's prepared job.
+
+    ``isolation`` holds the backends the startd enabled, process tracking first;
+    ``containers`` the container runtimes it built (a job one of them ``runs`` goes there).
+    """
+
+    config: Config
+    isolation: tuple[IsolationBackend, ...]
+    prepared: PreparedJob | None = None
+    containers: tuple[ContainerRuntime, ...] = ()
 
 
 def job_id(job: ClassAd) -> str:
