@@ -75,11 +75,16 @@ def own_groups() -> tuple[OwnGroup, ...]:
 def home_files(join_files: tuple[str, ...], groups: tuple[OwnGroup, ...]) -> tuple[str, ...]:
     """For each ``cgroup.procs`` file of a job's group, the same file of this process's own
     group in that hierarchy (where a prepared supervisor goes back once its job runs)."""
+    # Plain string prefixes, not pathlib: this runs for every job the zygote prepares, and
+    # the mounts are absolute, normalised paths from mountinfo.
+    mounts = [
+        (f"{mount}/", f"{mount}/{own.strip('/')}") for mount, own in groups if own is not None
+    ]
     homes = []
     for join in join_files:
-        for mount, own in groups:
-            if own is not None and Path(join).is_relative_to(mount):
-                homes.append(str(mount / own.lstrip("/") / "cgroup.procs"))
+        for prefix, home in mounts:
+            if join.startswith(prefix):
+                homes.append(f"{home.rstrip('/')}/cgroup.procs")
                 break
     return tuple(dict.fromkeys(homes))
 

@@ -417,7 +417,8 @@ class Starter:
             exit_signal=exit_signal,
             stopped_by_startd=self.stopped_by,
             memory_limit_hit=memory_hit,
-            global_oom=_global_oom_kills() > oom_before,
+            # Only a SIGKILL can be the machine's OOM killer's: /proc/vmstat is read then.
+            global_oom=exit_signal == signal.SIGKILL and _global_oom_kills() > oom_before,
             memory_mb=self.request.memory_mb,
             peak_memory_mb=usage.memory_usage_mb,
         )
