@@ -16,7 +16,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from epcore.classad import ClassAd, parse_expr
+from epcore.classad import ClassAd, format_old, parse_expr
 from epcore.config import Config
 from epcore.interfaces import AdSink, JobResults
 from epcore.plugins import Plugins
@@ -339,7 +339,7 @@ class Startd:
             slot_id=record.slot_id,
             claim_id=claim_id,
             job=record.claim.job,
-            machine=self.ads(self.state, now)[slot],
+            machine_text=format_old(self.ads(self.state, now)[slot]),
             execute_dir=execute_dir,
             startd_socket=self.paths.starter_socket,
             startd_address=self.address,
@@ -352,8 +352,11 @@ class Startd:
         self.preparations.take(claim_id)
         spawned: list[Spawned] = []
 
+        job = record.claim.job
+        runtime = next((r.name for r in self.containers if r.runs(job)), None)
+
         def start(go_read: int) -> int:
-            spawned.append(self.zygote.spawn(order, go_read))
+            spawned.append(self.zygote.spawn(order, runtime, go_read))
             return spawned[0].pid
 
         def write_down(handle: StarterHandle) -> None:

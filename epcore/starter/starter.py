@@ -30,7 +30,7 @@ from collections.abc import Callable
 import attrs
 import psutil
 
-from epcore.classad import ClassAd
+from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
 from epcore.jobs.command import JobCommand, job_environment
@@ -105,7 +105,10 @@ class StarterOrder:
     slot_id: int
     claim_id: str
     job: ClassAd
-    machine: ClassAd
+    #: The slot's ad in the old ClassAd syntax, as the sandbox's ``.machine.ad`` holds it.
+    #: Text, not an ad: most starters only write it out, and text costs the startd less to
+    #: send and the zygote nothing to rebuild (see :meth:`machine`).
+    machine_text: str
     execute_dir: str
     startd_socket: str
     startd_address: str
@@ -117,6 +120,10 @@ class StarterOrder:
     #: MAX_CLAIM_ALIVES_MISSED): how long the starter waits for a lost startd to come back
     #: before it ends the job and exits. 0: for ever.
     lease: int = 0
+
+    def machine(self) -> ClassAd:
+        """The slot's ad (read from :attr:`machine_text` at each call)."""
+        return parse_ad(self.machine_text)
 
 
 @attrs.frozen(eq=False, kw_only=True)
@@ -441,6 +448,6 @@ class Starter:
             self.starter_id,
             user.uid,
             user.gid,
-            (self.job, self.request.machine),
+            (self.job, self.request.machine_text),
         )
         return self.sandbox

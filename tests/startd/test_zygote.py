@@ -52,15 +52,17 @@ def _work(config: Config) -> ZygoteWork:
 
 def test_a_runtime_s_starter_modules_are_imported_with_its_first_job() -> None:
     """The modules a container runtime's starters need are imported by the zygote when it
-    forks the first starter of a job that runtime runs, not before, and only once."""
+    forks the first starter of a job the startd says that runtime runs, not before (nor
+    for a job of no runtime, or of another), and only once."""
     sys.modules.pop(STARTER_MODULE, None)
     work = _work(Config.from_text("A = 1\n"))
-    work._import_for(ClassAd({"Cmd": "/bin/true"}))
+    work._import_for(None)
+    work._import_for("other")
     assert STARTER_MODULE not in sys.modules
-    work._import_for(ClassAd({"Cmd": "/bin/true", "WantBox": True}))
+    work._import_for("box")
     assert STARTER_MODULE in sys.modules
     sys.modules.pop(STARTER_MODULE)
-    work._import_for(ClassAd({"Cmd": "/bin/true", "WantBox": True}))
+    work._import_for("box")
     assert STARTER_MODULE not in sys.modules
 
 
