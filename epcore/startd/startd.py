@@ -334,12 +334,15 @@ class Startd:
         layout_slot = self.state.layout.find(record.slot_id, record.sub_id)
         assert layout_slot is not None
         execute_dir = self.config.get(f"SLOT{record.slot_id}_EXECUTE") or self.paths.execute
+        job = record.claim.job
+        runtime = next((r.name for r in self.containers if r.runs(job)), None)
+        machine = self.ads(self.state, now)[slot]
         order = StarterOrder(
             slot_name=slot,
             slot_id=record.slot_id,
             claim_id=claim_id,
-            job=record.claim.job,
-            machine_text=format_old(self.ads(self.state, now)[slot]),
+            job_text=str(job),
+            machine_text=format_old(machine),
             execute_dir=execute_dir,
             startd_socket=self.paths.starter_socket,
             startd_address=self.address,
@@ -348,12 +351,10 @@ class Startd:
             startd_memory_mb=int(self.inventory.memory_mb),
             starter_log=f"{self.paths.starter_log}.{slot}",
             lease=record.claim.lease,
+            machine_ad=machine if runtime is not None else None,
         )
         self.preparations.take(claim_id)
         spawned: list[Spawned] = []
-
-        job = record.claim.job
-        runtime = next((r.name for r in self.containers if r.runs(job)), None)
 
         def start(go_read: int) -> int:
             spawned.append(self.zygote.spawn(order, runtime, go_read))

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import attrs
 
+from epcore.classad import parse_ad
 from epcore.config import Config
 from epcore.config.table import MacroTable
 from epcore.errors import ConfigError, EpError
@@ -93,7 +94,7 @@ def home_files(join_files: tuple[str, ...], groups: tuple[OwnGroup, ...]) -> tup
 @attrs.frozen
 class SpawnOrder:
     """Fork the starter of ``order``: a pickled :class:`StarterOrder`, read by the starter
-    after the fork (the zygote does not build the job's ads, which it would then share with
+    after the fork (the zygote does not build the job's ad, which it would then share with
     the starter and free again, copying the pages both touch). The zygote's part: the
     claim whose preparation the starter takes, its StarterLog, and the container runtime
     (None: none) whose starter modules it imports first."""
@@ -267,6 +268,7 @@ class ZygoteWork:
             assert isinstance(starter_order, StarterOrder)
             request = StarterRequest(
                 **attrs.asdict(starter_order, recurse=False),
+                job=parse_ad(starter_order.job_text),
                 config=self.config,
                 isolation=self.isolation,
                 containers=self.containers,

@@ -104,10 +104,12 @@ class StarterOrder:
     slot_name: str
     slot_id: int
     claim_id: str
-    job: ClassAd
-    #: The slot's ad in the old ClassAd syntax, as the sandbox's ``.machine.ad`` holds it.
-    #: Text, not an ad: most starters only write it out, and text costs the startd less to
-    #: send and the zygote nothing to rebuild (see :meth:`machine`).
+    #: The job's ad as ClassAd text (``str(ad)``). Text, not the ad: a job ad's text costs a
+    #: fraction of its pickled nodes to make and to read back (the starter parses it into
+    #: :attr:`StarterRequest.job`).
+    job_text: str
+    #: The slot's ad in the old ClassAd syntax, as the sandbox's ``.machine.ad`` holds it:
+    #: most starters only write it out.
     machine_text: str
     execute_dir: str
     startd_socket: str
@@ -121,20 +123,26 @@ class StarterOrder:
     #: before it ends the job and exits. 0: for ever.
     lease: int = 0
 
+    #: The slot's ad itself, sent only for a job a container runtime runs (which reads it):
+    #: the old syntax cannot hold every string (a newline in one is written as it is).
+    machine_ad: ClassAd | None = None
+
     def machine(self) -> ClassAd:
-        """The slot's ad (read from :attr:`machine_text` at each call)."""
-        return parse_ad(self.machine_text)
+        """The slot's ad (:attr:`machine_ad`, else read from :attr:`machine_text`)."""
+        return self.machine_ad if self.machine_ad is not None else parse_ad(self.machine_text)
 
 
 @attrs.frozen(eq=False, kw_only=True)
 class StarterRequest(StarterOrder):
-    """Everything a starter is given: its order, the configuration, the backends, and the
-    claim's prepared job.
+    """Everything a starter is given: its order, the job's ad, the configuration, the
+    backends, and the claim's prepared job.
 
     ``isolation`` holds the backends the startd enabled, process tracking first;
     ``containers`` the container runtimes it built (a job one of them ``runs`` goes there).
     """
 
+    #: The job's ad, read from :attr:`StarterOrder.job_text`.
+    job: ClassAd
     config: Config
     isolation: tuple[IsolationBackend, ...]
     prepared: PreparedJob | None = None
