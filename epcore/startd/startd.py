@@ -341,7 +341,7 @@ class Startd:
             slot_name=slot,
             slot_id=record.slot_id,
             claim_id=claim_id,
-            job_text=str(job),
+            job=job,
             machine_text=format_old(machine),
             execute_dir=execute_dir,
             startd_socket=self.paths.starter_socket,

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import attrs
 
-from epcore.classad import parse_ad
 from epcore.config import Config
 from epcore.config.table import MacroTable
 from epcore.errors import ConfigError, EpError
@@ -268,7 +267,6 @@ class ZygoteWork:
             assert isinstance(starter_order, StarterOrder)
             request = StarterRequest(
                 **attrs.asdict(starter_order, recurse=False),
-                job=parse_ad(starter_order.job_text),
                 config=self.config,
                 isolation=self.isolation,
                 containers=self.containers,

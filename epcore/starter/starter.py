@@ -104,10 +104,7 @@ class StarterOrder:
     slot_name: str
     slot_id: int
     claim_id: str
-    #: The job's ad as ClassAd text (``str(ad)``). Text, not the ad: a job ad's text costs a
-    #: fraction of its pickled nodes to make and to read back (the starter parses it into
-    #: :attr:`StarterRequest.job`).
-    job_text: str
+    job: ClassAd
     #: The slot's ad in the old ClassAd syntax, as the sandbox's ``.machine.ad`` holds it:
     #: most starters only write it out.
     machine_text: str
@@ -134,15 +131,13 @@ class StarterOrder:
 
 @attrs.frozen(eq=False, kw_only=True)
 class StarterRequest(StarterOrder):
-    """Everything a starter is given: its order, the job's ad, the configuration, the
-    backends, and the claim's prepared job.
+    """Everything a starter is given: its order, the configuration, the backends, and the
+    claim's prepared job.
 
     ``isolation`` holds the backends the startd enabled, process tracking first;
     ``containers`` the container runtimes it built (a job one of them ``runs`` goes there).
     """
 
-    #: The job's ad, read from :attr:`StarterOrder.job_text`.
-    job: ClassAd
     config: Config
     isolation: tuple[IsolationBackend, ...]
     prepared: PreparedJob | None = None
