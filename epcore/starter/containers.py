@@ -152,7 +152,7 @@ def launch_container(
             job_key=starter.tracking_key(),
             slot_name=request.slot_name,
             job=job.copy(),
-            machine=machine,
+            machine=machine.copy(),
             argv=argv,
             environment=environment,
             sandbox=sandbox.path,
