@@ -58,7 +58,14 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _pool import adopt, cpu_seconds, new_meter, personal_pool, remove_cgroup, wait
-from pool_bench import JOB_OWNER, POOL_EXTRA, THROUGHPUT_TARGET, shell_loop, submit_and_wait
+from pool_bench import (
+    JOB_OWNER,
+    POOL_EXTRA,
+    THROUGHPUT_TARGET,
+    check_history,
+    shell_loop,
+    submit_and_wait,
+)
 
 import epcore
 
@@ -323,6 +330,7 @@ def epcore_round(count: int, root: Path) -> Round:
             before = cpu_seconds(meter, cgroup)
             elapsed = submit_and_wait(pool, count, root)
             used = cpu_seconds(meter, cgroup) - before
+            check_history(pool, count)
         return Round(count / elapsed, used * 1000 / count)
     finally:
         remove_cgroup(cgroup)

@@ -16,7 +16,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from epcore.classad import ClassAd, parse_expr
+from epcore.classad import ClassAd, format_old, parse_expr
 from epcore.config import Config
 from epcore.interfaces import AdSink, JobResults
 from epcore.plugins import Plugins
@@ -34,10 +34,10 @@ from epcore.startd.prepare import Preparations
 from epcore.startd.publish import MemorySink
 from epcore.startd.setup import StartdPaths, restart_changes
 from epcore.startd.starters import StarterHandle, StarterPool
-from epcore.startd.zygote import PrepareFailed, Spawned, StarterOrder, Zygote, ZygoteWork
+from epcore.startd.zygote import PrepareFailed, Spawned, Zygote, ZygoteWork
 from epcore.starter import protocol
 from epcore.starter.sandbox import sandbox_path
-from epcore.starter.starter import cgroup_key
+from epcore.starter.starter import StarterOrder, cgroup_key
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, ActionKind, EngineState, StatusMemo
 from epcore.state.restore import SavedClaim
@@ -334,12 +334,15 @@ class Startd:
         layout_slot = self.state.layout.find(record.slot_id, record.sub_id)
         assert layout_slot is not None
         execute_dir = self.config.get(f"SLOT{record.slot_id}_EXECUTE") or self.paths.execute
+        job = record.claim.job
+        runtime = next((r.name for r in self.containers if r.runs(job)), None)
+        machine = self.ads(self.state, now)[slot]
         order = StarterOrder(
             slot_name=slot,
             slot_id=record.slot_id,
             claim_id=claim_id,
-            job=record.claim.job,
-            machine=self.ads(self.state, now)[slot],
+            job=job,
+            machine_text=format_old(machine),
             execute_dir=execute_dir,
             startd_socket=self.paths.starter_socket,
             startd_address=self.address,
@@ -348,12 +351,13 @@ class Startd:
             startd_memory_mb=int(self.inventory.memory_mb),
             starter_log=f"{self.paths.starter_log}.{slot}",
             lease=record.claim.lease,
+            machine_ad=machine if runtime is not None else None,
         )
         self.preparations.take(claim_id)
         spawned: list[Spawned] = []
 
         def start(go_read: int) -> int:
-            spawned.append(self.zygote.spawn(order, go_read))
+            spawned.append(self.zygote.spawn(order, runtime, go_read))
             return spawned[0].pid
 
         def write_down(handle: StarterHandle) -> None:

@@ -4,10 +4,12 @@ The startd forks its zygote (:mod:`epcore.runtime.forkserver`) when it is built,
 loop, its plugins' cron threads or (in ``ep run``) the rest of the pool exist. The zygote
 holds what a starter needs that cannot travel as data (the configuration with the plugins'
 functions, the isolation backends, the container runtimes) as the startd had them; what
-changes per job travels in the request: a :class:`StarterOrder` is a starter request without
-those parts. The zygote also holds the jobs prepared ahead of activation (the job's cgroups
-and a supervisor inside them, see :mod:`epcore.startd.prepare`), so that the starter forked
-for a claim inherits its claim's preparation and nothing else.
+changes per job travels in the request, a :class:`~epcore.starter.starter.StarterOrder`
+(pickled: the starter reads it after the fork), which the starter completes with the
+zygote's parts into its request. The zygote also holds the jobs prepared ahead of
+activation (the job's cgroups and a supervisor inside them, see
+:mod:`epcore.startd.prepare`), so that the starter forked for a claim inherits its claim's
+preparation and nothing else.
 
 Requests: ``prepare`` and ``discard`` (no reply: a failure comes back as a
 :class:`PrepareFailed` note), ``spawn`` (the reply is the starter's PID and the tracking key
@@ -22,13 +24,13 @@ import contextlib
 import importlib
 import logging
 import os
+import pickle
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 
-from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.config.table import MacroTable
 from epcore.errors import ConfigError, EpError
@@ -45,7 +47,7 @@ from epcore.startd import backends
 from epcore.startd.starters import wait_for_go
 from epcore.starter.cgroups.mountinfo import read_layout
 from epcore.starter.main import run_starter, starter_log_settings
-from epcore.starter.starter import PreparedJob, StarterRequest
+from epcore.starter.starter import PreparedJob, StarterOrder, StarterRequest
 from epcore.starter.supervisor_server import SupervisorServer, wait_gone
 from epcore.types import ContainerRuntime, IsolationBackend, TrackingRequest
 
@@ -74,33 +76,32 @@ def own_groups() -> tuple[OwnGroup, ...]:
 def home_files(join_files: tuple[str, ...], groups: tuple[OwnGroup, ...]) -> tuple[str, ...]:
     """For each ``cgroup.procs`` file of a job's group, the same file of this process's own
     group in that hierarchy (where a prepared supervisor goes back once its job runs)."""
+    # Plain string prefixes, not pathlib: this runs for every job the zygote prepares, and
+    # the mounts are absolute, normalised paths from mountinfo.
+    mounts = [
+        (f"{mount}/", f"{mount}/{own.strip('/')}") for mount, own in groups if own is not None
+    ]
     homes = []
     for join in join_files:
-        for mount, own in groups:
-            if own is not None and Path(join).is_relative_to(mount):
-                homes.append(str(mount / own.lstrip("/") / "cgroup.procs"))
+        for prefix, home in mounts:
+            if join.startswith(prefix):
+                homes.append(f"{home.rstrip('/')}/cgroup.procs")
                 break
     return tuple(dict.fromkeys(homes))
 
 
 @attrs.frozen
-class StarterOrder:
-    """A starter request as it travels to the zygote: everything but the parts the zygote
-    holds (configuration, backends, runtimes, the claim's preparation)."""
+class SpawnOrder:
+    """Fork the starter of ``order``: a pickled :class:`StarterOrder`, read by the starter
+    after the fork (the zygote does not build the job's ad, which it would then share with
+    the starter and free again, copying the pages both touch). The zygote's part: the
+    claim whose preparation the starter takes, its StarterLog, and the container runtime
+    (None: none) whose starter modules it imports first."""
 
-    slot_name: str
-    slot_id: int
     claim_id: str
-    job: ClassAd
-    machine: ClassAd
-    execute_dir: str
-    startd_socket: str
-    startd_address: str
-    cpus: float
-    memory_mb: int
-    startd_memory_mb: int
     starter_log: str
-    lease: int
+    runtime: str | None
+    order: bytes
 
 
 @attrs.frozen
@@ -247,21 +248,14 @@ class ZygoteWork:
     def spawn(self, server: ServerSide, order: object, fds: list[int]) -> Spawned:
         """Fork the starter of ``order``; it runs once the startd writes on the pipe whose
         read end is ``fds[0]`` (:mod:`epcore.startd.starters`)."""
-        assert isinstance(order, StarterOrder) and len(fds) == 1
+        assert isinstance(order, SpawnOrder) and len(fds) == 1
         go_read = fds[0]
         prepared = self.prepared.pop(order.claim_id, None)
-        request = StarterRequest(
-            **attrs.asdict(order, recurse=False),
-            config=self.config,
-            isolation=self.isolation,
-            containers=self.containers,
-            prepared=prepared,
-        )
-
-        self._import_for(order.job)
+        self._import_for(order.runtime)
         log_settings = self._log_settings.get(order.starter_log)
         if log_settings is None:
-            log_settings = self._log_settings[order.starter_log] = starter_log_settings(request)
+            log_settings = starter_log_settings(self.config, order.starter_log)
+            self._log_settings[order.starter_log] = log_settings
 
         def starter() -> int:
             # Another claim's supervisor is not this starter's business, nor their server.
@@ -269,6 +263,15 @@ class ZygoteWork:
                 other.supervisor.forget()
             self.supervisors.close_in_child()
             os.setsid()
+            starter_order = pickle.loads(order.order)
+            assert isinstance(starter_order, StarterOrder)
+            request = StarterRequest(
+                **attrs.asdict(starter_order, recurse=False),
+                config=self.config,
+                isolation=self.isolation,
+                containers=self.containers,
+                prepared=prepared,
+            )
             return run_starter(request, log_settings) if wait_for_go(go_read) else 1
 
         try:
@@ -283,20 +286,16 @@ class ZygoteWork:
             prepared.supervisor.forget()
         return Spawned(pid, prepared.job_key if prepared is not None else None)
 
-    def _import_for(self, job: ClassAd) -> None:
-        """Import what the container runtime running ``job`` needs in its starters, once."""
-        for runtime in self.containers:
-            modules = self._starter_modules.pop(runtime.name, ())
-            if not modules:
-                continue
-            if not runtime.runs(job):
-                self._starter_modules[runtime.name] = modules
-                continue
-            for module in modules:
-                # A module that cannot be imported fails in the starter, where the job's
-                # failure is reported.
-                with contextlib.suppress(Exception):
-                    importlib.import_module(module)
+    def _import_for(self, runtime: str | None) -> None:
+        """Import what the container runtime named ``runtime`` (None: no container) needs in
+        its starters, once."""
+        if runtime is None:
+            return
+        for module in self._starter_modules.pop(runtime, ()):
+            # A module that cannot be imported fails in the starter, where the job's failure
+            # is reported.
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
 
     def begin(self) -> None:
         """The zygote's first steps: close what the startd holds that starters must not
@@ -388,9 +387,11 @@ class Zygote:
         except ForkServerError as error:
             self.log.error("cannot reach the zygote: %s", error)
 
-    def spawn(self, order: StarterOrder, go_read: int) -> Spawned:
-        """Have the zygote fork the starter of ``order`` (ForkServerError: it could not)."""
-        spawned = self.server.call("spawn", order, [go_read])
+    def spawn(self, order: StarterOrder, runtime: str | None, go_read: int) -> Spawned:
+        """Have the zygote fork the starter of ``order``, a job the container runtime named
+        ``runtime`` runs (None: no container); ForkServerError when it could not."""
+        spawn = SpawnOrder(order.claim_id, order.starter_log, runtime, pickle.dumps(order))
+        spawned = self.server.call("spawn", spawn, [go_read])
         if not isinstance(spawned, Spawned):
             raise ForkServerError(f"the zygote answered {spawned!r} to spawn")
         return spawned

@@ -145,13 +145,14 @@ def launch_container(
         # The container daemon makes the job's groups: the prepared ones are not used.
         request.prepared.supervisor.abandon()
         starter.trackings.append(request.prepared.tracking)
-    vacate = vacate_seconds(request.config, request.machine, job, starter.clock())
+    machine = request.machine()
+    vacate = vacate_seconds(request.config, machine, job, starter.clock())
     container = runtime.start(
         ContainerJob(
             job_key=starter.tracking_key(),
             slot_name=request.slot_name,
             job=job.copy(),
-            machine=request.machine.copy(),
+            machine=machine.copy(),
             argv=argv,
             environment=environment,
             sandbox=sandbox.path,

@@ -157,11 +157,7 @@ def _job_main(spec: LaunchSpec, err_w: int) -> NoReturn:
         os.setsid()
         for index, path in enumerate(spec.setup.join_files):  # noqa: B007
             stage = "join"
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
+            _write_pid(path)
         index = 0
         stage = "identity"
         groups = [*spec.groups, *spec.setup.extra_groups]
@@ -385,10 +381,21 @@ def _read_spec(spec_fd: int) -> LaunchSpec | None:
     return spec if isinstance(spec, LaunchSpec) else None
 
 
+def _write_pid(path: str) -> None:
+    """Write this process's PID into the ``cgroup.procs`` file ``path`` (OSError as the
+    kernel answers). Plain descriptors: a text file would make each supervisor, forked from
+    a server that never opened one, import the ascii codec first."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
+
+
 def _move_to(files: tuple[str, ...]) -> None:
     for path in files:
-        with contextlib.suppress(OSError), open(path, "w", encoding="ascii") as procs:
-            procs.write(str(os.getpid()))
+        with contextlib.suppress(OSError):
+            _write_pid(path)
 
 
 def prepared_main(
@@ -409,8 +416,7 @@ def prepared_main(
         report = _isolate_fds(report, max_fd, keep=spec_fd)
         for index, path in enumerate(join_files):
             try:
-                with open(path, "w", encoding="ascii") as procs:
-                    procs.write(str(os.getpid()))
+                _write_pid(path)
             except OSError as exc:
                 _write_line(report, f"E join {exc.errno or errno.EIO} {index}")
                 os._exit(0)

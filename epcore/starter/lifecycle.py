@@ -382,6 +382,7 @@ def run_job(starter: Starter) -> int:
     before: dict[str, FileStamp] = {}
     ending: Ending | None = None
     logs: JobLogs | None = None
+    cleaned = False
     try:
         starter.user = job_user(request.config, starter.job, request.slot_id)
         sandbox = starter.make_sandbox()
@@ -419,6 +420,9 @@ def run_job(starter: Starter) -> int:
             assert status is not None
             starter.measure()
             starter.kill_everything()
+            # No process of the job is left to start another: no need to look again below
+            # (a container's are looked at again after its runtime has finished with it).
+            cleaned = not isinstance(launched, ContainerLaunch)
             for hook in run.hooks:
                 hook.kill()
             ending = starter.ending(status.code, status.signal, oom_before)
@@ -432,7 +436,8 @@ def run_job(starter: Starter) -> int:
         ending = Ending(EVICTED, f"the starter failed: {error}")
     finally:
         if launched is not None:
-            starter.kill_everything()
+            if not cleaned:
+                starter.kill_everything()
             launched.close()
         elif request.prepared is not None:
             # Never launched: its prepared supervisor still sits in the job's cgroups, which

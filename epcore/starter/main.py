@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
+from epcore.config import Config
 from epcore.logs import LogSettings, file_logger
 from epcore.starter.lifecycle import run_job
 from epcore.starter.starter import Starter, StarterRequest
@@ -14,17 +15,17 @@ LOG_FORMAT = "%(asctime)s (pid:%(process)d) %(message)s"
 CGROUP_LOGGER = "epcore.starter.cgroups"
 
 
-def starter_log_settings(request: StarterRequest) -> LogSettings:
-    """Where the StarterLog of one slot goes (``STARTER_LOG.<slot>``, as HTCondor names it)
-    and when it rotates (MAX_STARTER_LOG, MAX_NUM_STARTER_LOG)."""
-    return LogSettings.from_config(request.config, "STARTER", request.starter_log)
+def starter_log_settings(config: Config, starter_log: str) -> LogSettings:
+    """Where the StarterLog of one slot goes (``starter_log``: ``STARTER_LOG.<slot>``, as
+    HTCondor names it) and when it rotates (MAX_STARTER_LOG, MAX_NUM_STARTER_LOG)."""
+    return LogSettings.from_config(config, "STARTER", starter_log)
 
 
 def starter_logger(request: StarterRequest, settings: LogSettings | None = None) -> logging.Logger:
     """The StarterLog of one slot, written by this process alone (the handlers the startd's
     logger had are not inherited); ``settings`` as :func:`starter_log_settings` gives them."""
     if settings is None:
-        settings = starter_log_settings(request)
+        settings = starter_log_settings(request.config, request.starter_log)
     name = f"epcore.starter.{request.slot_name}.{os.getpid()}"
     log = file_logger(name, settings, LOG_FORMAT)
     # The cgroup backend's warnings belong in this log, not on the startd's stderr (whose

@@ -57,7 +57,7 @@ def make_sandbox(
     starter_id: int,
     uid: int,
     gid: int,
-    ads: tuple[ClassAd, ClassAd] | None = None,
+    ads: tuple[ClassAd, ClassAd | str] | None = None,
 ) -> Sandbox:
     """Make the sandbox, mode 0700 and owned by ``uid``:``gid``, holding the job and machine
     ``ads`` when given. The ads are written while the directory is still root's, so that no
@@ -82,8 +82,9 @@ def make_sandbox(
     return sandbox
 
 
-def write_ads(sandbox: Sandbox, job: ClassAd, machine: ClassAd, uid: int, gid: int) -> None:
-    """Write (or rewrite) the job and machine ads into the sandbox, readable by the job."""
+def write_ads(sandbox: Sandbox, job: ClassAd, machine: ClassAd | str, uid: int, gid: int) -> None:
+    """Write (or rewrite) the job and machine ads into the sandbox, readable by the job
+    (``machine`` may be the ad's text in the old syntax already)."""
     for path, ad in ((sandbox.job_ad_path, job), (sandbox.machine_ad_path, machine)):
         temporary = path + ".tmp"
         with contextlib.suppress(FileNotFoundError):
@@ -91,7 +92,7 @@ def write_ads(sandbox: Sandbox, job: ClassAd, machine: ClassAd, uid: int, gid: i
         # O_EXCL and O_NOFOLLOW: never through a link someone left in the sandbox.
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with open(fd, "w", encoding="utf-8") as handle:
-            handle.write(format_old(ad))
+            handle.write(ad if isinstance(ad, str) else format_old(ad))
             if os.geteuid() == 0:
                 # Through the descriptor: the name may be a link by now, the file is not.
                 os.fchown(handle.fileno(), uid, gid)

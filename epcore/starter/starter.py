@@ -30,7 +30,7 @@ from collections.abc import Callable
 import attrs
 import psutil
 
-from epcore.classad import ClassAd
+from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
 from epcore.jobs.command import JobCommand, job_environment
@@ -96,33 +96,52 @@ def tracking_request(
 
 
 @attrs.frozen(eq=False)
-class StarterRequest:
-    """Everything the startd hands a starter: the claim, the job, the slot and where things are.
-
-    ``isolation`` holds the backends the startd enabled, process tracking first;
-    ``containers`` the container runtimes it built (a job one of them ``runs`` goes there).
-    """
+class StarterOrder:
+    """What the startd decides per job for a starter: the claim, the job, the slot and where
+    things are. It travels as data (to the startd's zygote, which forks the starter); a
+    :class:`StarterRequest` adds what stays in the process that forks it."""
 
     slot_name: str
     slot_id: int
     claim_id: str
     job: ClassAd
-    machine: ClassAd
+    #: The slot's ad in the old ClassAd syntax, as the sandbox's ``.machine.ad`` holds it:
+    #: most starters only write it out.
+    machine_text: str
     execute_dir: str
     startd_socket: str
     startd_address: str
-    config: Config
-    isolation: tuple[IsolationBackend, ...]
     cpus: float
     memory_mb: int
     startd_memory_mb: int
     starter_log: str
-    prepared: PreparedJob | None = None
-    containers: tuple[ContainerRuntime, ...] = ()
     #: The claim's lease in seconds (JobLeaseDuration, else ALIVE_INTERVAL x
     #: MAX_CLAIM_ALIVES_MISSED): how long the starter waits for a lost startd to come back
     #: before it ends the job and exits. 0: for ever.
     lease: int = 0
+
+    #: The slot's ad itself, sent only for a job a container runtime runs (which reads it):
+    #: the old syntax cannot hold every string (a newline in one is written as it is).
+    machine_ad: ClassAd | None = None
+
+    def machine(self) -> ClassAd:
+        """The slot's ad (:attr:`machine_ad`, else read from :attr:`machine_text`)."""
+        return self.machine_ad if self.machine_ad is not None else parse_ad(self.machine_text)
+
+
+@attrs.frozen(eq=False, kw_only=True)
+class StarterRequest(StarterOrder):
+    """Everything a starter is given: its order, the configuration, the backends, and the
+    claim's prepared job.
+
+    ``isolation`` holds the backends the startd enabled, process tracking first;
+    ``containers`` the container runtimes it built (a job one of them ``runs`` goes there).
+    """
+
+    config: Config
+    isolation: tuple[IsolationBackend, ...]
+    prepared: PreparedJob | None = None
+    containers: tuple[ContainerRuntime, ...] = ()
 
 
 def job_id(job: ClassAd) -> str:
@@ -408,7 +427,8 @@ class Starter:
             exit_signal=exit_signal,
             stopped_by_startd=self.stopped_by,
             memory_limit_hit=memory_hit,
-            global_oom=_global_oom_kills() > oom_before,
+            # Only a SIGKILL can be the machine's OOM killer's: /proc/vmstat is read then.
+            global_oom=exit_signal == signal.SIGKILL and _global_oom_kills() > oom_before,
             memory_mb=self.request.memory_mb,
             peak_memory_mb=usage.memory_usage_mb,
         )
@@ -431,6 +451,6 @@ class Starter:
             self.starter_id,
             user.uid,
             user.gid,
-            (self.job, self.request.machine),
+            (self.job, self.request.machine_text),
         )
         return self.sandbox

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
 from epcore import hookimpl
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.plugins import load_plugins
-from epcore.startd.zygote import PortableConfig, ZygoteWork
+from epcore.startd.zygote import PortableConfig, ZygoteWork, home_files
 from epcore.types import ContainerJob, ContainerRuntimeSpec, MachineAttribute, RunningContainer
 
 #: A module of the standard library no test imports (the zygote imports it for a runtime).
@@ -51,15 +52,17 @@ def _work(config: Config) -> ZygoteWork:
 
 def test_a_runtime_s_starter_modules_are_imported_with_its_first_job() -> None:
     """The modules a container runtime's starters need are imported by the zygote when it
-    forks the first starter of a job that runtime runs, not before, and only once."""
+    forks the first starter of a job the startd says that runtime runs, not before (nor
+    for a job of no runtime, or of another), and only once."""
     sys.modules.pop(STARTER_MODULE, None)
     work = _work(Config.from_text("A = 1\n"))
-    work._import_for(ClassAd({"Cmd": "/bin/true"}))
+    work._import_for(None)
+    work._import_for("other")
     assert STARTER_MODULE not in sys.modules
-    work._import_for(ClassAd({"Cmd": "/bin/true", "WantBox": True}))
+    work._import_for("box")
     assert STARTER_MODULE in sys.modules
     sys.modules.pop(STARTER_MODULE)
-    work._import_for(ClassAd({"Cmd": "/bin/true", "WantBox": True}))
+    work._import_for("box")
     assert STARTER_MODULE not in sys.modules
 
 
@@ -82,3 +85,29 @@ def test_the_zygote_warms_its_configuration_and_survives_a_bad_knob() -> None:
     work.warm()
     assert config._values[("good", config.subsystem, None)] == "1"
     assert ("bad", config.subsystem, None) not in config._values
+
+
+def test_home_files_name_the_zygote_s_own_group_in_each_job_group_s_hierarchy() -> None:
+    """Each job group's cgroup.procs maps to the zygote's own group in the hierarchy that
+    holds it (once each, the root group included); a hierarchy whose own group is unknown is
+    passed over for the next mount that holds the file, and a file under no mount is left
+    out."""
+    groups = (
+        (Path("/cg/memory"), "/"),
+        (Path("/cg/cpu,cpuacct"), "/user.slice/x/"),
+        (Path("/cg/pids"), None),
+        (Path("/cg"), "/unified"),
+    )
+    joins = (
+        "/cg/memory/base/job/cgroup.procs",
+        "/cg/cpu,cpuacct/base/job/cgroup.procs",
+        "/cg/cpu,cpuacct/base/other/cgroup.procs",
+        "/cg/pids/base/job/cgroup.procs",
+        "/cg/memoryx/base/job/cgroup.procs",
+        "/elsewhere/job/cgroup.procs",
+    )
+    assert home_files(joins, groups) == (
+        "/cg/memory/cgroup.procs",
+        "/cg/cpu,cpuacct/user.slice/x/cgroup.procs",
+        "/cg/unified/cgroup.procs",
+    )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from epcore.classad import ClassAd, parse_ad
+from epcore.classad import ClassAd, format_old, parse_ad
 from epcore.errors import JobSetupError
 from epcore.jobs.codes import HoldCode
 from epcore.starter.sandbox import (
@@ -313,3 +313,15 @@ def test_remove_sandbox_reports_what_it_cannot_remove(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(SandboxError, match=r"cannot remove the sandbox .*file/dir_1"):
         remove_sandbox(Sandbox(str(tmp_path / "file" / "dir_1")))
+
+
+def test_a_machine_ad_given_as_text_is_written_as_it_is(tmp_path: Path) -> None:
+    """The machine ad may come as its old-syntax text (as the startd sends it): the file
+    holds that text, and the job ad beside it is written from the ad."""
+    text = format_old(MACHINE)
+    box = make_sandbox(str(tmp_path), 5, os.getuid(), os.getgid(), (JOB, text))
+    try:
+        assert Path(box.machine_ad_path).read_text(encoding="utf-8") == text
+        assert parse_ad(Path(box.job_ad_path).read_text(encoding="utf-8")) == JOB
+    finally:
+        remove_sandbox(box)

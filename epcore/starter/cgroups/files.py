@@ -98,6 +98,16 @@ def make_dirs(top: Path, relative: PurePosixPath) -> list[Path]:
     """Create ``top/relative`` and whatever of it is missing, top down; the directories made
     (deepest last). IsolationError naming the path when one cannot be made; nothing made
     is left behind then."""
+    # Usually only the last part is missing (a job's group below an existing BASE_CGROUP):
+    # one mkdir then, instead of a refused mkdir and a stat for every part above it.
+    if len(relative.parts) > 1:
+        deepest = top.joinpath(*relative.parts)
+        try:
+            deepest.mkdir()
+        except OSError:
+            pass
+        else:
+            return [deepest]
     made: list[Path] = []
     path = top
     for part in relative.parts:
@@ -128,6 +138,15 @@ def remove_dirs(paths: Iterable[Path]) -> None:
 def remove_tree(path: Path) -> None:
     """rmdir ``path`` and any groups below it, deepest first (cgroupfs removes the control
     files itself). A group already gone is fine; OSError for one that cannot go (EBUSY)."""
+    # Usually the group has none below it: one rmdir, without listing its control files.
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    else:
+        return
     if not path.is_dir():
         return
     below: list[Path] = []
@@ -142,7 +161,8 @@ def process_state(root: Path, pid: int) -> str | None:
     """The state letter of ``pid`` from ``<root>/proc/<pid>/stat`` (``Z`` for a zombie);
     None when the process is gone."""
     try:
-        text = (root / "proc" / str(pid) / "stat").read_text(errors="replace")
+        with open(os.path.join(root, "proc", str(pid), "stat"), errors="replace") as handle:
+            text = handle.read()
     except (OSError, ValueError):
         return None
     # The command name is in parentheses and may itself hold spaces and parentheses.

@@ -37,13 +37,11 @@ class V1Group:
     def __init__(self, path: Path, controllers: frozenset[str]) -> None:
         self.path = path
         self.controllers = controllers
+        # Made once: every look at the job's processes reads it.
+        self.procs_file = path / "cgroup.procs"
 
     def __repr__(self) -> str:
         return f"V1Group({str(self.path)!r}, {','.join(sorted(self.controllers))})"
-
-    @property
-    def procs_file(self) -> Path:
-        return self.path / "cgroup.procs"
 
     def procs(self) -> list[int]:
         """The PIDs in the group (empty when it is gone)."""
