@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from epcore.classad.ast import AdExpr, AttrRef, Call, Literal, Node
+from epcore.classad.ast import AdExpr, AttrRef, Call, ListExpr, Literal, Node, Paren
 from epcore.classad.classad import ClassAd
 from epcore.classad.cnum import c_int32
 from epcore.classad.functions._pcre import (
@@ -209,28 +209,44 @@ def unresolved(call: FunctionCall) -> Value:
 _TAKE_A_REFERENCE: Final = frozenset({"unparse", "unresolved"})
 
 
-def _blind(node: Node) -> Node:
+#: Names that find the current ad itself, which the unusable scope does not have.
+_THE_AD_ITSELF: Final = frozenset({"my", "self", "root", "toplevel"})
+
+
+def _blind(node: Node, in_list: bool = False) -> Node:
     """``node`` with every attribute reference outside nested ads read as UNDEFINED.
 
     A reference given to unparse() or unresolved() stays a reference that finds nothing (its
     scope is UNDEFINED): in the unusable scope they answer "" and UNDEFINED, as libclassad does.
+    MY, self, root and toplevel there still give an ad, in which nothing is found (as list
+    elements, which libclassad reads later, outside that scope, they too are UNDEFINED).
     """
     if type(node) is AttrRef:
         assert isinstance(node, AttrRef)
-        if node.scope is None or type(node.scope) is AttrRef:
+        if node.scope is None and not in_list and node.name.lower() in _THE_AD_ITSELF:
+            return node
+        if node.scope is None:
+            return Literal(UNDEFINED)
+        scope = node.scope
+        while type(scope) is Paren:
+            assert isinstance(scope, Paren)
+            scope = scope.inner
+        if type(scope) is AttrRef:
+            # MY and the other names of the ad itself give the ad, but nothing in it.
             return Literal(UNDEFINED)
         # A selection from a computed value ((0).x) does not look in the unusable scope: its
         # value decides (a non-ad gives ERROR, as in libclassad).
-        return AttrRef(node.name, _blind(node.scope), node.absolute)
+        return AttrRef(node.name, _blind(node.scope, in_list), node.absolute)
     if type(node) is AdExpr:
         return node
     if type(node) is Call and node.name.lower() in _TAKE_A_REFERENCE:
         args = tuple(
-            AttrRef(arg.name, Literal(UNDEFINED)) if type(arg) is AttrRef else _blind(arg)
+            AttrRef(arg.name, Literal(UNDEFINED)) if type(arg) is AttrRef else _blind(arg, in_list)
             for arg in node.args
         )
         return Call(node.name, args)
-    return map_children(node, _blind)
+    inside = in_list or type(node) is ListExpr
+    return map_children(node, lambda child: _blind(child, inside))
 
 
 def _as_result_literal(value: Value) -> Value:
