@@ -57,6 +57,20 @@ CASES = [
     ("evalInEachContext(NoSuchAttr, ifThenElse(isError(MY), {[a = 1]}, {}))", "{}"),
     ("evalInEachContext(NoSuchAttr, ifThenElse((MY).Memory == 32000, {[a = 1]}, {}))", "undefined"),
     ("evalInEachContext(NoSuchAttr, ifThenElse(size(root) > 5, {[a = 1]}, {}))", "{undefined}"),
+    # A selection from a value that is no ad looks nothing up: the list argument is read as
+    # usual, not in the unusable scope of a failed lookup.
+    ("evalInEachContext(NoSuchAttr.x, ChildCpus)", "{error, error}"),
+    ("evalInEachContext((1).x, ChildCpus)", "{error, error}"),
+    ("evalInEachContext(TARGET.AvailableGPUs[0].Id, ChildCpus)", "{error, error}"),
+    ("evalInEachContext(GPUs_GPU_c4a646d7.Nope, ChildCpus)", "undefined"),
+    ("evalInEachContext(([a = 1]).Nope, ChildCpus)", "undefined"),
+    # In multiline mode ^ does not match after a newline that ends the subject (PCRE2).
+    (r'regexps("^$", "x\n", "z", "m")', "string ''"),
+    (r'regexps("^$", "x\n", "z\\9", "m")', "string ''"),
+    (r'replace("^$", "x\n", "z", "m")', r"string 'x\n'"),
+    (r'replaceAll("^", "x\ny\n", "z", "m")', r"string 'zx\nzy\n'"),
+    (r'replaceAll("(?m)^$", "\n\n", "z")', r"string 'z\nz\n'"),
+    (r'regexp("^b", "a\nb", "m")', "bool True"),
 ]  # fmt: skip
 
 #: Expressions starting with these calls are not evaluated without an ad (classad2 crashes).

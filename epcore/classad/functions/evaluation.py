@@ -258,6 +258,14 @@ def _as_result_literal(value: Value) -> Value:
     return value
 
 
+def _looked_into_an_ad(call: FunctionCall, ref: AttrRef) -> bool:
+    """Whether a reference that found nothing was looked up in an ad at all: a selection from
+    a value that is no ad ((1).x, NoSuch.x) looks nothing up and leaves the scope usable."""
+    if ref.scope is None or ref.absolute:
+        return True
+    return isinstance(call.evaluate(ref.scope), ClassAd)
+
+
 def _each_context(count: bool) -> FunctionImpl:
     def impl(call: FunctionCall) -> Value:
         if not arity_ok(call, 2):
@@ -268,7 +276,7 @@ def _each_context(count: bool) -> FunctionImpl:
             if found is not None:
                 # The list argument is evaluated in the ad that holds the expression.
                 expr, call = found
-            else:
+            elif _looked_into_an_ad(call, expr):
                 # libclassad's failed lookup leaves its scope unusable for the list argument.
                 ads = _blind(ads)
         items = call.evaluate(ads)
