@@ -39,8 +39,11 @@ from oracle import (
 )
 from oracle_child import OracleProcess
 
-from epcore.classad import ClassAdSyntaxError, ast, parse_expr
+from epcore.classad import AbsTime, ClassAdSyntaxError, ast, parse_expr
 from epcore.classad.classad import Expr
+
+#: Seconds from the epoch past which localtime() fails and libclassad formats unset fields.
+BEYOND_LOCALTIME = 2**55
 
 #: Functions classad2 calls with a null scope when there is no ad (it crashes).
 NEED_A_SCOPE = ("countmatches", "evalineachcontext")
@@ -197,7 +200,27 @@ def deliberate(node: ast.Node | None, ours: Canon, theirs: Canon) -> str | None:
         and theirs[0] in ("classad", "list")
     ):
         return "deliberate: subscript-then-select (an ad from a string subscript)"
+    if node is not None and any(_beyond_localtime(sub) for sub in _subtrees(node)):
+        return "deliberate: a time past localtime()'s range (test_differences)"
     return None
+
+
+#: Functions that split a time with localtime(), which fails past BEYOND_LOCALTIME.
+CALENDAR_FUNCTIONS = {
+    "formattime", "splittime", "getyear", "getmonth", "getdayofyear", "getdayofmonth",
+    "getdayofweek", "gethours", "getminutes", "getseconds",
+}  # fmt: skip
+
+
+def _beyond_localtime(node: ast.Node) -> bool:
+    if not (isinstance(node, ast.Call) and node.name.lower() in CALENDAR_FUNCTIONS and node.args):
+        return False
+    try:
+        when = Expr(node.args[0]).evaluate()
+    except Exception:
+        return False
+    seconds = when.secs if isinstance(when, AbsTime) else when
+    return isinstance(seconds, int | float) and abs(seconds) > BEYOND_LOCALTIME
 
 
 def _kind(m: Mismatch) -> str:

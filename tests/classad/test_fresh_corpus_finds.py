@@ -64,6 +64,10 @@ CASES = [
     ("evalInEachContext(TARGET.AvailableGPUs[0].Id, ChildCpus)", "{error, error}"),
     ("evalInEachContext(GPUs_GPU_c4a646d7.Nope, ChildCpus)", "undefined"),
     ("evalInEachContext(([a = 1]).Nope, ChildCpus)", "undefined"),
+    # unresolved()'s references resolve in the ad that holds the expression (TARGET's here).
+    ("unresolved(ConsumptionCpus)", "string 'RequestCpus'"),
+    ("unresolved(MemoryUsage)", "undefined"),
+    ('unresolved(ConsumptionCpus, "req")', "bool True"),
     # In multiline mode ^ does not match after a newline that ends the subject (PCRE2).
     (r'regexps("^$", "x\n", "z", "m")', "string ''"),
     (r'regexps("^$", "x\n", "z\\9", "m")', "string ''"),

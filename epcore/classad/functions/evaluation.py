@@ -177,9 +177,12 @@ def unresolved(call: FunctionCall) -> Value:
     """
     if not arity_ok(call, 1, 2) or type(call.args[0]) is not AttrRef:
         return ERROR
-    target = call.resolve(call.args[0])
-    if target is None:
+    found = call.resolve_where(call.args[0])
+    if found is None:
         return UNDEFINED
+    # The expression's references resolve from the ad that holds it (TARGET's, for a name
+    # found only there), as libclassad's lookup moves its current ad.
+    target, holder = found
     pattern: BoundedPattern | None = None
     if len(call.args) == 2:
         text = call.value(1)
@@ -190,7 +193,7 @@ def unresolved(call: FunctionCall) -> Value:
             pattern = compile_pattern(text, "i")
         except PatternError:
             return ERROR
-    refs = _ExternalRefs(call, _current_ad(call))
+    refs = _ExternalRefs(holder, _current_ad(holder))
     try:
         if refs.origin is not None:
             refs.visit(target)
