@@ -68,6 +68,17 @@ CASES = [
     ("unresolved(ConsumptionCpus)", "string 'RequestCpus'"),
     ("unresolved(MemoryUsage)", "undefined"),
     ('unresolved(ConsumptionCpus, "req")', "bool True"),
+    ("unresolved(TARGET.ChildCpus, MY.GPUs_GPU_c4a646d7.DeviceName)", "undefined"),
+    ("unresolved(Requirements, TARGET.Owner)", "error"),
+    # A failed evaluation in one ad of evalInEachContext is that ad's ERROR, not the call's.
+    ('evalInEachContext(userHome(10, 1, "x"), {[a = 1; b = 2], [b = 3]})', "{error, error}"),
+    ("evalInEachContext(a + userHome(), {[a = 1], 5, undefined})", "{error, error, undefined}"),
+    ("countMatches(userHome(), {[a = 1]})", "int 0"),
+    # Strings order by their bytes, also where a byte is no UTF-8 (substr() cut a character).
+    ('substr("😀日本é", 2) < "Åÿ ς日本ÿ😀"', "bool True"),
+    ('substr("😀", 1) > "日"', "bool False"),
+    ('substr("é", 1) < "a"', "bool False"),
+    ('"b" < "A"', "bool False"),
     # In multiline mode ^ does not match after a newline that ends the subject (PCRE2).
     (r'regexps("^$", "x\n", "z", "m")', "string ''"),
     (r'regexps("^$", "x\n", "z\\9", "m")', "string ''"),

@@ -23,6 +23,7 @@ from epcore.classad.functions._pretty import pretty_in_ad_order
 from epcore.classad.functions._support import arity_ok, children, map_children
 from epcore.classad.functions._text import to_string
 from epcore.classad.functions.strings import ascii_lower, to_bytes
+from epcore.classad.runtime import EvaluationFailure
 from epcore.classad.values import ERROR, UNDEFINED, RelTime, Value
 from epcore.errors import ClassAdSyntaxError
 
@@ -185,7 +186,7 @@ def unresolved(call: FunctionCall) -> Value:
     target, holder = found
     pattern: BoundedPattern | None = None
     if len(call.args) == 2:
-        text = call.value(1)
+        text = holder.value(1)  # in the ad holding the expression, as libclassad reads it
         if type(text) is not str:
             return ERROR
         assert isinstance(text, str)
@@ -292,7 +293,11 @@ def _each_context(count: bool) -> FunctionImpl:
         for item in items:
             ad = _as_classad(item)
             if ad is not None:
-                results.append(call.evaluate(expr, scope=ad))
+                try:
+                    results.append(call.evaluate(expr, scope=ad))
+                except EvaluationFailure:
+                    # libclassad takes a failed evaluation in one ad as that ad's ERROR.
+                    results.append(ERROR)
             else:
                 results.append(UNDEFINED if item is UNDEFINED else ERROR)
         if not count:
