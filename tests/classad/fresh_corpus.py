@@ -10,8 +10,9 @@ smallest sub-expression that still disagrees on its own (its function, operator 
 with the two results' types; each kind shows its shortest examples.
 
 Expressions the suite leaves out on purpose are counted apart, not as disagreements: those on
-which classad2 contradicts itself or crashes (oracle.OracleUnstable) and lists holding their
-own attribute (oracle.SELF_LISTING).
+which classad2 contradicts itself or crashes (oracle.OracleUnstable), lists holding their own
+attribute (oracle.SELF_LISTING), unresolved() quirks (oracle.unresolved_quirk) and the
+culprits of the deliberate differences recognised by deliberate().
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from oracle import (
     fixed_timezone,
     has_absolute_reference,
     render,
+    unresolved_quirk,
 )
 from oracle_child import OracleProcess
 
@@ -160,6 +162,9 @@ def run(
                 if SELF_LISTING.search(text):
                     counts["left out: list holding its own attribute"] += 1
                     continue
+                if unresolved_quirk(text):
+                    counts["left out: deliberate: unresolved() quirks"] += 1
+                    continue
                 found = _check_one(checker, name, text, counts)
                 mismatches.extend(found)
                 if index % 2000 == 1999:
@@ -192,7 +197,7 @@ def _check_one(
 
 
 def deliberate(node: ast.Node | None, ours: Canon, theirs: Canon) -> str | None:
-    """The deliberate difference (test_differential.DELIBERATE_DIFFERENCES) a culprit shows."""
+    """The deliberate difference a culprit shows (test_deliberate_differences), if any."""
     if (
         isinstance(node, ast.Subscript)
         and isinstance(node.index, ast.Literal)

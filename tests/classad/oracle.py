@@ -533,6 +533,39 @@ def compare_everywhere(
 SELF_LISTING = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*\{[^{}]*\b\1\b", re.IGNORECASE)
 
 
+_UNRESOLVED_CALL = re.compile(r"unresolved\s*\(", re.IGNORECASE)
+_ANOTHER_WHOLE_AD = re.compile(r"\s*(target|other|parent|root|toplevel)\s*[,)]", re.IGNORECASE)
+
+
+def unresolved_quirk(text: str) -> bool:
+    """Whether ``text`` may meet one of libclassad's unresolved() quirks (deliberate
+    differences, test_deliberate_differences.DELIBERATE_DIFFERENCES): its lookup leaves the
+    evaluation's current ad where it ended, so whatever the expression evaluates after the call
+    resolves there; and it reads an ad given by another ad's name (TARGET, parent) as a copy
+    out of the match. Strings can give false hits, which only leave an example out."""
+    for found in _UNRESOLVED_CALL.finditer(text):
+        if _ANOTHER_WHOLE_AD.match(text, found.end()):
+            return True
+        depth, index, quoted = 1, found.end(), False
+        while index < len(text) and depth:
+            char = text[index]
+            if quoted:
+                if char == "\\":
+                    index += 1
+                elif char == '"':
+                    quoted = False
+            elif char == '"':
+                quoted = True
+            elif char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+            index += 1
+        if text[index:].strip(" \t\n)"):
+            return True
+    return False
+
+
 def assert_same_everywhere(text: str, world: World) -> None:
     """Fail with a full report unless epcore and classad2 agree on ``text`` in every scene.
 
@@ -542,7 +575,7 @@ def assert_same_everywhere(text: str, world: World) -> None:
     ``[A = {A}].A`` is a list whose element is again that list, without end; epcore evaluates
     list elements with the list, so the element is a cycle and evaluates to UNDEFINED.
     """
-    if SELF_LISTING.search(text):
+    if SELF_LISTING.search(text) or unresolved_quirk(text):
         reject()
     try:
         reports = compare_everywhere(text, world)

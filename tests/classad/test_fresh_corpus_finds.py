@@ -70,6 +70,10 @@ CASES = [
     ('unresolved(ConsumptionCpus, "req")', "bool True"),
     ("unresolved(TARGET.ChildCpus, MY.GPUs_GPU_c4a646d7.DeviceName)", "undefined"),
     ("unresolved(Requirements, TARGET.Owner)", "error"),
+    # unresolved() with a pattern that is no string fails the evaluation (after a lookup).
+    ("isUndefined(unresolved(Requirements, 5))", "error"),
+    ("isUndefined(unresolved(Requirements, NoSuchAttr))", "error"),
+    ("isUndefined(unresolved(NoSuchAttr, 5))", "bool True"),
     # A failed evaluation in one ad of evalInEachContext is that ad's ERROR, not the call's.
     ('evalInEachContext(userHome(10, 1, "x"), {[a = 1; b = 2], [b = 3]})', "{error, error}"),
     ("evalInEachContext(a + userHome(), {[a = 1], 5, undefined})", "{error, error, undefined}"),

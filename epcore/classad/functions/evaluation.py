@@ -188,7 +188,8 @@ def unresolved(call: FunctionCall) -> Value:
     if len(call.args) == 2:
         text = holder.value(1)  # in the ad holding the expression, as libclassad reads it
         if type(text) is not str:
-            return ERROR
+            # HTCondor's unresolved() then fails the evaluation, not just the call.
+            raise EvaluationFailure("unresolved()'s pattern is not a string")
         assert isinstance(text, str)
         try:
             pattern = compile_pattern(text, "i")
