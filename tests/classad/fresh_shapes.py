@@ -469,7 +469,13 @@ def lists_and_conversions(w: Writer) -> str:
 
 
 def unparse_everything(w: Writer) -> str:
-    return f"unparse({w.pick_fn([general, ads_and_scopes, conditionals, shift_logic])(w)})"
+    """The printed text of any shape, through unparse() of the attribute holding it."""
+    makers = [general, ads_and_scopes, conditionals, shift_logic, reltime_shapes, time_functions]
+    makers += [regexps, unicode_strings, stringlist_shapes, lists_and_conversions, context_lists]
+    text = w.pick_fn([lambda maker=maker: maker(w) for maker in makers])()
+    if w.chance(0.2):
+        return f"unparse({text})"
+    return f"[a = {text}; b = unparse(a)].b"
 
 
 SHAPES: list[tuple[str, Callable[[Writer], str]]] = [

@@ -58,7 +58,9 @@ self_selections: Text = st.tuples(
 _selectors: Text = st.one_of(names, st.sampled_from(NESTED_PATHS))
 real_selections: Text = st.tuples(real_literals, _selectors).map(lambda t: f"{t[0]}.{t[1]}")
 
-scope_shapes: Text = st.one_of(list_selections, self_selections, real_selections)
+_scopes: Text = st.one_of(list_selections, self_selections, real_selections)
+#: Each of the above, evaluated and printed by unparse() (b.parent prints bare).
+scope_shapes: Text = st.one_of(_scopes, _scopes.map(lambda text: f"[z = {text}; u = unparse(z)].u"))
 
 # ----------------------------------------------------------------------------- failing calls
 

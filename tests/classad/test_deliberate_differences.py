@@ -128,6 +128,21 @@ def _oracle_job_then_machine_value(text: str) -> object:
     return holder.lookup("__e").eval(job, machine)
 
 
+KEYWORD_SELECTED = (
+    "libclassad prints a selected name that is a literal keyword bare (b.true, b.is), text"
+    " that neither engine reads back; epcore quotes it (b.'true') so that the printed"
+    " expression reads back as itself"
+)
+
+
+def _epcore_text(text: str) -> str:
+    return str(parse_expr(text))
+
+
+def _oracle_text(text: str) -> str:
+    return str(classad2.ClassAd(f"[__e = {text}]").lookup("__e"))
+
+
 #: (expression, reason, epcore probe, epcore result, classad2 probe, classad2 result)
 DELIBERATE_DIFFERENCES = [
     pytest.param(
@@ -174,6 +189,15 @@ DELIBERATE_DIFFERENCES = [
         _oracle_machine_value,
         "GPU-c4a646d7",
         id="unresolved-moves-the-scope",
+    ),
+    pytest.param(
+        "b.'true'",
+        KEYWORD_SELECTED,
+        _epcore_text,
+        "b.'true'",
+        _oracle_text,
+        "b.true",
+        id="keyword-selected-prints-quoted",
     ),
     pytest.param(
         "unresolved(TARGET)",

@@ -83,6 +83,10 @@ CASES = [
     ('substr("😀", 1) > "日"', "bool False"),
     ('substr("é", 1) < "a"', "bool False"),
     ('"b" < "A"', "bool False"),
+    # A name selected from an ad prints bare when it is "parent", as libclassad prints it.
+    ("[a = b.parent; u = unparse(a)].u", "string 'b.parent'"),
+    ("[a = parent.parent.x; u = unparse(a)].u", "string \"'parent'.parent.x\""),
+    ("[a = .parent; u = unparse(a)].u", "string \".'parent'\""),
     # In multiline mode ^ does not match after a newline that ends the subject (PCRE2).
     (r'regexps("^$", "x\n", "z", "m")', "string ''"),
     (r'regexps("^$", "x\n", "z\\9", "m")', "string ''"),
