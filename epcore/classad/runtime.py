@@ -95,6 +95,7 @@ class State:
         "depth",
         "functions",
         "left",
+        "lexical_ads",
         "list_sources",
         "made_ads",
         "right",
@@ -118,6 +119,8 @@ class State:
         # List values built from list literals, by id, with the literal they came from:
         # libclassad prints such a list as its unevaluated expressions.
         self.list_sources: dict[int, tuple[list[Value], ast.ListExpr]] | None = None
+        # Ad literals that keep the scope where they were written (a moved call's arguments).
+        self.lexical_ads: tuple[frozenset[ast.Node], Frame] | None = None
         # Ads made from ad literals, by literal and enclosing ad (see make_ad).
         self.made_ads: dict[tuple[int, int], tuple[ast.AdExpr, ClassAd | None, ClassAd]] | None = (
             None
@@ -438,6 +441,9 @@ def make_ad(state: State, frame: Frame | None, node: ast.AdExpr) -> ClassAd:
     # One ad per literal and enclosing ad in an evaluation, as libclassad's literal is one
     # object: a reference that comes back to an attribute of it through a selection
     # ([b = [d = b.d]].b.d) is then the cycle it is (UNDEFINED), not a new ad each time.
+    lexical = state.lexical_ads
+    if lexical is not None and node in lexical[0]:
+        frame = lexical[1]
     made = state.made_ads
     if made is None:
         made = state.made_ads = {}

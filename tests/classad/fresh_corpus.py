@@ -36,6 +36,7 @@ from oracle import (
     canon_epcore,
     fixed_timezone,
     has_absolute_reference,
+    list_identity_quirk,
     render,
     unresolved_quirk,
 )
@@ -161,6 +162,9 @@ def run(
                 counts[f"shape {name}"] += 1
                 if SELF_LISTING.search(text):
                     counts["left out: list holding its own attribute"] += 1
+                    continue
+                if list_identity_quirk(text):
+                    counts["left out: deliberate: =?= between a built list and another list"] += 1
                     continue
                 if unresolved_quirk(text):
                     counts["left out: deliberate: unresolved() quirks"] += 1

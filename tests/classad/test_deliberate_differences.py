@@ -15,7 +15,7 @@ import pytest
 from oracle import parse_oracle_ad
 from sample_ads import JOB_AD_TEXT, MACHINE_AD_TEXT
 
-from epcore.classad import UNDEFINED, ClassAdSyntaxError, parse_ad, parse_expr
+from epcore.classad import ERROR, UNDEFINED, ClassAdSyntaxError, parse_ad, parse_expr
 
 pytestmark = pytest.mark.oracle
 
@@ -128,6 +128,12 @@ def _oracle_job_then_machine_value(text: str) -> object:
     return holder.lookup("__e").eval(job, machine)
 
 
+LIST_KINDS = (
+    "libclassad keeps a list that a function built (split, splitUserName, splitSlotName,"
+    " argsToList, evalInEachContext) as another kind of value than a list literal's, and =?="
+    " between two kinds is false, between the same kind ERROR; epcore has one kind of list,"
+    " and =?= between any two lists is ERROR"
+)
 KEYWORD_SELECTED = (
     "libclassad prints a selected name that is a literal keyword bare (b.true, b.is), text"
     " that neither engine reads back; epcore quotes it (b.'true') so that the printed"
@@ -189,6 +195,24 @@ DELIBERATE_DIFFERENCES = [
         _oracle_machine_value,
         "GPU-c4a646d7",
         id="unresolved-moves-the-scope",
+    ),
+    pytest.param(
+        'split("a") is {"a"}',
+        LIST_KINDS,
+        _epcore_value,
+        ERROR,
+        _oracle_plain,
+        False,
+        id="built-list-is-literal-list",
+    ),
+    pytest.param(
+        'split("a") isnt {"a"}',
+        LIST_KINDS,
+        _epcore_value,
+        ERROR,
+        _oracle_plain,
+        True,
+        id="built-list-isnt-literal-list",
     ),
     pytest.param(
         "b.'true'",

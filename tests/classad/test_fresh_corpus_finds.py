@@ -70,6 +70,12 @@ CASES = [
     ('unresolved(ConsumptionCpus, "req")', "bool True"),
     ("unresolved(TARGET.ChildCpus, MY.GPUs_GPU_c4a646d7.DeviceName)", "undefined"),
     ("unresolved(Requirements, TARGET.Owner)", "error"),
+    # An ad literal in evalInEachContext's list keeps the scope it is written in, also when the
+    # first argument was found in TARGET and the call goes on there.
+    ("evalInEachContext(ConsumptionCpus, {[Memory = 4]})", "{error}"),
+    ("evalInEachContext(TARGET.Rank, {[Memory = 4], [y = TARGET.Mips]})", "{undefined, undefined}"),
+    ("countMatches(TARGET.Requirements, {[Memory = 4]})", "int 0"),
+    ("evalInEachContext(TARGET.ConsumptionCpus, AvailableGPUs)", "undefined"),
     # unresolved() with a pattern that is no string fails the evaluation (after a lookup).
     ("isUndefined(unresolved(Requirements, 5))", "error"),
     ("isUndefined(unresolved(Requirements, NoSuchAttr))", "error"),
