@@ -128,6 +128,12 @@ def _oracle_job_then_machine_value(text: str) -> object:
     return holder.lookup("__e").eval(job, machine)
 
 
+FAILING_ELEMENT = (
+    "libclassad evaluates a list element when a function reads it, so an element whose"
+    " evaluation fails (userHome() with a wrong count of arguments) fails anyCompare or member"
+    " over the list; epcore evaluates the elements with the list (epcore.classad.runtime."
+    "make_list) and keeps such an element as ERROR"
+)
 LIST_KINDS = (
     "libclassad keeps a list that a function built (split, splitUserName, splitSlotName,"
     " argsToList, evalInEachContext) as another kind of value than a list literal's, and =?="
@@ -195,6 +201,24 @@ DELIBERATE_DIFFERENCES = [
         _oracle_machine_value,
         "GPU-c4a646d7",
         id="unresolved-moves-the-scope",
+    ),
+    pytest.param(
+        'anyCompare("is", {userHome()}, 1)',
+        FAILING_ELEMENT,
+        _epcore_value,
+        False,
+        _oracle_plain,
+        "fails to evaluate",
+        id="failing-list-element-read-by-anycompare",
+    ),
+    pytest.param(
+        "member(1, {userHome()})",
+        FAILING_ELEMENT,
+        _epcore_value,
+        False,
+        _oracle_plain,
+        "fails to evaluate",
+        id="failing-list-element-read-by-member",
     ),
     pytest.param(
         'split("a") is {"a"}',
