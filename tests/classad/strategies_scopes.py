@@ -24,7 +24,7 @@ _INNER = ["a", "b", "parent.a", "MY.a", "MY", "TARGET.Memory", "Memory", "Cpus",
 _inner_values: Text = st.one_of(
     st.sampled_from(_INNER),
     st.sampled_from(["relTime(2.5)", "-relTime(7.9)", "relTime(1e400)", "absTime(5)"]),
-    st.sampled_from(["{Cpus, 2 + 3}", "{MY, x}", "[b = Cpus]", "[b = 1; c = b + 1]"]),
+    st.sampled_from(["[b = Cpus]", "[b = 1; c = b + 1]"]),
     st.sampled_from(["TransferInputStats", "AvailableGPUs", "ChildCpus"]),
     references,
     small_expressions,
@@ -47,6 +47,13 @@ list_selections: Text = st.tuples(
     st.sampled_from(["", "[0]", "[0].b", "[1]", "[0][0]", "[0].c", "[0].Memory"]),
 ).map(lambda t: f"{{{', '.join(t[0])}}}.{t[1]}{t[2]}")
 
+#: A selection over a list of ads whose attribute is a list holding references, then its
+#: elements (not a selection from it: test_deliberate_differences, copied-list-selected).
+list_valued_selections: Text = st.tuples(
+    st.sampled_from(["{Cpus, 2 + 3}", "{MY, x}", "{NoSuchAttr}", "{[b = Cpus]}", "{TARGET}"]),
+    st.sampled_from(["", "[0]", "[1]", "[0][0]", "[0][1]"]),
+).map(lambda t: f"{{[a = {t[0]}], [b = 1]}}.a{t[1]}")
+
 #: Nested ads whose attributes reach back through selections of themselves (cycles).
 self_selections: Text = st.tuples(
     small_expressions,
@@ -58,7 +65,7 @@ self_selections: Text = st.tuples(
 _selectors: Text = st.one_of(names, st.sampled_from(NESTED_PATHS))
 real_selections: Text = st.tuples(real_literals, _selectors).map(lambda t: f"{t[0]}.{t[1]}")
 
-_scopes: Text = st.one_of(list_selections, self_selections, real_selections)
+_scopes: Text = st.one_of(list_selections, list_valued_selections, self_selections, real_selections)
 #: Each of the above, evaluated and printed by unparse() (b.parent prints bare).
 scope_shapes: Text = st.one_of(_scopes, _scopes.map(lambda text: f"[z = {text}; u = unparse(z)].u"))
 

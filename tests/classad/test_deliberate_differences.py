@@ -134,6 +134,12 @@ FAILING_ELEMENT = (
     " over the list; epcore evaluates the elements with the list (epcore.classad.runtime."
     "make_list) and keeps such an element as ERROR"
 )
+COPIED_LIST_SELECTED = (
+    "a list that a selection over a list of ads copies out of every scope: libclassad reads a"
+    " reference among its elements as UNDEFINED when the copy is subscripted, but within the"
+    " evaluation's scope when the copy is selected from again ({[a = {Cpus}]}.a[0].b reads"
+    " Cpus as 8, so 8.b is ERROR); epcore's copy has no scope either way"
+)
 LIST_KINDS = (
     "libclassad keeps a list that a function built (split, splitUserName, splitSlotName,"
     " argsToList, evalInEachContext) as another kind of value than a list literal's, and =?="
@@ -219,6 +225,24 @@ DELIBERATE_DIFFERENCES = [
         _oracle_plain,
         "fails to evaluate",
         id="failing-list-element-read-by-member",
+    ),
+    pytest.param(
+        "{[a = {Cpus}]}.a[0].b",
+        COPIED_LIST_SELECTED,
+        _machine_value,
+        [UNDEFINED],
+        _oracle_machine_value,
+        [classad2.Value.Error],
+        id="copied-list-selected",
+    ),
+    pytest.param(
+        "{[a = {Cpus}]}.a[0][0]",
+        COPIED_LIST_SELECTED,
+        _machine_value,
+        "undefined",
+        _oracle_machine_value,
+        "undefined",
+        id="copied-list-subscripted",
     ),
     pytest.param(
         'split("a") is {"a"}',
