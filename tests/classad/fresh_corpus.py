@@ -11,7 +11,7 @@ with the two results' types; each kind shows its shortest examples.
 
 Expressions the suite leaves out on purpose are counted apart, not as disagreements: those on
 which classad2 contradicts itself or crashes (oracle.OracleUnstable), lists holding their own
-attribute (oracle.SELF_LISTING), unresolved() quirks (oracle.unresolved_quirk) and the
+attribute (oracle.SELF_LISTING), unresolved() quirks (quirks.unresolved_quirk) and the
 culprits of the deliberate differences recognised by deliberate().
 """
 
@@ -34,14 +34,12 @@ from oracle import (
     Scene,
     World,
     canon_epcore,
-    failing_element_quirk,
     fixed_timezone,
     has_absolute_reference,
-    list_identity_quirk,
     render,
-    unresolved_quirk,
 )
 from oracle_child import OracleProcess
+from quirks import failing_element_quirk, list_identity_quirk, unresolved_quirk
 
 from epcore.classad import AbsTime, ClassAdSyntaxError, ast, parse_expr
 from epcore.classad.classad import Expr

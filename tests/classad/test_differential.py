@@ -22,14 +22,12 @@ from oracle import (
     World,
     assert_same_everywhere,
     compare_everywhere,
-    failing_element_quirk,
-    list_identity_quirk,
     make_context,
     oracle_old_format_is_lossless,
     oracle_parses,
     parse_oracle_ad,
-    unresolved_quirk,
 )
+from quirks import failing_element_quirk, list_identity_quirk, unresolved_quirk
 from strategies import (
     ad_texts,
     context_list_shapes,
