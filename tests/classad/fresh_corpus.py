@@ -11,7 +11,7 @@ with the two results' types; each kind shows its shortest examples.
 
 Expressions the suite leaves out on purpose are counted apart, not as disagreements: those on
 which classad2 contradicts itself or crashes (oracle.OracleUnstable), lists holding their own
-attribute (oracle.SELF_LISTING), unresolved() quirks (quirks.unresolved_quirk) and the
+attribute (oracle.SELF_LISTING), the quirks of quirks.py and the
 culprits of the deliberate differences recognised by deliberate().
 """
 
