@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+import attrs
+
 from epcore.classad import ast
 from epcore.classad.calls import EvalContext
 from epcore.classad.runtime import Code, Frame, State, frame_of, lookup
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 class Invocation:
     """The :class:`~epcore.classad.calls.FunctionCall` handed to a built-in function."""
 
-    __slots__ = ("_codes", "_frame", "_state", "args", "name")
+    __slots__ = ("_codes", "_frame", "_lexical", "_state", "args", "name")
 
     def __init__(
         self,
@@ -26,12 +28,16 @@ class Invocation:
         name: str,
         args: tuple[ast.Node, ...],
         codes: tuple[Code, ...],
+        lexical: Frame | None = None,
     ) -> None:
         self._state = state
         self._frame = frame
         self._codes = codes
         self.name = name
         self.args = args
+        # Where the call was written, once resolve_where has moved it: the ad literals of
+        # its arguments keep that scope (libclassad sets a literal's parent when it is read).
+        self._lexical = lexical
 
     @property
     def context(self) -> EvalContext:
@@ -60,8 +66,24 @@ class Invocation:
         from epcore.classad.compiler import compile_node
 
         code = compile_node(node)
+        if self._lexical is not None:
+            return self._in_lexical_scope(code, scope)
         if scope is None:
             return code(self._state, self._frame)
+        return self._in(code, scope)
+
+    def _in_lexical_scope(self, code: Code, scope: ClassAd | None) -> Value:
+        state = self._state
+        saved = state.lexical_ads
+        lexical = self._lexical
+        assert lexical is not None
+        state.lexical_ads = (_ad_literals(self.args), lexical)
+        try:
+            return code(state, self._frame) if scope is None else self._in(code, scope)
+        finally:
+            state.lexical_ads = saved
+
+    def _in(self, code: Code, scope: ClassAd) -> Value:
         state = self._state
         frame = frame_of(state, scope)
         right = state.right
@@ -122,7 +144,8 @@ class Invocation:
             found = lookup(state, frame_of(state, base), node.name.lower())
         if type(found) is tuple:
             binding, holder = found
-            moved = Invocation(state, holder, self.name, self.args, self._codes)
+            lexical = self._lexical or (frame if holder is not frame else None)
+            moved = Invocation(state, holder, self.name, self.args, self._codes, lexical)
             return binding.node, moved
         from epcore.classad.classad import ClassAd, to_node
 
@@ -160,3 +183,23 @@ def call_function(
     if impl is None:
         return ERROR
     return impl(Invocation(state, frame, node.name, node.args, codes))
+
+
+def _ad_literals(nodes: tuple[ast.Node, ...]) -> frozenset[ast.Node]:
+    """The ad literals in ``nodes`` that are not inside another ad literal.
+
+    By value, not identity: compiled code is shared between equal trees, so the literal a
+    compiled ad expression carries may be an equal node of another parse.
+    """
+    found: set[ast.Node] = set()
+    todo: list[object] = list(nodes)
+    while todo:
+        node = todo.pop()
+        if type(node) is ast.AdExpr:
+            assert isinstance(node, ast.AdExpr)
+            found.add(node)
+        elif isinstance(node, tuple):
+            todo.extend(node)
+        elif attrs.has(type(node)) and type(node) is not ast.Literal:
+            todo.extend(getattr(node, field.name) for field in attrs.fields(type(node)))  # type: ignore[arg-type]
+    return frozenset(found)

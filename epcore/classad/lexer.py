@@ -161,7 +161,11 @@ class Lexer:
         if group == "string":
             self.pos = end
             return Token(STRING, word, word[1:-1], pos, end, self)
-        if end < len(text) and (text[end] in _IDENT_CHARS or text[end] == "."):
+        # A real may be followed by a selection (1.5.x, as libclassad reads it); an integer
+        # may not (libclassad reads "5." as the start of a real and fails).
+        if end < len(text) and (
+            text[end] in _IDENT_CHARS or (text[end] == "." and group != "real")
+        ):
             self.pos = end
             raise self.error(f"malformed number {text[pos : end + 1]!r}", pos)
         if group == "int" and len(word) > 1 and word[0] == "0":

@@ -184,6 +184,10 @@ def _fold_case(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
+def _ordered(text: str) -> bytes:
+    return _fold_case(text).encode("utf-8", "surrogateescape")
+
+
 _ASCII_LOWER: Final = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 
 
@@ -194,7 +198,11 @@ def compare(op: str, left: Value, right: Value) -> Value:
     if left is UNDEFINED or right is UNDEFINED:
         return UNDEFINED
     if type(left) is str and type(right) is str:
-        return _compare(op, _fold_case(left), _fold_case(right))
+        if op == "==" or op == "!=":
+            return _compare(op, _fold_case(left), _fold_case(right))
+        # Ordered as strcasecmp orders bytes: a byte that is no UTF-8 (kept as a surrogate
+        # escape, as from substr() cutting a character) sorts by its own value.
+        return _compare(op, _ordered(left), _ordered(right))
     a = _number(left)
     b = _number(right)
     if a is not None and b is not None:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from epcore.classad import ast
 from epcore.classad.calls import EvalContext, FunctionTable
-from epcore.classad.values import ERROR, UNDEFINED, Value
+from epcore.classad.cnum import c_int32
+from epcore.classad.values import ERROR, UNDEFINED, RelTime, Value
 
 if TYPE_CHECKING:
     from epcore.classad.classad import Binding, ClassAd
@@ -94,7 +95,9 @@ class State:
         "depth",
         "functions",
         "left",
+        "lexical_ads",
         "list_sources",
+        "made_ads",
         "right",
         "root",
     )
@@ -116,6 +119,12 @@ class State:
         # List values built from list literals, by id, with the literal they came from:
         # libclassad prints such a list as its unevaluated expressions.
         self.list_sources: dict[int, tuple[list[Value], ast.ListExpr]] | None = None
+        # Ad literals that keep the scope where they were written (a moved call's arguments).
+        self.lexical_ads: tuple[frozenset[ast.Node], Frame] | None = None
+        # Ads made from ad literals, by literal and enclosing ad (see make_ad).
+        self.made_ads: dict[tuple[int, int], tuple[ast.AdExpr, ClassAd | None, ClassAd]] | None = (
+            None
+        )
 
     def layout(self) -> Frame:
         """Build the match's root and context frames (once) and return the root."""
@@ -317,8 +326,33 @@ def select(state: State, base: Value, key: str) -> Value:
     if type(base) is list:
         # libclassad applies the selection to each element: an undefined element selects
         # to UNDEFINED, a nested list to a nested list, anything else but an ad to ERROR.
-        return [select(state, item, key) for item in base]
+        # It keeps each result as a literal (_as_literal).
+        return [_as_literal(state, select(state, item, key)) for item in base]
     return ERROR
+
+
+def _as_literal(state: State, value: Value) -> Value:
+    """A value as libclassad's literal of it, made by a selection over a list.
+
+    A relative time's literal holds (int) of its seconds and evaluates to a real. An ad or a
+    list is copied out of every scope: what its attributes or elements find beyond the ad
+    itself (MY, TARGET, enclosing ads) is UNDEFINED, as libclassad reads the copy later.
+    """
+    from epcore.classad.classad import ClassAd
+
+    if isinstance(value, RelTime):
+        return float(c_int32(value.secs))
+    if isinstance(value, ClassAd):
+        copy = ClassAd()
+        copy._bindings = dict(value._bindings)
+        return copy
+    if type(value) is list and state.list_sources is not None:
+        source = state.list_sources.get(id(value))
+        if source is not None and source[0] is value:
+            from epcore.classad.compiler import compile_node
+
+            return compile_node(source[1])(state, None)
+    return value
 
 
 def scoped_ref(state: State, frame: Frame | None, scope_key: str, key: str) -> Value:
@@ -404,8 +438,23 @@ def make_ad(state: State, frame: Frame | None, node: ast.AdExpr) -> ClassAd:
     """The ClassAd value of a nested ad literal, scoped inside ``frame``."""
     from epcore.classad.classad import ClassAd
 
+    # One ad per literal and enclosing ad in an evaluation, as libclassad's literal is one
+    # object: a reference that comes back to an attribute of it through a selection
+    # ([b = [d = b.d]].b.d) is then the cycle it is (UNDEFINED), not a new ad each time.
+    lexical = state.lexical_ads
+    if lexical is not None and node in lexical[0]:
+        frame = lexical[1]
+    made = state.made_ads
+    if made is None:
+        made = state.made_ads = {}
+    holder = frame.ad if frame is not None else None
+    key = (id(node), id(holder))
+    found = made.get(key)
+    if found is not None:
+        return found[2]
     ad = ClassAd._from_node(node)
     ad._scope = frame
+    made[key] = (node, holder, ad)  # the node and holder too, so that their ids stay theirs
     return ad
 
 

@@ -59,6 +59,14 @@ def attribute_name(name: str) -> str:
     return quote_string(name, "'")
 
 
+def _selected_name(name: str) -> str:
+    # Selected from an ad, "parent" is a plain name, which libclassad prints bare (b.parent); the
+    # literal keywords stay quoted, as only quoted they read back (libclassad prints b.true).
+    if name.lower() == "parent":
+        return name
+    return attribute_name(name)
+
+
 def format_real(value: float) -> str:
     """A real literal that reads back as exactly ``value``."""
     if math.isnan(value):
@@ -125,9 +133,10 @@ def _emit(node: ast.Node, out: list[str], literal: LiteralFormatter) -> None:
         if ref.scope is not None:
             _emit(ref.scope, out, literal)
             out.append(".")
-        elif ref.absolute:
-            out.append(".")
-        out.append(attribute_name(ref.name))
+            out.append(_selected_name(ref.name))
+        else:
+            out.append("." if ref.absolute else "")
+            out.append(attribute_name(ref.name))
     elif kind is ast.Binary:
         binary: ast.Binary = node  # type: ignore[assignment]
         _emit(binary.left, out, literal)

@@ -66,6 +66,8 @@ _string_piece = st.one_of(
 string_literals: Text = st.one_of(
     st.lists(_string_piece, max_size=8).map(lambda parts: '"' + "".join(parts) + '"'),
     st.sampled_from(['""', '"alice"', '"LINUX"', '"X86_64"', '"a,b,c"', '"  spaced  "', '"10"']),
+    # Lines, for multiline regular expressions (^ after a newline that ends the subject).
+    st.sampled_from(['"x\\n"', '"a\\nb"', '"\\n\\n"', '"x\\ny\\n"']),
 )
 
 bool_literals: Text = st.sampled_from(["true", "false", "TRUE", "False"])
@@ -192,7 +194,7 @@ def _containers(children: Text) -> Text:
 
 REGEX_PATTERNS = [
     "a.*b", "^a", "b$", "[abc]+", "(a|b)c", ".*\\\\.cs\\\\.wisc\\\\.edu", "x*", "", "A", "\\\\d+",
-    "([a-z]+)@([a-z.]+)", "[", "(", "a{2,3}", ".", "slot[0-9]+", "^$",
+    "([a-z]+)@([a-z.]+)", "[", "(", "a{2,3}", ".", "slot[0-9]+", "^$", "^", "(?m)^$", "^b",
 ]  # fmt: skip
 REGEX_OPTIONS = ["", "i", "I", "m", "s", "x", "g", "f", "ig", "z"]
 FORMATS = ["%c", "%Y-%m-%d", "%H:%M:%S", "%A %a %B %b", "%j %U %w", "%%", "%e", "", "%Z %z"]
@@ -244,7 +246,6 @@ def _signatures(any_arg: Text) -> dict[str, list[ArgSpec]]:
                 "isRelTime",
                 "debug",
                 "unparse",
-                "unresolved",
                 "bool",
                 "string",
                 "floor",
@@ -254,6 +255,7 @@ def _signatures(any_arg: Text) -> dict[str, list[ArgSpec]]:
                 "eval",
             ]
         },
+        "unresolved": [(any_arg,), (references, strings), (references, references)],
         "member": [(scalars, scalar_lists)],
         "identicalMember": [(scalars, scalar_lists)],
         "size": [(scalar_lists,), (strings,), (ad_lists,)],
@@ -428,36 +430,39 @@ def mutations(draw: st.DrawFn, seed: Text = expressions) -> str:
 # Shapes where epcore and libclassad used to part (issue 21): each draws its operands from the
 # general expressions too, so that a fix for one literal case does not hide the general one.
 
-_small: Text = st.recursive(leaves, _extend, max_leaves=4)
+small_expressions: Text = st.recursive(leaves, _extend, max_leaves=4)
 
 _attribute_holders: Text = st.one_of(
     references,
-    st.tuples(st.sampled_from(["a", "b"]), _small, _small).map(
+    st.tuples(st.sampled_from(["a", "b"]), small_expressions, small_expressions).map(
         lambda t: f"[a = {t[1]}; b = {t[2]}].{t[0]}"
     ),
 )
 #: unparse() of attributes (whose text libclassad prints), of unparse() and of any expression.
 unparse_shapes: Text = st.recursive(
     st.one_of(
-        st.one_of(_attribute_holders, _small).map(lambda text: f"unparse({text})"),
+        st.one_of(_attribute_holders, small_expressions).map(lambda text: f"unparse({text})"),
         # An attribute of a nested ad, unparsed from inside that ad.
-        st.tuples(_small, st.sampled_from(["a", "MY.a", "unparse(a)", "x"])).map(
+        st.tuples(small_expressions, st.sampled_from(["a", "MY.a", "unparse(a)", "x"])).map(
             lambda t: f"[a = {t[0]}; b = unparse({t[1]})].b"
         ),
     ),
     lambda inner: st.one_of(
         inner.map(lambda text: f"unparse({text})"),
-        st.tuples(inner, st.sampled_from(["+", "==", "=?=", "<"]), _small).map(" ".join),
-        st.tuples(inner, _small).map(lambda t: f"strcat({t[0]}, {t[1]})"),
+        st.tuples(inner, st.sampled_from(["+", "==", "=?=", "<"]), small_expressions).map(" ".join),
+        st.tuples(inner, small_expressions).map(lambda t: f"strcat({t[0]}, {t[1]})"),
     ),
     max_leaves=3,
 )
 
 _reltimes: Text = st.one_of(
     st.sampled_from(RELTIME_STRINGS).map(lambda s: f'relTime("{s}")'),
-    st.one_of(numbers, _small).map(lambda text: f"relTime({text})"),
+    st.sampled_from(["relTime(1e400)", "-relTime(1e400)", 'relTime(real("NaN"))']),
+    st.one_of(numbers, small_expressions).map(lambda text: f"relTime({text})"),
 )
-_RELTIME_READERS = st.sampled_from(["int", "real", "string", "unparse", "isRelTime", "isReal"])
+_RELTIME_READERS = st.sampled_from(
+    ["int", "real", "string", "unparse", "isRelTime", "isReal", "splitTime", "getDays"]
+)
 _ARITHMETIC = ["+", "-", "*", "/", "%", "<", "<=", "==", "!=", "=?=", "is", ">", "&&", "||"]
 #: relTime() under unary minus and plus and in arithmetic with numbers, times and itself.
 reltime_shapes: Text = st.one_of(
@@ -465,11 +470,11 @@ reltime_shapes: Text = st.one_of(
     st.tuples(
         st.one_of(_reltimes, _reltimes.map(lambda text: f"-{text}")),
         st.sampled_from(_ARITHMETIC),
-        st.one_of(_reltimes, numbers, times, _small),
+        st.one_of(_reltimes, numbers, times, small_expressions),
     ).map(" ".join),
-    st.tuples(st.one_of(numbers, times, _small), st.sampled_from(_ARITHMETIC), _reltimes).map(
-        " ".join
-    ),
+    st.tuples(
+        st.one_of(numbers, times, small_expressions), st.sampled_from(_ARITHMETIC), _reltimes
+    ).map(" ".join),
     st.tuples(_RELTIME_READERS, _reltimes).map(lambda t: f"{t[0]}(-{t[1]})"),
 )
 
@@ -483,7 +488,13 @@ _ODD_DELIMITERS = ["", " ", ", ", ";,", "ab", "\\t", "\\n", ",;: ", "1", "."]
 _list_texts: Text = st.one_of(string_lists, _pool(_ODD_LISTS), strings)
 #: Every argument kind a string-list function can meet: texts, odd separators, anything at all.
 _list_arguments: Text = st.one_of(
-    _list_texts, _pool(_ODD_DELIMITERS), delimiters, regexes, scalars, scalar_lists, _small
+    _list_texts,
+    _pool(_ODD_DELIMITERS),
+    delimiters,
+    regexes,
+    scalars,
+    scalar_lists,
+    small_expressions,
 )
 string_list_shapes: Text = st.tuples(
     st.sampled_from(STRING_LIST_FUNCTIONS).flatmap(_spellings),
@@ -502,7 +513,7 @@ _shift_operands: Text = st.one_of(
     bool_literals,
     special_literals,
     st.sampled_from(["-1", "~0", "-ConsoleIdle", "-(2 << 62)", "64", "-64", "65", "(1 << 63)"]),
-    _small,
+    small_expressions,
 ).map(lambda text: f"({text})")
 _shift: Text = st.tuples(_shift_operands, st.sampled_from(_SHIFTS), _shift_operands).map(" ".join)
 #: The shift operators mixed with && and ||, comparisons against booleans, and each other.
@@ -522,10 +533,17 @@ shift_logic_shapes: Text = st.recursive(
 _UNDEFINED_LISTS = [
     "undefined", "error", "NoSuchAttr", "{undefined}", "{[a = 1], undefined}", "{undefined, error}",
     "{[a = 1], 2}", '"a"', "[a = 1]", "{}", "{NoSuchAttr}", "{[a = undefined]}", "ChildCpus",
+    "MY", "self", "root", "{MY}", "ifThenElse(isError(MY), {[a = 1]}, {})",
+    "ifThenElse((MY).Memory == 32000, {[a = 1]}, {})", "ifThenElse(size(root) > 5, {[a = 1]}, {})",
+]  # fmt: skip
+_FIRST_ARGUMENTS = [
+    "a", "a + 1", "b", "undefined", "a > 1", "Memory", "NoSuchAttr", "NoSuchAttr.x", "(1).x",
+    "TARGET.AvailableGPUs[0].Id", "GPUs_GPU_c4a646d7.Nope", "([a = 1]).Nope", "userHome()",
+    "a + userHome(1, 2, 3)", "MY.Memory",
 ]  # fmt: skip
 #: evalInEachContext and countMatches over undefined, erroneous and mixed lists.
 context_list_shapes: Text = st.tuples(
     st.sampled_from(["evalInEachContext", "countMatches"]).flatmap(_spellings),
-    st.one_of(st.sampled_from(["a", "a + 1", "b", "undefined", "a > 1", "Memory"]), _small),
-    st.one_of(st.sampled_from(_UNDEFINED_LISTS), ad_lists, scalar_lists, _small),
+    st.one_of(st.sampled_from(_FIRST_ARGUMENTS), small_expressions),
+    st.one_of(st.sampled_from(_UNDEFINED_LISTS), ad_lists, scalar_lists, small_expressions),
 ).map(lambda t: f"{t[0]}({t[1]}, {t[2]})")

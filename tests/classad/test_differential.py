@@ -9,7 +9,6 @@ MY = job with TARGET = machine). Both engines must agree on type and value, real
 from __future__ import annotations
 
 import datetime
-import math
 import time
 from collections.abc import Callable
 
@@ -28,6 +27,7 @@ from oracle import (
     oracle_parses,
     parse_oracle_ad,
 )
+from quirks import failing_element_quirk, list_identity_quirk, unresolved_quirk
 from strategies import (
     ad_texts,
     context_list_shapes,
@@ -45,7 +45,6 @@ from strategies import (
 from epcore.classad import (
     AbsTime,
     ClassAd,
-    ClassAdSyntaxError,
     RelTime,
     format_old,
     from_json,
@@ -133,7 +132,8 @@ def test_context_functions_over_odd_lists_agree_with_classad2(
     Only the scenes with an ad: without one, classad2 crashes on these functions.
     """
     example_counter()
-    assume(not SELF_LISTING.search(text))
+    assume(not SELF_LISTING.search(text) and not unresolved_quirk(text))
+    assume(not list_identity_quirk(text) and not failing_element_quirk(text))
     try:
         reports = compare_everywhere(text, world, world.scenes[1:])
     except OracleUnstable:
@@ -303,173 +303,6 @@ def test_sample_ads_round_trip_through_every_format(world: World) -> None:
     for ad in (world.machine, world.job):
         for write, read, _kind in FORMATS.values():
             assert _same_attributes(ad, read(write(ad)))
-
-
-# ----------------------------------------------------------------------------- on purpose
-
-
-def _epcore_unparse_value(text: str) -> float:
-    value = parse_expr(str(parse_expr(text))).evaluate()
-    assert type(value) is float
-    return value
-
-
-def _oracle_unparse_value(text: str) -> float:
-    holder = classad2.ClassAd(f"[__e = {text}]")
-    unparsed = str(holder.lookup("__e"))
-    value = _oracle_value(unparsed)
-    assert type(value) is float
-    return value
-
-
-REAL_UNPARSE = (
-    "epcore prints a real with the shortest text that reads back to the same double; classad2"
-    " prints %.15E and loses the last bits on a round trip through text"
-)
-
-SUBSCRIPT_THEN_SELECT = (
-    "classad2 answers UNDEFINED when an attribute is selected from an ad that a string"
-    ' subscript returned (ad["k"].x), though the same ad selected by name (ad.k.x) works;'
-    " this looks like a libclassad lifetime quirk, and epcore gives the attribute both ways"
-)
-LONG_CHAINS = (
-    "epcore bounds flat operator chains (about 500 operators) as it bounds brackets, because"
-    " it walks trees recursively; libclassad parses chains of any length, then fails to"
-    " evaluate one this long"
-)
-
-
-def _epcore_value(text: str) -> object:
-    try:
-        return parse_expr(text).evaluate()
-    except ClassAdSyntaxError:
-        return "syntax-error"
-
-
-def _oracle_plain(text: str) -> object:
-    try:
-        value = _oracle_value(text)
-    except classad2.ClassAdException:
-        return "fails to evaluate"
-    return "undefined" if value == classad2.Value.Undefined else value
-
-
-TIMES_IN_PYTHON = (
-    "epcore hands Python a relative time as a RelTime (and an absolute time as an AbsTime);"
-    " classad2's binding converts them to float and datetime, though inside the language both"
-    " engines keep the type (isRelTime is true in both)"
-)
-
-
-def _epcore_python_type(text: str) -> str:
-    return type(parse_expr(text).evaluate()).__name__
-
-
-def _oracle_python_type(text: str) -> str:
-    return type(_oracle_value(text)).__name__
-
-
-def _epcore_is_reltime(text: str) -> object:
-    return parse_expr(f"isRelTime({text})").evaluate()
-
-
-def _oracle_is_reltime(text: str) -> object:
-    return _oracle_value(f"isRelTime({text})")
-
-
-#: (expression, reason, epcore probe, epcore result, classad2 probe, classad2 result)
-DELIBERATE_DIFFERENCES = [
-    pytest.param(
-        "-relTime(5)",
-        TIMES_IN_PYTHON,
-        _epcore_python_type,
-        "RelTime",
-        _oracle_python_type,
-        "float",
-        id="reltime-python-type",
-    ),
-    pytest.param(
-        "-relTime(5)",
-        TIMES_IN_PYTHON,
-        _epcore_is_reltime,
-        True,
-        _oracle_is_reltime,
-        True,
-        id="reltime-same-in-the-language",
-    ),
-    pytest.param(
-        'absTime("2004-01-01T00:00:00Z")',
-        TIMES_IN_PYTHON,
-        _epcore_python_type,
-        "AbsTime",
-        _oracle_python_type,
-        "datetime",
-        id="abstime-python-type",
-    ),
-    pytest.param(
-        '[a = [b = 2]]["a"].b',
-        SUBSCRIPT_THEN_SELECT,
-        _epcore_value,
-        2,
-        _oracle_plain,
-        "undefined",
-        id="subscript-then-select",
-    ),
-    pytest.param(
-        " + ".join(["1"] * 1000),
-        LONG_CHAINS,
-        _epcore_value,
-        "syntax-error",
-        _oracle_plain,
-        "fails to evaluate",
-        id="long-operator-chain",
-    ),
-    pytest.param(
-        "0.30000000000000004",
-        REAL_UNPARSE,
-        _epcore_unparse_value,
-        0.30000000000000004,
-        _oracle_unparse_value,
-        0.3,
-        id="real-unparse-0.30000000000000004",
-    ),
-    pytest.param(
-        "1.0000000000000002",
-        REAL_UNPARSE,
-        _epcore_unparse_value,
-        1.0000000000000002,
-        _oracle_unparse_value,
-        1.0,
-        id="real-unparse-1.0000000000000002",
-    ),
-    pytest.param(
-        "1.7976931348623157e308",
-        REAL_UNPARSE,
-        _epcore_unparse_value,
-        1.7976931348623157e308,
-        _oracle_unparse_value,
-        math.inf,
-        id="real-unparse-largest-double",
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("text", "reason", "ours", "expected_ours", "theirs", "expected_theirs"),
-    DELIBERATE_DIFFERENCES,
-)
-def test_deliberate_differences(
-    text: str,
-    reason: str,
-    ours: Callable[[str], object],
-    expected_ours: object,
-    theirs: Callable[[str], object],
-    expected_theirs: object,
-) -> None:
-    """Each place where epcore differs from classad2 on purpose, with both behaviours asserted."""
-    got_ours, got_theirs = ours(text), theirs(text)
-    assert got_ours == expected_ours, f"epcore on {text!r}: {got_ours!r} ({reason})"
-    assert got_theirs == expected_theirs, f"classad2 on {text!r}: {got_theirs!r} ({reason})"
 
 
 @pytest.mark.parametrize("year", [4, 9])

@@ -258,6 +258,12 @@ class _Translator:
             self.inline.append([])
         elif char == ")" and len(self.inline) > 1:
             out.append(")" * len(self.inline.pop()))
+        elif char == "^":
+            # In multiline mode PCRE2's ^ does not match after a newline that ends the subject;
+            # re's does. Without multiline both are the subject's start.
+            out.append(r"(?:\A|^(?!\Z))")
+            self.pos += 1
+            return
         elif char == "|":
             opened = self.inline[-1]
             out.append(")" * len(opened) + "|" + "".join(f"(?{flags}:" for flags in opened))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from epcore.classad.ast import AdExpr, AttrRef, Call, Literal, Node
+from epcore.classad.ast import AdExpr, AttrRef, Call, ListExpr, Literal, Node, Paren
 from epcore.classad.classad import ClassAd
 from epcore.classad.cnum import c_int32
 from epcore.classad.functions._pcre import (
@@ -23,6 +23,7 @@ from epcore.classad.functions._pretty import pretty_in_ad_order
 from epcore.classad.functions._support import arity_ok, children, map_children
 from epcore.classad.functions._text import to_string
 from epcore.classad.functions.strings import ascii_lower, to_bytes
+from epcore.classad.runtime import EvaluationFailure
 from epcore.classad.values import ERROR, UNDEFINED, RelTime, Value
 from epcore.errors import ClassAdSyntaxError
 
@@ -177,20 +178,24 @@ def unresolved(call: FunctionCall) -> Value:
     """
     if not arity_ok(call, 1, 2) or type(call.args[0]) is not AttrRef:
         return ERROR
-    target = call.resolve(call.args[0])
-    if target is None:
+    found = call.resolve_where(call.args[0])
+    if found is None:
         return UNDEFINED
+    # The expression's references resolve from the ad that holds it (TARGET's, for a name
+    # found only there), as libclassad's lookup moves its current ad.
+    target, holder = found
     pattern: BoundedPattern | None = None
     if len(call.args) == 2:
-        text = call.value(1)
+        text = holder.value(1)  # in the ad holding the expression, as libclassad reads it
         if type(text) is not str:
-            return ERROR
+            # HTCondor's unresolved() then fails the evaluation, not just the call.
+            raise EvaluationFailure("unresolved()'s pattern is not a string")
         assert isinstance(text, str)
         try:
             pattern = compile_pattern(text, "i")
         except PatternError:
             return ERROR
-    refs = _ExternalRefs(call, _current_ad(call))
+    refs = _ExternalRefs(holder, _current_ad(holder))
     try:
         if refs.origin is not None:
             refs.visit(target)
@@ -209,28 +214,44 @@ def unresolved(call: FunctionCall) -> Value:
 _TAKE_A_REFERENCE: Final = frozenset({"unparse", "unresolved"})
 
 
-def _blind(node: Node) -> Node:
+#: Names that find the current ad itself, which the unusable scope does not have.
+_THE_AD_ITSELF: Final = frozenset({"my", "self", "root", "toplevel"})
+
+
+def _blind(node: Node, in_list: bool = False) -> Node:
     """``node`` with every attribute reference outside nested ads read as UNDEFINED.
 
     A reference given to unparse() or unresolved() stays a reference that finds nothing (its
     scope is UNDEFINED): in the unusable scope they answer "" and UNDEFINED, as libclassad does.
+    MY, self, root and toplevel there still give an ad, in which nothing is found (as list
+    elements, which libclassad reads later, outside that scope, they too are UNDEFINED).
     """
     if type(node) is AttrRef:
         assert isinstance(node, AttrRef)
-        if node.scope is None or type(node.scope) is AttrRef:
+        if node.scope is None and not in_list and node.name.lower() in _THE_AD_ITSELF:
+            return node
+        if node.scope is None:
+            return Literal(UNDEFINED)
+        scope = node.scope
+        while type(scope) is Paren:
+            assert isinstance(scope, Paren)
+            scope = scope.inner
+        if type(scope) is AttrRef:
+            # MY and the other names of the ad itself give the ad, but nothing in it.
             return Literal(UNDEFINED)
         # A selection from a computed value ((0).x) does not look in the unusable scope: its
         # value decides (a non-ad gives ERROR, as in libclassad).
-        return AttrRef(node.name, _blind(node.scope), node.absolute)
+        return AttrRef(node.name, _blind(node.scope, in_list), node.absolute)
     if type(node) is AdExpr:
         return node
     if type(node) is Call and node.name.lower() in _TAKE_A_REFERENCE:
         args = tuple(
-            AttrRef(arg.name, Literal(UNDEFINED)) if type(arg) is AttrRef else _blind(arg)
+            AttrRef(arg.name, Literal(UNDEFINED)) if type(arg) is AttrRef else _blind(arg, in_list)
             for arg in node.args
         )
         return Call(node.name, args)
-    return map_children(node, _blind)
+    inside = in_list or type(node) is ListExpr
+    return map_children(node, lambda child: _blind(child, inside))
 
 
 def _as_result_literal(value: Value) -> Value:
@@ -240,6 +261,14 @@ def _as_result_literal(value: Value) -> Value:
         assert isinstance(value, RelTime)
         return float(c_int32(value.secs))
     return value
+
+
+def _looked_into_an_ad(call: FunctionCall, ref: AttrRef) -> bool:
+    """Whether a reference that found nothing was looked up in an ad at all: a selection from
+    a value that is no ad ((1).x, NoSuch.x) looks nothing up and leaves the scope usable."""
+    if ref.scope is None or ref.absolute:
+        return True
+    return isinstance(call.evaluate(ref.scope), ClassAd)
 
 
 def _each_context(count: bool) -> FunctionImpl:
@@ -252,7 +281,7 @@ def _each_context(count: bool) -> FunctionImpl:
             if found is not None:
                 # The list argument is evaluated in the ad that holds the expression.
                 expr, call = found
-            else:
+            elif _looked_into_an_ad(call, expr):
                 # libclassad's failed lookup leaves its scope unusable for the list argument.
                 ads = _blind(ads)
         items = call.evaluate(ads)
@@ -265,7 +294,11 @@ def _each_context(count: bool) -> FunctionImpl:
         for item in items:
             ad = _as_classad(item)
             if ad is not None:
-                results.append(call.evaluate(expr, scope=ad))
+                try:
+                    results.append(call.evaluate(expr, scope=ad))
+                except EvaluationFailure:
+                    # libclassad takes a failed evaluation in one ad as that ad's ERROR.
+                    results.append(ERROR)
             else:
                 results.append(UNDEFINED if item is UNDEFINED else ERROR)
         if not count:

@@ -138,7 +138,9 @@ def _split_rel(secs: float) -> ClassAd:
     whole = c_int32(secs)
     hours_rest = c_mod(whole, 86400)
     minutes_rest = c_mod(hours_rest, 3600)
-    seconds = c_mod(minutes_rest, 60) + (secs - math.floor(secs))
+    # C's secs - floor(secs): NaN for an infinite or NaN time (whose whole part is INT32_MIN).
+    fraction = secs - math.floor(secs) if math.isfinite(secs) else math.nan
+    seconds = c_mod(minutes_rest, 60) + fraction
     days, hours, minutes = c_div(whole, 86400), c_div(hours_rest, 3600), c_div(minutes_rest, 60)
     if negative:
         # Only the leading non-zero unit carries the sign.

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Final
 from epcore.classad.functions._support import arity_ok
 from epcore.classad.functions.stringlists import tokens
 from epcore.classad.functions.strings import ascii_lower, from_bytes, to_bytes
+from epcore.classad.runtime import EvaluationFailure
 from epcore.classad.values import ERROR, UNDEFINED, Value
 
 if TYPE_CHECKING:
@@ -21,9 +22,13 @@ _C_SPACE: Final = frozenset(b" \t\n\v\f\r")
 
 
 def user_home(call: FunctionCall) -> Value:
-    """``userHome(user[, default])``: the user's home directory, else default or UNDEFINED."""
+    """``userHome(user[, default])``: the user's home directory, else default or UNDEFINED.
+
+    With another number of arguments libclassad's evaluation itself fails (HTCondor's
+    userHome returns false), which no operator or function around it turns into a value.
+    """
     if not arity_ok(call, 1, 2):
-        return ERROR
+        raise EvaluationFailure(f"userHome() takes one or two arguments, not {len(call.args)}")
     default = call.value(1) if len(call.args) == 2 else ""
     default_text = default if type(default) is str else ""
     assert isinstance(default_text, str)
