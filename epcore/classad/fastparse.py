@@ -1,0 +1,397 @@
+"""The fast path of the ClassAd parser: the common text, read quickly or not at all.
+
+Ads arrive from the network by the thousand, nearly all of them plain: names, numbers,
+strings without escapes, operators, calls, lists and nested ads. This parser reads exactly
+that, as :class:`epcore.classad.parser.Parser` would, and gives up (returns None) on
+anything else: a comment, a string with an escape, a quoted attribute name, a time literal,
+a malformed number, text nested beyond the budget, and every syntax error. The full parser
+then reads the text again and decides, so results and error messages cannot differ: the
+fast path only ever accepts what the full parser accepts, giving the same tree (the tests
+compare the two on generated expressions).
+
+It is fast because one regular expression call (``findall``) splits the whole text into
+token strings, with no match objects, offsets or token objects, and because one function
+reads a whole operand (prefix operators, primary, selections) instead of one per level.
+Offsets are needed in two places only: a minus sign written against a number belongs to
+the literal (``-9223372036854775808``), and a number written against a name or a dot is
+malformed (``5.e``). The scanner glues such a minus to its number, so ``a -1`` gives the
+tokens ``a`` and ``-1``; where an operator is expected the parser splits it again. A
+malformed number fails its lookahead and, like any other text the scanner does not know,
+falls into the catch-all that takes the rest of the text: the scanner reads the text with
+a NUL appended, so a text is plain exactly when its last token is that NUL alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from epcore.classad import ast
+from epcore.classad.lexer import KEYWORDS, integer_value
+from epcore.classad.values import ERROR, UNDEFINED
+
+_END: Final = "\x00"
+_TOKENS: Final = re.compile(
+    r"""[ \t\r\n\f\v]*(
+      [A-Za-z_][A-Za-z0-9_]*
+    | -?(?:[0-9]+\.[0-9]+|\.[0-9]+)(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_.])
+    | -?[0-9]+(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_.])
+    | "[^"\\\x00]*"
+    | =\?=|=!=|>>>|<<|>>|<=|>=|==|!=|&&|\|\||\?:|[-+*/%<>!~&|^?:()\[\]{},;.=]
+    | .+
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+
+# What a token is, by its first character. A token starting with "-" or "." longer than
+# one character is a number; one character long, an operator.
+_NAME: Final = 1
+_NUMBER: Final = 2
+_STRING: Final = 3
+_FIRST: Final[dict[str, int]] = {
+    **dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_", _NAME),
+    **dict.fromkeys("0123456789", _NUMBER),
+    '"': _STRING,
+}
+
+_PRECEDENCE: Final[dict[str, int]] = {
+    "||": 2,
+    "&&": 3,
+    "|": 4,
+    "^": 5,
+    "&": 6,
+    "==": 7,
+    "!=": 7,
+    "=?=": 7,
+    "=!=": 7,
+    "<": 8,
+    "<=": 8,
+    ">": 8,
+    ">=": 8,
+    "<<": 9,
+    ">>": 9,
+    ">>>": 9,
+    "+": 10,
+    "-": 10,
+    "*": 11,
+    "/": 11,
+    "%": 11,
+}
+_CANONICAL: Final = {"=?=": "is", "=!=": "isnt"}
+_UNARY: Final = frozenset({"+", "-", "!", "~"})
+_POSTFIX: Final = frozenset({".", "[", "?:"})
+# The same budget as the full parser's (see parser.MAX_NESTING; kept equal by a test).
+_MAX_NESTING: Final = 200
+_BRACKET_COST: Final = 3
+
+
+class _GiveUp(Exception):
+    """The fast path does not read this text; the full parser will."""
+
+
+class _Reader:
+    """Precedence climbing over the token strings of one text."""
+
+    def __init__(self, tokens: list[str], depth: int) -> None:
+        self.tokens = tokens
+        self.at = 0
+        self.depth = depth
+
+    def expect(self, token: str) -> None:
+        if self.tokens[self.at] != token:
+            raise _GiveUp
+        self.at += 1
+
+    def enter(self, cost: int) -> None:
+        self.depth += cost
+        if self.depth > _MAX_NESTING:
+            raise _GiveUp
+
+    def expression(self) -> ast.Node:
+        condition = self.binary(2)
+        if self.tokens[self.at] != "?":
+            return condition
+        self.at += 1
+        self.enter(1)
+        then = self.expression()
+        self.expect(":")
+        otherwise = self.expression()
+        self.depth -= 1
+        return ast.Ternary(condition, then, otherwise)
+
+    def binary(self, least: int) -> ast.Node:
+        left = self.operand()
+        tokens = self.tokens
+        chain = 0
+        while True:
+            token = tokens[self.at]
+            precedence = _PRECEDENCE.get(token)
+            if precedence is not None:
+                if precedence < least:
+                    break
+                self.at += 1
+                op = _CANONICAL.get(token, token)
+            elif token[0] == "-":
+                # A minus glued to the number after it: here it is the binary operator.
+                if least > 10:
+                    break
+                tokens[self.at] = token[1:]
+                op = "-"
+                precedence = 10
+            else:
+                op = token.lower()
+                if op != "is" and op != "isnt":
+                    break
+                if least > 7:
+                    break
+                self.at += 1
+                precedence = 7
+            self.enter(1)
+            chain += 1
+            left = ast.Binary(op, left, self.binary(precedence + 1))
+        self.depth -= chain
+        return left
+
+    def operand(self) -> ast.Node:
+        """Prefix operators, a primary, then its selections, subscripts and elvis operators."""
+        tokens = self.tokens
+        at = self.at
+        token = tokens[at]
+        kind = _FIRST.get(token[0])
+        node: ast.Node
+        if kind == _NAME:
+            self.at = at + 1
+            lowered = token.lower()
+            if lowered in KEYWORDS:
+                node = ast.Literal(_keyword(lowered))
+            elif tokens[at + 1] == "(":
+                node = self.call(token)
+            else:
+                node = ast.AttrRef(token)
+        elif kind == _NUMBER or (len(token) > 1 and (token[0] == "-" or token[0] == ".")):
+            self.at = at + 1
+            node = ast.Literal(_number(token))
+        elif kind == _STRING:
+            self.at = at + 1
+            node = ast.Literal(token[1:-1])
+        elif token in _UNARY:
+            self.at = at + 1
+            self.enter(1)
+            inner = self.operand()
+            self.depth -= 1
+            return ast.Unary(token, inner)
+        else:
+            node = self.bracketed(token)
+        if tokens[self.at] in _POSTFIX:
+            return self.postfix(node)
+        return node
+
+    def bracketed(self, token: str) -> ast.Node:
+        """An absolute reference, parentheses, a list or a nested ad."""
+        if token == "(":
+            self.at += 1
+            self.enter(_BRACKET_COST)
+            inner = self.expression()
+            self.depth -= _BRACKET_COST
+            self.expect(")")
+            return ast.Paren(inner)
+        if token == ".":
+            self.at += 1
+            name = self.name()
+            return ast.AttrRef(name, None, absolute=True)
+        if token == "{":
+            self.at += 1
+            self.enter(_BRACKET_COST)
+            items = self.items("}")
+            self.depth -= _BRACKET_COST
+            self.expect("}")
+            return ast.ListExpr(items)
+        if token == "[":
+            return self.ad()
+        raise _GiveUp
+
+    def name(self) -> str:
+        """An attribute name (not a keyword)."""
+        token = self.tokens[self.at]
+        if _FIRST.get(token[0]) != _NAME or token.lower() in KEYWORDS:
+            raise _GiveUp
+        self.at += 1
+        return token
+
+    def postfix(self, node: ast.Node) -> ast.Node:
+        node = self.selections(node)
+        chain = 0
+        while self.tokens[self.at] == "?:":
+            self.at += 1
+            self.enter(1)
+            chain += 1
+            token = self.tokens[self.at]
+            if token[0] == "-" and len(token) > 1:
+                self.at += 1
+                fallback: ast.Node = ast.Literal(_number(token))
+            elif token == "-":
+                raise _GiveUp
+            else:
+                # A primary: no prefix operator, and postfix operators only after it.
+                fallback = self.primary()
+            node = ast.Elvis(node, self.selections(fallback))
+        self.depth -= chain
+        return node
+
+    def primary(self) -> ast.Node:
+        tokens = self.tokens
+        token = tokens[self.at]
+        if token in _UNARY:
+            raise _GiveUp
+        kind = _FIRST.get(token[0])
+        if kind == _NAME:
+            self.at += 1
+            lowered = token.lower()
+            if lowered in KEYWORDS:
+                return ast.Literal(_keyword(lowered))
+            if tokens[self.at] == "(":
+                return self.call(token)
+            return ast.AttrRef(token)
+        if kind == _NUMBER or (len(token) > 1 and token[0] == "."):
+            self.at += 1
+            return ast.Literal(_number(token))
+        if kind == _STRING:
+            self.at += 1
+            return ast.Literal(token[1:-1])
+        return self.bracketed(token)
+
+    def selections(self, node: ast.Node) -> ast.Node:
+        tokens = self.tokens
+        chain = 0
+        while True:
+            token = tokens[self.at]
+            if token == ".":
+                self.enter(1)
+                chain += 1
+                self.at += 1
+                node = ast.AttrRef(self.name(), node)
+            elif token == "[":
+                self.enter(1)
+                chain += 1
+                self.at += 1
+                self.enter(_BRACKET_COST)
+                index = self.expression()
+                self.depth -= _BRACKET_COST
+                self.expect("]")
+                node = ast.Subscript(node, index)
+            else:
+                break
+        self.depth -= chain
+        return node
+
+    def call(self, name: str) -> ast.Node:
+        self.at += 1  # the "(" after the name
+        self.enter(_BRACKET_COST)
+        args = self.items(")")
+        self.depth -= _BRACKET_COST
+        self.expect(")")
+        lowered = name.lower()
+        if (lowered == "abstime" or lowered == "reltime") and len(args) == 1:
+            arg = args[0]
+            if type(arg) is ast.Literal and type(arg.value) is str:
+                raise _GiveUp  # a time literal: the full parser reads and checks the text
+        return ast.Call(name, args)
+
+    def items(self, closing: str) -> tuple[ast.Node, ...]:
+        """Expressions separated by commas up to ``closing`` (not consumed)."""
+        tokens = self.tokens
+        if tokens[self.at] == closing:
+            return ()
+        items = [self.expression()]
+        while tokens[self.at] == ",":
+            self.at += 1
+            items.append(self.expression())
+        return tuple(items)
+
+    def ad(self) -> ast.AdExpr:
+        """'[' [name '=' expression {';' [name '=' expression]}] ']'."""
+        tokens = self.tokens
+        self.at += 1  # the "["
+        self.enter(_BRACKET_COST)
+        entries: list[tuple[str, ast.Node]] = []
+        leading = self.at
+        while tokens[self.at] == ";":
+            self.at += 1
+        if tokens[self.at] == "]":
+            if self.at != leading:
+                raise _GiveUp  # separators alone: "[ ; ]"
+        else:
+            while True:
+                name = self.name()
+                self.expect("=")
+                entries.append((name, self.expression()))
+                if tokens[self.at] != ";":
+                    break
+                while tokens[self.at] == ";":
+                    self.at += 1
+                if tokens[self.at] == "]":
+                    break
+        self.depth -= _BRACKET_COST
+        self.expect("]")
+        return ast.AdExpr(tuple(entries))
+
+
+def _keyword(lowered: str) -> ast.LiteralValue:
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    if lowered == "undefined":
+        return UNDEFINED
+    if lowered == "error":
+        return ERROR
+    raise _GiveUp  # "is" or "isnt" where an operand belongs
+
+
+def _number(token: str) -> int | float:
+    if "." in token or "e" in token or "E" in token:
+        return float(token)
+    digits = token[1:] if token[0] == "-" else token
+    if digits[0] == "0" and len(digits) > 1:
+        raise _GiveUp  # a leading zero: the full parser says why that is an error
+    if len(token) < 19:
+        return int(token)
+    return integer_value(token)
+
+
+def _tokens(text: str) -> list[str] | None:
+    tokens: list[str] = _TOKENS.findall(text + _END)
+    if tokens[-1] != _END:
+        return None
+    return tokens
+
+
+def fast_expression(text: str) -> ast.Node | None:
+    """The tree of ``text`` as one whole expression, or None when the full parser must read it."""
+    tokens = _tokens(text)
+    if tokens is None:
+        return None
+    reader = _Reader(tokens, 0)
+    try:
+        node = reader.expression()
+    except (_GiveUp, RecursionError):
+        return None
+    if reader.at != len(tokens) - 1:
+        return None
+    return node
+
+
+def fast_ad(text: str) -> ast.AdExpr | None:
+    """The tree of ``text`` as one whole new-syntax ad, or None as for :func:`fast_expression`."""
+    tokens = _tokens(text)
+    if tokens is None or tokens[0] != "[":
+        return None
+    # The outermost brackets are free, as in parser.parse_ad_node.
+    reader = _Reader(tokens, -_BRACKET_COST)
+    try:
+        node = reader.ad()
+    except (_GiveUp, RecursionError):
+        return None
+    if reader.at != len(tokens) - 1:
+        return None
+    return node
