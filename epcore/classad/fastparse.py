@@ -24,6 +24,7 @@ a NUL appended, so a text is plain exactly when its last token is that NUL alone
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final
 
 from epcore.classad import ast
@@ -32,12 +33,15 @@ from epcore.classad.values import ERROR, UNDEFINED
 
 _END: Final = "\x00"
 _TOKENS: Final = re.compile(
+    # Most frequent first, since the engine tries the branches in turn: punctuation that
+    # starts no longer operator, names, numbers (before "-" and "."), strings, the rest.
     r"""[ \t\r\n\f\v]*(
-      [A-Za-z_][A-Za-z0-9_]*
+      [()\[\]{},;*/%~^+]
+    | [A-Za-z_][A-Za-z0-9_]*
     | -?(?:[0-9]+\.[0-9]+|\.[0-9]+)(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_.])
     | -?[0-9]+(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_.])
     | "[^"\\\x00]*"
-    | =\?=|=!=|>>>|<<|>>|<=|>=|==|!=|&&|\|\||\?:|[-+*/%<>!~&|^?:()\[\]{},;.=]
+    | &&|\|\||==|!=|<=|>=|=\?=|=!=|>>>|<<|>>|\?:|[-<>!&|?:.=]
     | .+
     )""",
     re.VERBOSE | re.DOTALL,
@@ -78,11 +82,72 @@ _PRECEDENCE: Final[dict[str, int]] = {
     "%": 11,
 }
 _CANONICAL: Final = {"=?=": "is", "=!=": "isnt"}
+# Most names are not keywords: the first letter tells most of them apart without lower().
+_KEYWORD_INITIALS: Final = frozenset("tTfFuUeEiI")
 _UNARY: Final = frozenset({"+", "-", "!", "~"})
 _POSTFIX: Final = frozenset({".", "[", "?:"})
 # The same budget as the full parser's (see parser.MAX_NESTING; kept equal by a test).
 _MAX_NESTING: Final = 200
 _BRACKET_COST: Final = 3
+
+
+# attrs' __init__ of a frozen class sets each field through object.__setattr__, which costs
+# about as much as the rest of reading a token. The nodes that every text has many of
+# (operators, references, literals, parentheses) are made here by filling their slots
+# directly: each field and attrs' cached hash (None until the first hash), nothing else,
+# so they are the nodes attrs would make (the tests compare both).
+Setter = Callable[[object, object], None]
+
+
+def _setter(cls: type, slot: str) -> Setter:
+    """The slot's own setter, which the frozen class's __setattr__ does not stand in front of."""
+    setter: Setter = vars(cls)[slot].__set__
+    return setter
+
+
+_new: Final = object.__new__
+_BINARY_OP: Final = _setter(ast.Binary, "op")
+_BINARY_LEFT: Final = _setter(ast.Binary, "left")
+_BINARY_RIGHT: Final = _setter(ast.Binary, "right")
+_BINARY_HASH: Final = _setter(ast.Binary, "_attrs_cached_hash")
+_ATTR_NAME: Final = _setter(ast.AttrRef, "name")
+_ATTR_SCOPE: Final = _setter(ast.AttrRef, "scope")
+_ATTR_ABSOLUTE: Final = _setter(ast.AttrRef, "absolute")
+_ATTR_HASH: Final = _setter(ast.AttrRef, "_attrs_cached_hash")
+_LITERAL_VALUE: Final = _setter(ast.Literal, "value")
+_PAREN_INNER: Final = _setter(ast.Paren, "inner")
+_PAREN_HASH: Final = _setter(ast.Paren, "_attrs_cached_hash")
+
+
+def _binary(op: str, left: ast.Node, right: ast.Node) -> ast.Binary:
+    node = _new(ast.Binary)
+    _BINARY_OP(node, op)
+    _BINARY_LEFT(node, left)
+    _BINARY_RIGHT(node, right)
+    _BINARY_HASH(node, None)
+    return node
+
+
+def _reference(name: str, scope: ast.Node | None) -> ast.AttrRef:
+    node = _new(ast.AttrRef)
+    _ATTR_NAME(node, name)
+    _ATTR_SCOPE(node, scope)
+    _ATTR_ABSOLUTE(node, False)
+    _ATTR_HASH(node, None)
+    return node
+
+
+def _literal(value: ast.LiteralValue) -> ast.Literal:
+    node = _new(ast.Literal)
+    _LITERAL_VALUE(node, value)
+    return node
+
+
+def _paren(inner: ast.Node) -> ast.Paren:
+    node = _new(ast.Paren)
+    _PAREN_INNER(node, inner)
+    _PAREN_HASH(node, None)
+    return node
 
 
 class _GiveUp(Exception):
@@ -148,7 +213,7 @@ class _Reader:
                 precedence = 7
             self.enter(1)
             chain += 1
-            left = ast.Binary(op, left, self.binary(precedence + 1))
+            left = _binary(op, left, self.binary(precedence + 1))
         self.depth -= chain
         return left
 
@@ -161,19 +226,18 @@ class _Reader:
         node: ast.Node
         if kind == _NAME:
             self.at = at + 1
-            lowered = token.lower()
-            if lowered in KEYWORDS:
-                node = ast.Literal(_keyword(lowered))
+            if token[0] in _KEYWORD_INITIALS and token.lower() in KEYWORDS:
+                node = _literal(_keyword(token.lower()))
             elif tokens[at + 1] == "(":
                 node = self.call(token)
             else:
-                node = ast.AttrRef(token)
+                node = _reference(token, None)
         elif kind == _NUMBER or (len(token) > 1 and (token[0] == "-" or token[0] == ".")):
             self.at = at + 1
-            node = ast.Literal(_number(token))
+            node = _literal(_number(token))
         elif kind == _STRING:
             self.at = at + 1
-            node = ast.Literal(token[1:-1])
+            node = _literal(token[1:-1])
         elif token in _UNARY:
             self.at = at + 1
             self.enter(1)
@@ -194,7 +258,7 @@ class _Reader:
             inner = self.expression()
             self.depth -= _BRACKET_COST
             self.expect(")")
-            return ast.Paren(inner)
+            return _paren(inner)
         if token == ".":
             self.at += 1
             name = self.name()
@@ -228,7 +292,7 @@ class _Reader:
             token = self.tokens[self.at]
             if token[0] == "-" and len(token) > 1:
                 self.at += 1
-                fallback: ast.Node = ast.Literal(_number(token))
+                fallback: ast.Node = _literal(_number(token))
             elif token == "-":
                 raise _GiveUp
             else:
@@ -246,18 +310,17 @@ class _Reader:
         kind = _FIRST.get(token[0])
         if kind == _NAME:
             self.at += 1
-            lowered = token.lower()
-            if lowered in KEYWORDS:
-                return ast.Literal(_keyword(lowered))
+            if token[0] in _KEYWORD_INITIALS and token.lower() in KEYWORDS:
+                return _literal(_keyword(token.lower()))
             if tokens[self.at] == "(":
                 return self.call(token)
-            return ast.AttrRef(token)
+            return _reference(token, None)
         if kind == _NUMBER or (len(token) > 1 and token[0] == "."):
             self.at += 1
-            return ast.Literal(_number(token))
+            return _literal(_number(token))
         if kind == _STRING:
             self.at += 1
-            return ast.Literal(token[1:-1])
+            return _literal(token[1:-1])
         return self.bracketed(token)
 
     def selections(self, node: ast.Node) -> ast.Node:
@@ -269,7 +332,7 @@ class _Reader:
                 self.enter(1)
                 chain += 1
                 self.at += 1
-                node = ast.AttrRef(self.name(), node)
+                node = _reference(self.name(), node)
             elif token == "[":
                 self.enter(1)
                 chain += 1

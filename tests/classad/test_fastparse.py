@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import given
 from strategies import ad_texts, expressions, mutations, scaled
@@ -34,6 +36,9 @@ def _same_tree(fast: ast.Node, full: ast.Node | None) -> None:
     assert fast == full
     assert repr(fast) == repr(full)  # also the types of literals: 1 and 1.0 and true differ
     assert unparse(fast) == unparse(full)
+    # Nodes whose slots the fast path fills itself hash and pickle as attrs-made ones.
+    assert hash(fast) == hash(full)
+    assert pickle.loads(pickle.dumps(fast)) == full
 
 
 @scaled(1.0)
