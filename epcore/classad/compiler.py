@@ -14,8 +14,9 @@ same expression share one function.
 Two paths are inlined because nearly every evaluation takes them: an unscoped reference
 to an attribute of the ad that holds a constant (most attributes of a slot or job ad) reads
 the binding's constant without calling :func:`~epcore.classad.runtime.ref`, and ``+``,
-``-``, ``*`` on two reals, or on two integers whose result fits in 64 bits, run as Python
-arithmetic; everything else calls the runtime and the operator functions.
+``-``, ``*`` on two reals run as Python arithmetic; everything else calls the runtime and
+the operator functions. (Integers are left to the operators: inlining their 64-bit wrap
+doubled the time Python takes to compile the generated source, which every new tree pays.)
 """
 
 from __future__ import annotations
@@ -212,14 +213,11 @@ class _Generator:
         if op in _COMPARISONS:
             fn.emit(f"{target} = {self.comparison(op, node, left, right, function)}")
         elif op in _ARITHMETIC:
-            # Two reals: IEEE arithmetic, but +infinity is ERROR (operators.arithmetic); two
-            # integers: Python's, when the result needs no wrapping to 64 bits.
+            # Two reals: IEEE arithmetic, but +infinity is ERROR (operators.arithmetic).
             result = self.fresh("v")
             fn.emit(
                 f"{target} = {result} if (type({left}) is float and type({right}) is float"
-                f" and ({result} := {left} {op} {right}) != INF) or (type({left}) is int and"
-                f" type({right}) is int and -9223372036854775808 <= ({result} := {left} {op}"
-                f" {right}) <= 9223372036854775807) else {function}({left}, {right})"
+                f" and ({result} := {left} {op} {right}) != INF) else {function}({left}, {right})"
             )
         else:
             fn.emit(f"{target} = {function}({left}, {right})")

@@ -32,8 +32,8 @@ def _arithmetic(op: str, left: Value, right: Value) -> Value:
 @scaled(1.0)
 @given(op=st.sampled_from(["+", "-", "*"]), left=_values, right=_values)
 def test_inline_arithmetic_is_the_operators(op: str, left: Value, right: Value) -> None:
-    """Reals and integers added, subtracted and multiplied inline give what
-    operators.arithmetic gives: +infinity is ERROR, integers wrap at 64 bits."""
+    """Reals added, subtracted and multiplied inline, and every other pair of values, give
+    what operators.arithmetic gives: +infinity is ERROR, integers wrap at 64 bits."""
     assert repr(_arithmetic(op, left, right)) == repr(operators.arithmetic(op, left, right))
 
 
@@ -50,7 +50,7 @@ def test_inline_arithmetic_is_the_operators(op: str, left: Value, right: Value) 
     ],
 )
 def test_inline_arithmetic_at_the_edges(text: str, expected: Value) -> None:
-    """Overflowing reals and integers take the operators' rules, not Python's."""
+    """Overflowing reals take the operators' rules, not Python's."""
     ad = parse_ad(f"[a = 1.7e308; i = {INT64_MAX}]")
     assert repr(parse_expr(text).evaluate(ad)) == repr(expected)
 
