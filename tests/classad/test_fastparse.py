@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 
 import pytest
@@ -173,3 +174,12 @@ def test_the_nesting_budget_is_the_full_parsers() -> None:
     deepest = " || ".join(["x"] * (parser.MAX_NESTING + 1))
     assert fastparse.fast_expression(deepest) == _full(deepest)
     assert fastparse.fast_expression(deepest + " || x") is None
+
+
+@pytest.mark.skipif(
+    os.environ.get("EPCORE_COMPILED") != "1",
+    reason="only in CI's pass over the mypyc build (EPCORE_COMPILED=1, see .ci/run)",
+)
+def test_the_compiled_build_is_the_one_tested() -> None:
+    """In CI's second pass the fast path is mypyc's extension module, not the Python source."""
+    assert fastparse.__file__ is not None and not fastparse.__file__.endswith(".py")
