@@ -181,5 +181,7 @@ def test_the_nesting_budget_is_the_full_parsers() -> None:
     reason="only in CI's pass over the mypyc build (EPCORE_COMPILED=1, see .ci/run)",
 )
 def test_the_compiled_build_is_the_one_tested() -> None:
-    """In CI's second pass the fast path is mypyc's extension module, not the Python source."""
+    """In CI's second pass the fast path is mypyc's extension module, not the Python source,
+    and it makes its nodes through the branch written for the compiler."""
     assert fastparse.__file__ is not None and not fastparse.__file__.endswith(".py")
+    assert fastparse._COMPILED
