@@ -38,6 +38,12 @@ def default_functions() -> FunctionTable:
     return builtin_functions()
 
 
+def _default_table() -> FunctionTable:
+    """The function table of an evaluation with the default context and no table given."""
+    functions = _DEFAULT_CONTEXT.functions
+    return default_functions() if functions is None else functions
+
+
 class Binding:
     """One attribute of one ad: its name as written, its expression, its compiled code."""
 
@@ -78,10 +84,16 @@ class Binding:
 class Expr:
     """A parsed ClassAd expression."""
 
-    __slots__ = ("node",)
+    __slots__ = ("_code", "node")
 
     def __init__(self, node: ast.Node) -> None:
         self.node = node
+        # Compiled on first evaluation and kept, as an attribute's Binding keeps its code.
+        self._code: Code | None = None
+
+    def __reduce__(self) -> tuple[type[Expr], tuple[ast.Node]]:
+        # The compiled code is generated Python, which does not pickle: it is made again.
+        return (Expr, (self.node,))
 
     def evaluate(
         self,
@@ -92,13 +104,21 @@ class Expr:
         functions: FunctionTable | None = None,
     ) -> Value:
         """Evaluate with ``my`` as MY and ``target`` as TARGET (both optional)."""
-        node = self.node
-        if type(node) is ast.Literal:
-            # A constant (a policy's ``KILL = False``) needs no evaluation state at all.
-            return ast.literal_value(node.value)
-        state, frame = _start(my, target, context, functions)
+        code = self._code
+        if code is None:
+            node = self.node
+            if type(node) is ast.Literal:
+                # A constant (a policy's ``KILL = False``) needs no evaluation state at all.
+                return ast.literal_value(node.value)
+            code = self._code = compile_node(node)
+        if my is not None and target is None and context is None and functions is None:
+            # The common case (a policy expression against one ad), without _start's choices.
+            frame: Frame | None = Frame(my, None)
+            state = State(_DEFAULT_CONTEXT, _default_table(), frame)
+        else:
+            state, frame = _start(my, target, context, functions)
         try:
-            return compile_node(self.node)(state, frame)
+            return code(state, frame)
         except (EvaluationFailure, RecursionError):
             # RecursionError: see ClassAd.evaluate.
             return ERROR

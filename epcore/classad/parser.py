@@ -19,6 +19,7 @@ from typing import Final
 
 from epcore.classad import ast
 from epcore.classad.calls import EvalContext
+from epcore.classad.fastparse import fast_ad, fast_expression
 from epcore.classad.lexer import (
     END,
     INT,
@@ -426,6 +427,9 @@ def _parse_cached(text: str, source: str | None, old_strings: bool) -> ast.Node:
 
 def parse_uncached(text: str, source: str | None = None, *, old_strings: bool = False) -> ast.Node:
     """Parse one whole expression, bypassing the cache (for benchmarks and tests)."""
+    node = fast_expression(text)
+    if node is not None:
+        return node
     parser = Parser(text, source, old_strings=old_strings)
     try:
         return parser.parse_whole_expression()
@@ -460,6 +464,9 @@ def check_nesting(node: ast.Node, reserve: int = MESSAGE_LEVELS) -> None:
 
 def parse_ad_node(text: str, source: str | None = None) -> ast.AdExpr:
     """Parse one new-syntax ad ``[ ... ]`` spanning the whole text."""
+    node = fast_ad(text)
+    if node is not None:
+        return node
     parser = Parser(text, source)
     # The outermost brackets are free: an attribute of an ad has the budget of an expression.
     parser.depth = -_BRACKET_COST
