@@ -36,3 +36,16 @@ def test_tool_reports_no_problem(tool: str, args: list[str]) -> None:
     if done.returncode != 0:
         report = (done.stdout + done.stderr).strip()
         pytest.fail(f"{tool} {' '.join(args)} failed:\n{report}", pytrace=False)
+
+
+def test_test_modules_have_unique_names() -> None:
+    """No two test modules share a file name (without packages pytest cannot collect both)."""
+    seen: dict[str, Path] = {}
+    clashes = []
+    for path in sorted(
+        [*ROOT.glob("tests/**/test_*.py"), *ROOT.glob("plugins/*/tests/**/test_*.py")]
+    ):
+        if path.name in seen:
+            clashes.append(f"{seen[path.name].relative_to(ROOT)} and {path.relative_to(ROOT)}")
+        seen.setdefault(path.name, path)
+    assert not clashes, "test modules with the same name: " + "; ".join(clashes)
