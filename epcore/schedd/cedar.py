@@ -12,7 +12,8 @@ schedd's rules about who may act on which job hold unchanged.
   then a last one with ``Owner = 0`` (the end), ErrorCode, and, MyType ``Summary``, the
   counts of the jobs by status.
 - ACT_ON_JOBS: an ad (JobAction, ActionIds or ActionConstraint, the action's reason); the
-  answer is the result ad (ActionResult, ``result_total_<n>`` per outcome); when something
+  answer is the result ad (ActionResult, and ``result_total_<n>`` per outcome, or, when the
+  client asks for AR_LONG, ``job_<cluster>_<proc>`` per job); when something
   can be done the client confirms with an integer and the schedd acts, then says OK.
 - QUERY_SCHEDD_HISTORY: an ad (Requirements, Projection as a list, NumJobMatches); the
   answer is one message holding each ad of the history, newest first, then the end ad
@@ -30,30 +31,24 @@ from typing import Final
 from epcore.classad import ClassAd
 from epcore.interfaces import Requester
 from epcore.net import commands
+from epcore.net import qmgmt_protocol as qp
 from epcore.net.commands import Command
 from epcore.net.conversation import Step, send
 from epcore.net.dispatch import CommandContext, Handler
 from epcore.net.handshake import Peer
 from epcore.schedd.qmgmt import QueueSession, Route, queue_conversation
 
-#: HTCondor's OK (condor_commands.h), the client's confirmation and the schedd's last word.
-OK: Final = 1
-#: JobAction's numbers (enum_utils.h) and the pool's request for each.
+#: JobAction's numbers and the pool's request for each.
 ACTIONS: Final = {
-    1: "Hold",
-    2: "Release",
-    3: "Remove",
-    4: "Remove",
-    5: "VacateJobs",
-    6: "VacateJobs",
+    qp.HOLD_JOBS: "Hold",
+    qp.RELEASE_JOBS: "Release",
+    qp.REMOVE_JOBS: "Remove",
+    qp.REMOVE_X_JOBS: "Remove",
+    qp.VACATE_JOBS: "VacateJobs",
+    qp.VACATE_FAST_JOBS: "VacateJobs",
 }
 #: Where each action's reason travels in the request ad.
 REASONS: Final = {"Hold": "HoldReason", "Release": "ReleaseReason", "Remove": "RemoveReason"}
-# The outcomes ACT_ON_JOBS counts (dc_schedd.h's action_result_t).
-AR_SUCCESS: Final = 1
-AR_NOT_FOUND: Final = 2
-AR_BAD_STATUS: Final = 3
-AR_PERMISSION_DENIED: Final = 5
 #: JobStatus numbers and the summary's name for each.
 _STATUS_NAMES: Final = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held"}
 
@@ -165,11 +160,12 @@ def cedar_handlers(
         reason_attribute = REASONS.get(command or "")
         reason = ad.evaluate(reason_attribute) if reason_attribute else None
         totals = dict.fromkeys(range(7), 0)
-        result = ClassAd({"ActionResultType": 2})
+        long_form = ad.evaluate("ActionResultType") == qp.AR_LONG
+        result = ClassAd({"ActionResultType": qp.AR_LONG if long_form else qp.AR_TOTALS})
         if command is None or who is None or (ids is None and constraint is None):
             why = "not authenticated" if who is None else f"unknown action {action!r}"
             log.warning("ACT_ON_JOBS from %s refused: %s", context.peer.name, why)
-            totals[AR_PERMISSION_DENIED if who is None else AR_BAD_STATUS] = len(ids or [])
+            totals[qp.AR_PERMISSION_DENIED if who is None else qp.AR_BAD_STATUS] = len(ids or [])
             yield from send(context.stream.writer().put_classad(_results(result, totals, 0)))
             return None
         arguments: dict[str, object] = {"JobIds": ids, "Constraint": constraint}
@@ -178,9 +174,13 @@ def cedar_handlers(
         dry = ask(who, command, DryRun=True, **arguments)
         done = _texts(dry, "Done")
         refused = _texts(dry, "Refused")
-        totals[AR_SUCCESS] = len(done)
+        totals[qp.AR_SUCCESS] = len(done)
+        for job_id in done:
+            _record(result, job_id, qp.AR_SUCCESS, long_form)
         for line in refused:
-            totals[AR_PERMISSION_DENIED if "not owned by" in line else AR_BAD_STATUS] += 1
+            outcome = qp.AR_PERMISSION_DENIED if "not owned by" in line else qp.AR_BAD_STATUS
+            totals[outcome] += 1
+            _record(result, line.split(":")[0], outcome, long_form)
             if "not owned by" in line:
                 log.warning(
                     "ACT_ON_JOBS (%s) from %s at %s refused for %s",
@@ -191,16 +191,19 @@ def cedar_handlers(
                 )
         if ids is not None:
             seen = {line.split(":")[0] for line in refused} | set(done)
-            totals[AR_NOT_FOUND] = sum(1 for job in ids if "." in job and job not in seen)
+            for job_id in ids:
+                if "." in job_id and job_id not in seen:
+                    totals[qp.AR_NOT_FOUND] += 1
+                    _record(result, job_id, qp.AR_NOT_FOUND, long_form)
         if dry.evaluate("Ok") is not True or not done:
             yield from send(context.stream.writer().put_classad(_results(result, totals, 0)))
             return None
-        yield from send(context.stream.writer().put_classad(_results(result, totals, OK)))
+        yield from send(context.stream.writer().put_classad(_results(result, totals, qp.OK)))
         confirmation = yield from context.receive("the client's confirmation")
-        if confirmation.get_int("the client's confirmation") != OK:
+        if confirmation.get_int("the client's confirmation") != qp.OK:
             return None
         ask(who, command, JobIds=done, Reason=arguments.get("Reason"))
-        yield from send(context.stream.writer().put_int(OK))
+        yield from send(context.stream.writer().put_int(qp.OK))
         return None
 
     def history(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
@@ -250,11 +253,19 @@ def cedar_handlers(
     }
 
 
+def _record(result: ClassAd, job_id: str, outcome: int, long_form: bool) -> None:
+    """One job's outcome, in the per-job (AR_LONG) form: ``job_<cluster>_<proc>``."""
+    cluster, _, proc = job_id.partition(".")
+    if long_form and cluster.isdigit() and proc.isdigit():
+        result[f"job_{cluster}_{proc}"] = outcome
+
+
 def _results(result: ClassAd, totals: dict[int, int], outcome: int) -> ClassAd:
     ad = result.copy()
     ad["ActionResult"] = outcome
-    for number, count in totals.items():
-        ad[f"result_total_{number}"] = count
+    if ad.evaluate("ActionResultType") == qp.AR_TOTALS:
+        for number, count in totals.items():
+            ad[f"result_total_{number}"] = count
     ad["TotalJobAds"] = sum(totals.values())
     return ad
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import math
 from collections.abc import Callable, Generator
 from typing import Final
 
@@ -38,43 +37,39 @@ from epcore.interfaces import Requester
 from epcore.interfaces.requests import SUBMIT_CHUNK
 from epcore.net.codec import Reader, Writer, is_private
 from epcore.net.conversation import Refused, Step, Stream, receive, send
+from epcore.net.qmgmt_protocol import (
+    ABORT_TRANSACTION,
+    BEGIN_TRANSACTION,
+    CLOSE_SOCKET,
+    COMMIT,
+    COMMIT_NO_FLAGS,
+    DELETE_ATTRIBUTE,
+    DESTROY_CLUSTER,
+    GET_ALL_JOBS_BY_CONSTRAINT,
+    GET_ATTRIBUTE_EXPR,
+    GET_ATTRIBUTE_FLOAT,
+    GET_ATTRIBUTE_INT,
+    GET_ATTRIBUTE_STRING,
+    GET_CAPABILITIES,
+    GET_JOB_AD,
+    GET_NEXT_JOB_BY_CONSTRAINT,
+    INITIALIZE_CONNECTION,
+    INITIALIZE_READ_ONLY,
+    NEW_CLUSTER,
+    NEW_PROC,
+    NO_ACK,
+    QUERY_ONLY,
+    SET_ALLOW_PROTECTED,
+    SET_ATTRIBUTE,
+    SET_ATTRIBUTE2,
+    SET_ATTRIBUTE_BY_CONSTRAINT,
+    SET_ATTRIBUTE_BY_CONSTRAINT2,
+    SET_EFFECTIVE_OWNER,
+    double_parts,
+)
 
 #: The pool's requests as a function: who asks, the request; the answer (Ok, Error...).
 Route = Callable[[Requester, ClassAd], ClassAd]
-
-# The remote calls (qmgmt_constants.h).
-INITIALIZE_CONNECTION: Final = 10001
-NEW_CLUSTER: Final = 10002
-NEW_PROC: Final = 10003
-DESTROY_CLUSTER: Final = 10004
-SET_ATTRIBUTE: Final = 10006
-COMMIT_NO_FLAGS: Final = 10007
-GET_ATTRIBUTE_FLOAT: Final = 10008
-GET_ATTRIBUTE_INT: Final = 10009
-GET_ATTRIBUTE_STRING: Final = 10010
-GET_ATTRIBUTE_EXPR: Final = 10011
-DELETE_ATTRIBUTE: Final = 10012
-GET_JOB_AD: Final = 10018
-GET_NEXT_JOB_BY_CONSTRAINT: Final = 10020
-SET_ATTRIBUTE_BY_CONSTRAINT: Final = 10021
-INITIALIZE_READ_ONLY: Final = 10022
-BEGIN_TRANSACTION: Final = 10023
-ABORT_TRANSACTION: Final = 10024
-GET_ALL_JOBS_BY_CONSTRAINT: Final = 10026
-SET_ATTRIBUTE2: Final = 10027
-CLOSE_SOCKET: Final = 10028
-SET_EFFECTIVE_OWNER: Final = 10030
-COMMIT: Final = 10031
-SET_ATTRIBUTE_BY_CONSTRAINT2: Final = 10032
-SET_ALLOW_PROTECTED: Final = 10035
-GET_CAPABILITIES: Final = 10036
-
-#: CEDAR's scale for a double's mantissa (stream.cpp).
-FRAC_CONST: Final = 2147483647
-
-# SetAttribute's flags (condor_qmgr.h).
-NO_ACK: Final = 1 << 1
-QUERY_ONLY: Final = 1 << 5
 
 
 class QueueSession:
@@ -354,8 +349,8 @@ class QueueSession:
             return out.put_int(0).put_string(value)
         if kind == GET_ATTRIBUTE_FLOAT and isinstance(value, int | float):
             # CEDAR's double: frexp's mantissa scaled to an int, then the exponent.
-            mantissa, exponent = math.frexp(float(value))
-            return out.put_int(0).put_int(int(mantissa * FRAC_CONST)).put_int(exponent)
+            mantissa, exponent = double_parts(float(value))
+            return out.put_int(0).put_int(mantissa).put_int(exponent)
         return out.put_int(-1).put_int(errno.EINVAL)
 
     def _get_job_ad(self, reader: Reader, out: Writer) -> Writer:

@@ -8,11 +8,16 @@ only CONDOR_CONFIG naming the pool.
 
 from __future__ import annotations
 
+import encodings.idna  # noqa: F401 - see below
 import json
 from typing import Any
 
 import pytest
 
+# ``ep ... -pool HOST`` imports the network client (and Python its host-name codec) only
+# then; pool.ep forks it as a user who cannot read this interpreter's files, so they are
+# imported here first.
+import epcore.net.schedd_client  # noqa: F401
 from epcore.testing.cedar import Htcondor2Error, run_htcondor2
 from epcore.testing.pool import PoolProcess
 from epcore.testing.system import SlotUser
@@ -169,3 +174,50 @@ result = {{"held": dict(held), "removed": dict(removed)}}
     assert _as(pool, other, forged)["procs"] == 50
     owners = {ad["Owner"] for ad in _ep_q(pool) if ad["Owner"] != owner.name}
     assert owners == {other.name}
+
+
+def _collector(pool: PoolProcess) -> str:
+    """The pool's CEDAR address as ``HOST:PORT`` (its collector address file)."""
+    sinful = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
+    return sinful.strip("<>").split("?")[0]
+
+
+def test_ep_commands_speak_cedar_with_dash_pool(pool_factory, slot_users, shared_dir) -> None:
+    """``ep submit / q / hold / release / rm -pool HOST:PORT`` reach the schedd over CEDAR as
+    the user running them: the jobs are theirs, ``ep q -pool`` shows what the local socket
+    shows, the actions act, and another user's are refused."""
+    pool: PoolProcess = pool_factory()
+    user, other = slot_users[0], slot_users[1]
+    address = _collector(pool)
+    home = shared_dir / "remote_home"
+    home.mkdir()
+    home.chmod(0o777)
+    (home / "job.sub").write_text(
+        "executable = /bin/sleep\narguments = 600\nrequirements = false\nqueue 4\n"
+    )
+    submitted = pool.ep("submit", "job.sub", "-pool", address, user=user, cwd=str(home))
+    assert submitted.status == 0, submitted.stderr
+    assert "4 job(s) submitted to cluster 1." in submitted.stdout
+    local = _ep_q(pool)
+    assert _ids(local) == ["1.0", "1.1", "1.2", "1.3"]
+    assert {ad["Owner"] for ad in local} == {user.name}
+    remote = pool.ep("q", "-pool", address, "-allusers", "-json", user=user)
+    assert remote.status == 0, remote.stderr
+    assert _ids(json.loads(remote.stdout)) == _ids(local)
+    named = pool.ep("q", "-pool", address, "-name", "no-such-schedd", user=user)
+    assert named.status == 1 and "knows no schedd named no-such-schedd" in named.stderr
+    held = pool.ep("hold", "1.0", "1.1", "-pool", address, "-reason", "stop", user=user)
+    assert held.status == 0, held.stderr
+    assert "Job 1.0 held." in held.stdout and "Job 1.1 held." in held.stdout
+    released = pool.ep("release", "1.1", "-pool", address, user=user)
+    assert "Job 1.1 released." in released.stdout, released.stderr
+    refused = pool.ep("rm", "1.2", "-pool", address, user=other)
+    assert refused.status == 1 and "1.2: permission denied" in refused.stderr
+    removed = pool.ep("rm", "1.3", "-pool", address, user=user)
+    assert "Job 1.3 marked for removal." in removed.stdout, removed.stderr
+    after = {f"{ad['ClusterId']}.{ad['ProcId']}": ad for ad in _ep_q(pool)}
+    assert after["1.0"]["JobStatus"] == 5 and after["1.0"]["HoldReason"] == "stop"
+    assert after["1.1"]["JobStatus"] == 1 and after["1.2"]["JobStatus"] == 1
+    assert "1.3" not in after
+    history = pool.ep("q", "-pool", address, "-history", "-json", user=user)
+    assert _ids(json.loads(history.stdout)) == ["1.3"], history.stderr

@@ -8,10 +8,10 @@ import logging
 
 from epcore.classad import ClassAd
 from epcore.interfaces import Requester
+from epcore.net import qmgmt_protocol as qmgmt
 from epcore.net.codec import Reader, Writer
 from epcore.net.conversation import Send, Stream
 from epcore.net.frames import Framer
-from epcore.schedd import qmgmt
 from epcore.schedd.qmgmt import QueueSession, queue_conversation
 
 ALICE = Requester(1000, "alice", False)
@@ -201,7 +201,7 @@ def test_reads_answer_values_but_never_private_attributes() -> None:
     assert (replies[1].get_int(), replies[1].get_string()) == (0, "alice")
     assert replies[2].get_int() == 0
     mantissa, exponent = replies[2].get_int(), replies[2].get_int()
-    assert abs(mantissa / qmgmt.FRAC_CONST * 2**exponent - 0.75) < 1e-9
+    assert qmgmt.double_of(mantissa, exponent) == 0.75
     assert (replies[3].get_int(), replies[3].get_int()) == (-1, errno.EACCES)
     assert replies[4].get_int() == 0
     assert "ClaimId" not in replies[4].get_classad()
