@@ -33,7 +33,7 @@ from epcore.interfaces import Requester
 from epcore.net import commands
 from epcore.net import qmgmt_protocol as qp
 from epcore.net.commands import Command
-from epcore.net.conversation import Step, send
+from epcore.net.conversation import Refused, Step, send
 from epcore.net.dispatch import CommandContext, Handler
 from epcore.net.handshake import Peer
 from epcore.schedd.qmgmt import QueueSession, Route, queue_conversation
@@ -199,7 +199,13 @@ def cedar_handlers(
             yield from send(context.stream.writer().put_classad(_results(result, totals, 0)))
             return None
         yield from send(context.stream.writer().put_classad(_results(result, totals, qp.OK)))
-        confirmation = yield from context.receive("the client's confirmation")
+        try:
+            confirmation = yield from context.receive("the client's confirmation")
+        except Refused:
+            # A client that went away before confirming wants nothing done (HTCondor's
+            # schedd aborts the action's transaction then).
+            log.info("ACT_ON_JOBS from %s: no confirmation; nothing done", context.peer.name)
+            return None
         if confirmation.get_int("the client's confirmation") != qp.OK:
             return None
         ask(who, command, JobIds=done, Reason=arguments.get("Reason"))
