@@ -90,6 +90,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "Vacate the jobs of the named slots (default: every slot), like condor_vacate; the jobs go"
         " back to idle in the queue.",
     ),
+    "token": LazyCommand(
+        _CLI + "token_cmd:token_command",
+        "Make IDTOKENS for remote users, like condor_token_create.",
+    ),
     "drain": LazyCommand(
         _CLI + "pool_admin_cmd:drain_command",
         "Drain the machine's slots, or cancel a drain, like condor_drain.",

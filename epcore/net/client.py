@@ -5,9 +5,9 @@ DC_AUTHENTICATE with the CLIENT level's policy ad (a new session each time), tak
 server's actions, authenticates with the methods both sides offer (trying the next one when
 one fails, as HTCondor does), reads the post-authentication ad, and returns who the server
 says the client is; a DENIED (or any answer but AUTHORIZED) raises
-:class:`~epcore.net.conversation.Refused` with the server's words. Encryption or integrity
-need the crypto layer's key exchange; without it a server that requires them is refused
-here, naming why.
+:class:`~epcore.net.conversation.Refused` with the server's words. The policy ad carries
+the client's ECDH key (AES only); when the server agrees to encryption or integrity, the
+stream is sealed with AES-GCM from the end of authentication on.
 
 :func:`query_collector` runs one QUERY_*_ADS over a blocking socket (``ep status -pool``).
 """
@@ -22,10 +22,13 @@ import attrs
 
 from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
+from epcore.net import keyexchange
 from epcore.net import policy as pol
+from epcore.net.aesgcm import AesGcmProtection
 from epcore.net.commands import DC_AUTHENTICATE, describe
 from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
 from epcore.net.frames import Framer
+from epcore.net.keyexchange import EcdhKeyExchange, KeyPair
 from epcore.net.methods import MethodContext, MethodRegistry, bit_of, default_registry
 
 #: Seconds a client waits for each step of a daemon's answer.
@@ -51,8 +54,13 @@ def start_command(
 ) -> Generator[Step, bytes | None, ClientSession]:
     """Start ``command`` on the server at the other end of ``stream`` (module docstring)."""
     registry = methods if methods is not None else default_registry()
-    ours = pol.client_policy(config, methods=registry.names, crypto=())
+    ours = pol.client_policy(config, methods=registry.names, crypto=EcdhKeyExchange.methods)
     auth_info = ours.ad(subsystem=subsystem)
+    # HTCondor 9+ sends its ECDH key with the policy; the session key follows from the
+    # server's, and the stream is sealed with it once authentication is over.
+    exchange = keyexchange.generate()
+    if ours.crypto_methods:
+        auth_info[keyexchange.ATTRIBUTE] = exchange.public_text
     auth_info["Command"] = command
     auth_info["NewSession"] = "YES"
     auth_info["NegotiatedSession"] = True
@@ -63,19 +71,21 @@ def start_command(
     writer = stream.writer().put_int(DC_AUTHENTICATE.number).put_classad(auth_info)
     yield from send(writer)
     reader = yield from receive(stream, "the server's security actions")
-    actions = reader.get_classad("the server's security actions")
-    if pol.is_yes(actions, pol.ENCRYPTION) or pol.is_yes(actions, pol.INTEGRITY):
-        raise Refused(
-            f"{describe(command)}: the server wants encryption or integrity, which needs a "
-            "key exchange this client does not have"
-        )
+    actions = reader.get_classad("the server's security actions", literals_only=True)
+    encrypt = pol.is_yes(actions, pol.ENCRYPTION)
+    protection = None
+    if encrypt or pol.is_yes(actions, pol.INTEGRITY):
+        protection = _protection(command, exchange, actions)
     method_used: str | None = None
     if pol.is_yes(actions, pol.AUTHENTICATION):
         method_used = yield from _authenticate(stream, config, registry, actions)
         if method_used is None and actions.evaluate(pol.AUTH_REQUIRED) is not False:
             raise Refused(f"{describe(command)}: no authentication method succeeded")
+    if protection is not None:
+        stream.framer.protect(protection)
+        stream.encrypted = encrypt
     reader = yield from receive(stream, "the server's verdict")
-    verdict = reader.get_classad("the server's verdict")
+    verdict = reader.get_classad("the server's verdict", literals_only=True)
     code = verdict.evaluate("ReturnCode")
     user = verdict.evaluate("User")
     if code != "AUTHORIZED":
@@ -91,6 +101,21 @@ def start_command(
     )
 
 
+def _protection(command: int, exchange: KeyPair, actions: ClassAd) -> AesGcmProtection:
+    """The AES-GCM protection of the session the server's actions agree to."""
+    server_key = actions.evaluate(keyexchange.ATTRIBUTE)
+    crypto = actions.evaluate(pol.CRYPTO_METHODS)
+    if not isinstance(server_key, str) or str(crypto).split(",")[0].upper() != "AES":
+        raise Refused(
+            f"{describe(command)}: the server wants encryption or integrity without an AES key"
+            " exchange"
+        )
+    try:
+        return AesGcmProtection(keyexchange.session_key(exchange, server_key))
+    except keyexchange.KeyExchangeError as error:
+        raise Refused(f"{describe(command)}: {error}") from error
+
+
 def _authenticate(
     stream: Stream, config: Config, registry: MethodRegistry, actions: ClassAd
 ) -> Generator[Step, bytes | None, str | None]:
@@ -98,7 +123,7 @@ def _authenticate(
     remaining = [
         name for name in str(listed or "").split(",") if name and registry.get(name) is not None
     ]
-    context = MethodContext(stream, config)
+    context = MethodContext(stream, config, server_ad=actions)
     while True:
         mask = 0
         for name in remaining:

@@ -20,10 +20,12 @@ nesting bound keeps a hostile ad from exhausting the stack).
 
 from __future__ import annotations
 
+import builtins
+import functools
 from collections.abc import Iterable
 from typing import Final
 
-from epcore.classad import ClassAd
+from epcore.classad import ClassAd, ast
 from epcore.classad.formats import old_attribute_lines, parse_old_attribute
 from epcore.errors import ClassAdError, EpError
 
@@ -33,6 +35,8 @@ NULL_STRING: Final = 0xAD
 SECRET_MARKER: Final = "ZKM"
 #: Most attributes an ad on the wire may have (HTCondor's getClassAd refuses more).
 MAX_ATTRIBUTES: Final = 1_000_000
+#: Most attributes of an ad read before authentication (HTCondor's getPODClassAd).
+MAX_POD_ATTRIBUTES: Final = 100
 #: The longest encrypted string HTCondor reads.
 MAX_STRING: Final = 10_000_000
 #: Attributes that are private to daemons (compat_classad.cpp's list) and the prefix that
@@ -52,6 +56,7 @@ class CodecError(EpError):
     """A message whose contents are not what the conversation expects."""
 
 
+@functools.lru_cache(maxsize=4096)
 def is_private(name: str) -> bool:
     """Whether attribute ``name`` is private (sent only over an encrypted stream)."""
     lowered = name.lower()
@@ -91,6 +96,12 @@ class Writer:
         self._out += data
         return self
 
+    def put_bytes(self, data: builtins.bytes) -> Writer:
+        """Raw bytes, as HTCondor's put_bytes sends them: no length, no NUL (the length
+        travels before them as an integer of its own)."""
+        self._out += data
+        return self
+
     def put_classad(
         self,
         ad: ClassAd,
@@ -108,8 +119,14 @@ class Writer:
             if (wanted is None or name.lower() in wanted) and (send_private or not is_private(name))
         ]
         self.put_int(len(lines))
-        for line in lines:
-            self.put_string(line)
+        if self.encrypted:
+            for line in lines:
+                self.put_string(line)
+        else:
+            # The common case in one join: a query's answer holds tens of thousands of lines.
+            if any("\0" in line for line in lines):
+                raise CodecError("a string on the wire cannot hold a NUL character")
+            self._out += "\0".join(lines).encode() + (b"\0" if lines else b"")
         self.put_string("")
         self.put_string("")
         return self
@@ -184,20 +201,34 @@ class Reader:
         """A string (the null string reads as empty, as HTCondor's get does)."""
         return self.get_optional_string(what) or ""
 
-    def get_classad(self, what: str = "a ClassAd") -> ClassAd:
-        """An ad; CodecError on a bad count or an attribute that does not parse."""
+    def get_bytes(self, size: int, what: str = "bytes") -> bytes:
+        """``size`` raw bytes (put_bytes's counterpart)."""
+        if size < 0:
+            raise CodecError(f"{what}: negative length {size}")
+        return self._take(size, what)
+
+    def get_classad(self, what: str = "a ClassAd", *, literals_only: bool = False) -> ClassAd:
+        """An ad; CodecError on a bad count or an attribute that does not parse.
+
+        ``literals_only`` reads as HTCondor reads the security negotiation's ads, before
+        anyone is authenticated (getPODClassAd): at most :data:`MAX_POD_ATTRIBUTES`
+        attributes, each a single literal (no expression, reference, list or nested ad is
+        ever evaluated for a peer not yet known)."""
         count = self.get_int(f"the attribute count of {what}")
-        if not 0 <= count <= MAX_ATTRIBUTES:
-            raise CodecError(f"{what}: attribute count {count} is out of range")
+        limit = MAX_POD_ATTRIBUTES if literals_only else MAX_ATTRIBUTES
+        if not 0 <= count <= limit:
+            raise CodecError(f"{what}: attribute count {count} is out of range 0..{limit}")
         ad = ClassAd()
         for index in range(count):
             line = self.get_string(f"attribute {index + 1} of {what}")
-            if line == SECRET_MARKER:
+            if line == SECRET_MARKER and not literals_only:
                 line = self.get_string(f"secret attribute {index + 1} of {what}")
             try:
                 name, expr = parse_old_attribute(line)
             except ClassAdError as error:
                 raise CodecError(f"attribute {index + 1} of {what}: {error}") from None
+            if literals_only and not isinstance(expr.node, ast.Literal):
+                raise CodecError(f"attribute {name} of {what} is not a literal: {expr}")
             ad[name] = expr
         self.get_string(f"the MyType string of {what}")
         self.get_string(f"the TargetType string of {what}")

@@ -52,6 +52,8 @@ from epcore.net.conversation import Refused, Step, Stream, receive, send
 from epcore.net.frames import PacketProtection
 from epcore.net.methods import Identity, MethodContext, MethodRegistry, bit_of
 from epcore.net.policy import LevelPolicy, PolicyError
+from epcore.net.token_method import TokenMethod
+from epcore.net.tokens import authorization_bounds
 
 #: Sessions kept at most; the least recently used go first beyond it (memory stays bounded
 #: whatever clients do).
@@ -209,7 +211,7 @@ class SecurityServer:
         if number != DC_AUTHENTICATE.number:
             peer = self._raw(stream, number)
             return peer, reader
-        auth_info = reader.get_classad("the client's security policy")
+        auth_info = reader.get_classad("the client's security policy", literals_only=True)
         reader.expect_end("the client's security policy")
         peer = yield from self._authenticate(stream, auth_info)
         return peer, None
@@ -285,6 +287,13 @@ class SecurityServer:
             ) from None
         actions["NegotiatedSession"] = True
         actions["RemoteVersion"] = pol.VERSION
+        token = self.methods.get("TOKEN")
+        if isinstance(token, TokenMethod):
+            # What a client needs to pick its token (TrustDomain, IssuerKeys).
+            methods = actions.evaluate(pol.METHODS_LIST)
+            listed = methods if isinstance(methods, str) else ""
+            for name, value in token.metadata(self.config(), listed).items():
+                actions[name] = value
         authenticate = pol.is_yes(actions, pol.AUTHENTICATION)
         sid = new_session_id()
         protection = self._key_exchange(auth_info, actions, authenticate)
@@ -301,6 +310,10 @@ class SecurityServer:
             actions[pol.METHODS] = identity.method
             if identity.method == "CLAIMTOBE":
                 actions["LimitAuthorization"] = ",".join(implied(level))
+            elif identity.limits:
+                # A token's scopes, with the levels they imply (HTCondor's bounding set).
+                bounds = authorization_bounds(identity.limits) or frozenset()
+                actions["LimitAuthorization"] = ",".join(sorted(bounds))
         self._protect(stream, actions, protection)
         who = identity.fqu if identity is not None else "unauthenticated"
         decision = self._decide(level, identity, stream.peer[0], actions)

@@ -135,8 +135,16 @@ class CedarListener:
             sock.listen(128)
             sock.setblocking(False)
         except OSError as error:
+            # The process's other work (its local socket, its jobs) goes on without the
+            # network face; the reason is in the log for whoever cannot reach it.
             sock.close()
-            raise EpError(f"cannot listen on {self.host}:{self.port}: {error.strerror}") from None
+            self.log.error(
+                "CEDAR: cannot listen on %s:%d: %s; HTCondor's clients cannot reach this process",
+                self.host,
+                self.port,
+                error.strerror,
+            )
+            return
         self.sock = sock
         self.port = sock.getsockname()[1]
         self.selector = loop.selector

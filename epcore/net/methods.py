@@ -29,6 +29,7 @@ from typing import Final, Protocol
 
 import attrs
 
+from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.net.conversation import Step, Stream, receive, send
 
@@ -62,6 +63,8 @@ class Identity:
     user: str
     domain: str
     method: str
+    #: The levels the credential is limited to (a token's scopes), empty: no limit.
+    limits: tuple[str, ...] = ()
 
     @property
     def fqu(self) -> str:
@@ -79,6 +82,8 @@ class MethodContext:
     pool_user: str = "condor"
     #: Why a method failed, for the log line of a refusal.
     failures: list[str] = attrs.Factory(list)
+    #: The server's answer to the client's policy (a client's methods read TrustDomain...).
+    server_ad: ClassAd | None = None
 
     @property
     def uid_domain(self) -> str:
@@ -119,8 +124,11 @@ class MethodRegistry:
 
 
 def default_registry() -> MethodRegistry:
-    """FS and CLAIMTOBE (the crypto layer adds TOKEN)."""
-    return MethodRegistry([FileSystemMethod(), ClaimToBeMethod()])
+    """FS, CLAIMTOBE and TOKEN (IDTOKENS)."""
+    # Imported here: the token method builds on this module's Identity and MethodContext.
+    from epcore.net.token_method import TokenMethod
+
+    return MethodRegistry([FileSystemMethod(), ClaimToBeMethod(), TokenMethod()])
 
 
 def _int_result(stream: Stream, value: int) -> Generator[Step, bytes | None, None]:

@@ -36,6 +36,7 @@ from epcore.net.commands import Command
 from epcore.net.conversation import Step, send
 from epcore.net.dispatch import CommandContext, CommandTable, Handler
 from epcore.net.handshake import SecurityServer
+from epcore.net.keyexchange import EcdhKeyExchange
 from epcore.net.listener import CedarListener
 from epcore.net.methods import default_registry
 from epcore.net.policy import VERSION
@@ -191,6 +192,8 @@ class PoolListener(CedarListener):
 
     def open(self, loop: LoopHandle) -> None:
         super().open(loop)
+        if self.sock is None:
+            return  # not listening (logged): no address to give
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         text = f"<{host}:{self.port}>\n{VERSION}\n{PLATFORM}\n"
         for path in self.address_files():
@@ -258,7 +261,13 @@ def build_listener(
     for command, handler in (schedd_handlers or {}).items():
         table.register(command, handler)
     security = SecurityServer(
-        config, table.levels, methods=default_registry(), log=log, pool_user=pool_user(config())
+        config,
+        table.levels,
+        methods=default_registry(),
+        log=log,
+        pool_user=pool_user(config()),
+        # AES-GCM after an ECDH exchange, as HTCondor 9+ negotiates it.
+        key_exchange=EcdhKeyExchange(),
     )
     host, port = listen_address(config(), daemons)
     return PoolListener(

@@ -29,6 +29,9 @@ SPOOL = $(LOCAL_DIR)/spool
 EXECUTE = $(LOCAL_DIR)/execute
 LOCK = $(LOCAL_DIR)/lock
 CONDOR_HOST = $(FULL_HOSTNAME)
+# IDTOKENS: the pool's signing key (made 0600 on the first start) and the tokens root reads.
+SEC_PASSWORD_DIRECTORY = $(LOCAL_DIR)/passwords.d
+SEC_TOKEN_SYSTEM_DIRECTORY = $(LOCAL_DIR)/tokens.d
 
 # One partitionable slot with the whole machine. Its consumption policy lets the negotiator
 # match several jobs into it in one cycle, so that users share it by their priorities.
