@@ -18,6 +18,8 @@ import pytest
 # then; pool.ep forks it as a user who cannot read this interpreter's files, so they are
 # imported here first.
 import epcore.net.schedd_client  # noqa: F401
+from epcore.config import Config
+from epcore.net import tokens
 from epcore.testing.cedar import Htcondor2Error, run_htcondor2
 from epcore.testing.pool import PoolProcess
 from epcore.testing.system import SlotUser
@@ -221,3 +223,57 @@ def test_ep_commands_speak_cedar_with_dash_pool(pool_factory, slot_users, shared
     assert "1.3" not in after
     history = pool.ep("q", "-pool", address, "-history", "-json", user=user)
     assert _ids(json.loads(history.stdout)) == ["1.3"], history.stderr
+
+
+#: The pool takes only tokens for reading and writing: FS proves nothing here.
+TOKEN_ONLY = """
+SEC_READ_AUTHENTICATION = REQUIRED
+SEC_READ_AUTHENTICATION_METHODS = IDTOKENS
+SEC_WRITE_AUTHENTICATION_METHODS = IDTOKENS
+"""
+TOKEN_CLIENT = """\
+COLLECTOR_HOST = {address}
+SEC_CLIENT_AUTHENTICATION_METHODS = TOKEN
+SEC_CLIENT_ENCRYPTION = REQUIRED
+SEC_TOKEN_DIRECTORY = {tokens}
+"""
+
+
+@pytest.mark.oracle
+def test_a_token_holder_submits_and_acts_as_the_tokens_user(
+    pool_factory, slot_users, tmp_path
+) -> None:
+    """htcondor2 with only a token (TOKEN and encryption required, no FS on the pool) submits,
+    queries, holds and edits as the user the token names: the jobs are that user's, as
+    ``ep q`` shows."""
+    pool: PoolProcess = pool_factory(TOKEN_ONLY)
+    user = slot_users[2]
+    address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
+    domain = tokens.TokenSettings.from_lookup(Config.load(pool.config_path).get).trust_domain
+    made = pool.ep(
+        "token", "create", "--identity", f"{user.name}@{domain}",
+        "--authz", "READ", "--authz", "WRITE",
+    )  # fmt: skip
+    assert made.status == 0, made.stderr
+    directory = tmp_path / "tokens"
+    directory.mkdir(mode=0o700)
+    (directory / "token").write_text(made.stdout.strip() + "\n")
+    (directory / "token").chmod(0o600)
+    config = tmp_path / "client.config"
+    config.write_text(TOKEN_CLIENT.format(address=address, tokens=directory))
+    code = """
+s = htcondor2.Schedd()
+r = s.submit(htcondor2.Submit({"executable": "/bin/sleep", "arguments": "600",
+                               "requirements": "false"}), count=5)
+held = s.act(htcondor2.JobAction.Hold, [f"{r.cluster()}.0"])
+s.edit([f"{r.cluster()}.1"], "Answer", "42")
+ads = s.query("true", ["ClusterId", "ProcId"])
+result = {"ids": sorted(f"{a['ClusterId']}.{a['ProcId']}" for a in ads),
+          "held": held["TotalSuccess"]}
+"""
+    answer = run_htcondor2(str(config), code)
+    local = {f"{ad['ClusterId']}.{ad['ProcId']}": ad for ad in _ep_q(pool)}
+    assert answer["ids"] == sorted(local) and len(local) == 5
+    assert answer["held"] == 1 and local["1.0"]["JobStatus"] == 5
+    assert local["1.1"]["Answer"] == 42
+    assert {ad["Owner"] for ad in local.values()} == {user.name}
