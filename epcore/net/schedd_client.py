@@ -116,9 +116,13 @@ class RemoteSchedd:
 
     def _connect(self) -> tuple[socket.socket, Stream]:
         try:
-            return connect(self.host, self.port, self.timeout)
+            sock, stream = connect(self.host, self.port, self.timeout)
         except OSError as error:
             raise EpError(f"cannot reach the schedd at {self.host}:{self.port}: {error}") from error
+        # A submission is a stream of small unanswered messages: with Nagle's algorithm each
+        # would wait for the peer's delayed ACK (some 40 ms a job).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock, stream
 
     @staticmethod
     def _blocking(sock: socket.socket, stream: Stream, body: Conversation[Result]) -> Result:
