@@ -144,8 +144,8 @@ result = {{"held": dict(held), "released": dict(released), "removed": dict(remov
 
 def test_another_user_cannot_act_on_or_edit_the_jobs(pool_factory, slot_users) -> None:
     """An ordinary user's hold, remove and edit of another user's jobs are refused (permission
-    denied, logged with who and from where); the jobs stay as they were; their own jobs
-    they may still act on."""
+    denied, logged with who and from where), as is the owner's edit of Owner, JobStatus or
+    ProcId; the jobs stay as they were; a submission cannot name another owner."""
     pool: PoolProcess = pool_factory()
     owner, other = slot_users[0], slot_users[1]
     cluster = _as(pool, owner, SUBMIT_50)["cluster"]
@@ -165,9 +165,15 @@ result = {{"held": dict(held), "removed": dict(removed)}}
     ):
         with pytest.raises(Htcondor2Error, match="Unable to"):
             _as(pool, other, f"s = htcondor2.Schedd()\n{edit}\nresult = True")
+    # The owner may edit their jobs, but not what says whose they are or where they stand.
+    for attribute, value in (("Owner", f'"{other.name}"'), ("JobStatus", "4"), ("ProcId", "7")):
+        with pytest.raises(Htcondor2Error, match="Unable to"):
+            code = f's = htcondor2.Schedd()\ns.edit(["{cluster}.0"], "{attribute}", {value!r})'
+            _as(pool, owner, code + "\nresult = True")
     local = _ep_q(pool)
     assert len(local) == 50
     assert {ad["JobStatus"] for ad in local} == {1}
+    assert {ad["Owner"] for ad in local} == {owner.name}
     assert all("Answer" not in ad for ad in local)
     log = pool.log("SchedLog")
     assert f"from {other.name}@" in log and f"not owned by {other.name}" in log
