@@ -283,3 +283,36 @@ result = {"ids": sorted(f"{a['ClusterId']}.{a['ProcId']}" for a in ads),
     assert answer["held"] == 1 and local["1.0"]["JobStatus"] == 5
     assert local["1.1"]["Answer"] == 42
     assert {ad["Owner"] for ad in local.values()} == {user.name}
+
+
+def test_vacate_by_htcondor2_evicts_the_owners_running_job(pool_factory, slot_users) -> None:
+    """JobAction.Vacate on a running job evicts it (it runs again, counted), a job that is not
+    running is a bad status, and another user's vacate is refused."""
+    pool: PoolProcess = pool_factory()
+    user, other = slot_users[0], slot_users[1]
+    submit = """
+r = htcondor2.Schedd().submit(htcondor2.Submit({"executable": "/bin/sleep",
+                                                "arguments": "300"}), count=1)
+result = r.cluster()
+"""
+    cluster = _as(pool, user, submit)
+
+    def status() -> object:
+        return pool.jobs()[0].evaluate("JobStatus")
+
+    pool.wait_for(lambda: status() == 2, 60, "the job to run")
+    vacate = f"""
+v = htcondor2.Schedd().act(htcondor2.JobAction.Vacate, ["{cluster}.0"])
+result = dict(v)
+"""
+    assert _as(pool, other, vacate)["TotalPermissionDenied"] == 1
+    assert _as(pool, user, vacate)["TotalSuccess"] == 1
+    pool.wait_for(
+        lambda: pool.jobs()[0].evaluate("NumJobStarts") == 2 and status() == 2,
+        60,
+        "the job to run a second time",
+    )
+    assert pool.jobs()[0].evaluate("JobLastOutcome") == "evicted"
+    hold = f'htcondor2.Schedd().act(htcondor2.JobAction.Hold, ["{cluster}.0"])\nresult = 1'
+    _as(pool, user, hold)
+    assert _as(pool, user, vacate)["TotalBadStatus"] == 1
