@@ -16,7 +16,8 @@ negative, and the call's results). What ``htcondor2.Schedd().submit`` and ``edit
   with ErrorCode and ErrorReason; AbortTransaction, DestroyCluster drop what is pending;
 - CloseSocket: the end. A connection that ends without a commit aborts the transaction.
 
-Nothing is queued before the commit: the transaction is kept here and carried out through
+Nothing is queued before the commit: the transaction is kept here (bounded: MAX_PROCS jobs
+of MAX_ATTRIBUTES attributes, MAX_EDITS edits) and carried out through
 the pool's requests (``NewCluster``, ``Submit`` in chunks, ``Edit``), the same handlers the
 local clients reach, for the authenticated user, so the schedd's rules about who may act on
 which job hold unchanged. Reads (GetAttribute*, GetJobAd, GetNextJobByConstraint,
@@ -70,6 +71,12 @@ from epcore.net.qmgmt_protocol import (
 
 #: The pool's requests as a function: who asks, the request; the answer (Ok, Error...).
 Route = Callable[[Requester, ClassAd], ClassAd]
+
+# What one connection's transaction may hold until its commit (the pool's memory is not the
+# client's to fill): jobs, attributes in one ad, edits.
+MAX_PROCS: Final = 100_000
+MAX_ATTRIBUTES: Final = 2_000
+MAX_EDITS: Final = 10_000
 
 
 class QueueSession:
@@ -179,6 +186,9 @@ class QueueSession:
         reader.expect_end("NewProc")
         if cluster_id != self.cluster_id or self.cluster_id is None:
             return out.put_int(-1).put_int(errno.EINVAL)
+        if len(self.procs) >= MAX_PROCS:
+            self.errors.append(f"a transaction holds at most {MAX_PROCS} jobs")
+            return out.put_int(-1).put_int(errno.E2BIG)
         proc = len(self.procs)
         self.procs[proc] = ClassAd()
         return out.put_int(proc)
@@ -194,12 +204,12 @@ class QueueSession:
             self._writable()
             expr = parse_expr(text)
             if cluster_id == self.cluster_id and cluster_id is not None:
-                if proc == -1:
-                    self.cluster_ad[name] = expr
-                elif proc in self.procs:
-                    self.procs[proc][name] = expr
-                else:
+                ad = self.cluster_ad if proc == -1 else self.procs.get(proc)
+                if ad is None:
                     raise EpError(f"job {cluster_id}.{proc} was not made by NewProc")
+                if len(ad) >= MAX_ATTRIBUTES and name not in ad:
+                    raise EpError(f"a job's ad holds at most {MAX_ATTRIBUTES} attributes")
+                ad[name] = expr
             else:
                 ids = [f"{cluster_id}.{proc}" if proc >= 0 else str(cluster_id)]
                 self._edit(name, text, flags, JobIds=ids)
@@ -214,6 +224,8 @@ class QueueSession:
 
     def _edit(self, name: str, text: str, flags: int, **target: object) -> int:
         """Check an edit now (QueryOnly) and keep it for the commit; the jobs it touches."""
+        if len(self.edits) >= MAX_EDITS:
+            raise EpError(f"a transaction holds at most {MAX_EDITS} edits")
         reply = self._ask("Edit", Attribute=name, Value=text, QueryOnly=True, **target)
         done = reply.evaluate("Done")
         if not flags & QUERY_ONLY:

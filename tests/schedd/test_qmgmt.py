@@ -217,3 +217,31 @@ def test_an_unknown_call_ends_the_connection() -> None:
     )
     assert len(replies) == 1
     assert pool.commands() == ["NewCluster"]
+
+
+def test_a_transaction_is_bounded(monkeypatch) -> None:
+    """NewProc beyond MAX_PROCS answers -1 E2BIG and fails the commit; an attribute beyond
+    MAX_ATTRIBUTES in one ad is refused: a client cannot fill the pool's memory."""
+    from epcore.schedd import qmgmt as server
+
+    monkeypatch.setattr(server, "MAX_PROCS", 2)
+    monkeypatch.setattr(server, "MAX_ATTRIBUTES", 1)
+    pool = FakePool()
+    replies = drive(
+        session(pool),
+        [
+            call(qmgmt.NEW_CLUSTER),
+            call(qmgmt.NEW_PROC, 7),
+            call(qmgmt.NEW_PROC, 7),
+            call(qmgmt.NEW_PROC, 7),
+            call(qmgmt.SET_ATTRIBUTE, 7, 0, "1", "A"),
+            call(qmgmt.SET_ATTRIBUTE, 7, 0, "2", "B"),
+            call(qmgmt.COMMIT, 0),
+        ],
+    )
+    assert [replies[n].get_int() for n in range(3)] == [7, 0, 1]
+    assert (replies[3].get_int(), replies[3].get_int()) == (-1, errno.E2BIG)
+    assert replies[4].get_int() == 0
+    assert (replies[5].get_int(), replies[5].get_int()) == (-1, errno.EINVAL)
+    assert replies[6].get_int() == -1
+    assert "Submit" not in pool.commands()
