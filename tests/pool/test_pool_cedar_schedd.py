@@ -21,7 +21,7 @@ import epcore.net.schedd_client  # noqa: F401
 from epcore.config import Config
 from epcore.net import tokens
 from epcore.testing.cedar import Htcondor2Error, run_htcondor2
-from epcore.testing.pool import PoolProcess
+from epcore.testing.pool import PoolProcess, run_ep
 from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
@@ -251,7 +251,7 @@ def test_a_token_holder_submits_and_acts_as_the_tokens_user(
 ) -> None:
     """htcondor2 with only a token (TOKEN and encryption required, no FS on the pool) submits,
     queries, holds and edits as the user the token names: the jobs are that user's, as
-    ``ep q`` shows."""
+    ``ep q`` shows; ``ep q / release -pool`` with that client configuration do the same."""
     pool: PoolProcess = pool_factory(TOKEN_ONLY)
     user = slot_users[2]
     address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
@@ -283,6 +283,14 @@ result = {"ids": sorted(f"{a['ClusterId']}.{a['ProcId']}" for a in ads),
     assert answer["held"] == 1 and local["1.0"]["JobStatus"] == 5
     assert local["1.1"]["Answer"] == 42
     assert {ad["Owner"] for ad in local.values()} == {user.name}
+    # epcore's own client, with the same client configuration, over TOKEN and AES-GCM.
+    where = address.strip("<>").split("?")[0]
+    remote = run_ep(["q", "-pool", where, "-allusers", "-json", "--config", str(config)])
+    assert remote.status == 0, remote.stderr
+    assert _ids(json.loads(remote.stdout)) == sorted(local)
+    held = run_ep(["release", "1.0", "-pool", where, "--config", str(config)])
+    assert "Job 1.0 released." in held.stdout, held.stderr
+    assert {ad["JobStatus"] for ad in _ep_q(pool)} == {1}
 
 
 def test_vacate_by_htcondor2_evicts_the_owners_running_job(pool_factory, slot_users) -> None:
