@@ -128,12 +128,21 @@ def cedar_handlers(
             jobs = jobs[:limit]
         counts = dict.fromkeys(_STATUS_NAMES.values(), 0)
         summary_only = ad.evaluate("SummaryOnly") is True
+        # SendServerTime: every ad says when it was sent, whatever the projection (as
+        # HTCondor's PUT_CLASSAD_SERVER_TIME does).
+        server_time = int(clock()) if ad.evaluate("SendServerTime") is True else None
+        sent = None if names is None or server_time is None else [*names, "ServerTime"]
         for job in jobs:
             status = _STATUS_NAMES.get(job.evaluate("JobStatus"))  # type: ignore[arg-type]
             if status is not None:
                 counts[status] += 1
-            if not summary_only:
-                yield from send(stream.writer().put_classad(job, projection=names, private=False))
+            if summary_only:
+                continue
+            if server_time is not None:
+                job["ServerTime"] = server_time
+            yield from send(
+                stream.writer().put_classad(job, projection=sent or names, private=False)
+            )
         end = ClassAd({"Owner": 0, "ErrorCode": 0, "ServerTime": int(clock())})
         end["MyType"] = "Summary"
         end["Jobs"] = len(jobs)

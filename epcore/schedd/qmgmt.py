@@ -14,6 +14,7 @@ negative, and the call's results). What ``htcondor2.Schedd().submit`` and ``edit
   answered even with NoAck (the number of jobs, or ``-1`` and errno);
 - CommitTransaction(flags) -> ``0`` and an ad (WarningReason), or ``-1``, errno and an ad
   with ErrorCode and ErrorReason; AbortTransaction, DestroyCluster drop what is pending;
+- SetEffectiveOwner: only QUEUE_SUPER_USERS may name another user, and then act as them;
 - CloseSocket: the end. A connection that ends without a commit aborts the transaction.
 
 Nothing is queued before the commit: the transaction is kept here (bounded: MAX_PROCS jobs
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import pwd
 from collections.abc import Callable, Generator
 from typing import Final
 
@@ -297,6 +299,16 @@ class QueueSession:
         requester = self.requester
         if requester is not None and owner in ("", requester.name):
             return out.put_int(0)
+        if requester is not None and requester.super_user:
+            # QUEUE_SUPER_USERS may act as another user (HTCondor's SetEffectiveOwner); the
+            # schedd's own rules (never root) still hold for what they then submit.
+            try:
+                uid = pwd.getpwnam(owner).pw_uid
+            except KeyError:
+                uid = -1
+            self.requester = Requester(uid, owner, False)
+            return out.put_int(0)
+        self.log.warning("%s may not act as %s (SetEffectiveOwner)", requester, owner)
         return out.put_int(-1).put_int(errno.EACCES)
 
     def _allow_protected(self, reader: Reader, out: Writer) -> Writer:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import encodings.idna  # noqa: F401 - see below
 import json
+import time
 from typing import Any
 
 import pytest
@@ -80,7 +81,9 @@ result = {{"every": [dict(ad) for ad in every], "some": [dict(ad) for ad in some
     assert _ids(found["every"]) == _ids(local)
     by_id = {f"{ad['ClusterId']}.{ad['ProcId']}": ad for ad in local}
     for ad in found["every"]:
-        assert set(ad) == {"ClusterId", "ProcId", "Owner", "Args", "JobStatus"}
+        # htcondor2 asks for the ServerTime HTCondor adds to every ad, projection or not.
+        assert set(ad) == {"ClusterId", "ProcId", "Owner", "Args", "JobStatus", "ServerTime"}
+        assert abs(ad["ServerTime"] - time.time()) < 120
         mine = by_id[f"{ad['ClusterId']}.{ad['ProcId']}"]
         assert (ad["Owner"], ad["Args"], ad["JobStatus"]) == (
             mine["Owner"],
@@ -88,7 +91,7 @@ result = {{"every": [dict(ad) for ad in every], "some": [dict(ad) for ad in some
             mine["JobStatus"],
         )
     assert sorted(ad["ProcId"] for ad in found["some"]) == list(range(40, 50))
-    assert all(set(ad) == {"ProcId"} for ad in found["some"])
+    assert all(set(ad) == {"ProcId", "ServerTime"} for ad in found["some"])
     assert found["limited"] == 7
     assert found["summary"]["Jobs"] == 50 and found["summary"]["Idle"] == 50
 

@@ -24,9 +24,11 @@ class FakePool:
 
     def __init__(self) -> None:
         self.requests: list[ClassAd] = []
+        self.asked_by: list[Requester] = []
 
     def __call__(self, requester: Requester, request: ClassAd) -> ClassAd:
         self.requests.append(request)
+        self.asked_by.append(requester)
         command = request.evaluate("Command")
         if command == "NewCluster":
             return ClassAd({"Ok": True, "ClusterId": 7})
@@ -245,3 +247,20 @@ def test_a_transaction_is_bounded(monkeypatch) -> None:
     assert (replies[5].get_int(), replies[5].get_int()) == (-1, errno.EINVAL)
     assert replies[6].get_int() == -1
     assert "Submit" not in pool.commands()
+
+
+def test_only_a_super_user_may_act_as_another_owner() -> None:
+    """SetEffectiveOwner naming someone else is refused (EACCES) to an ordinary user; a
+    super user who names another user then asks the pool as that user."""
+    pool = FakePool()
+    (refused,) = drive(session(pool), [call(qmgmt.SET_EFFECTIVE_OWNER, "mallory")])
+    assert (refused.get_int(), refused.get_int()) == (-1, errno.EACCES)
+    admin = Requester(0, "condor", True)
+    replies = drive(
+        session(pool, requester=admin),
+        [call(qmgmt.SET_EFFECTIVE_OWNER, "alice"), call(qmgmt.NEW_CLUSTER)],
+    )
+    assert [reply.get_int() for reply in replies] == [0, 7]
+    assert pool.commands() == ["NewCluster"]
+    (asker,) = pool.asked_by
+    assert asker.name == "alice" and not asker.super_user
