@@ -59,12 +59,6 @@ def split_pool(pool: str) -> tuple[str, int]:
     return text, COLLECTOR_PORT
 
 
-def _value(ad: ClassAd, name: str) -> str:
-    """The expression of ``name`` in ``ad`` as HTCondor's old syntax writes it."""
-    line = dict(old_attribute_lines(ClassAd({name: ad.lookup(name)})))[name]
-    return line.partition(" = ")[2]
-
-
 class RemoteSchedd:
     """A schedd at ``host:port`` (module docstring); ``config`` gives the client's security
     policy (SEC_CLIENT_*)."""
@@ -219,9 +213,9 @@ class RemoteSchedd:
                     raise EpError(f"the schedd made job {cluster_id}.{proc}, not .{index}")
                 # Only what differs from the cluster's ad travels in the job's own.
                 own = ClassAd()
-                for name in proc_ad:
-                    if name not in shared or str(shared.lookup(name)) != str(proc_ad.lookup(name)):
-                        own[name] = proc_ad.lookup(name)
+                for name, expr in proc_ad.items():
+                    if shared.lookup(name) != expr:
+                        own[name] = expr
                 own["ProcId"] = proc
                 status = proc_ad.evaluate("JobStatus")
                 own["JobStatus"] = status if isinstance(status, int) else 1
@@ -246,9 +240,10 @@ class RemoteSchedd:
     def _set_all(
         stream: Stream, cluster_id: int, proc: int, ad: ClassAd
     ) -> Generator[Step, bytes | None, None]:
-        for name in ad:
+        for name, line in old_attribute_lines(ad):
             writer = stream.writer().put_int(qp.SET_ATTRIBUTE2).put_int(cluster_id).put_int(proc)
-            writer.put_string(_value(ad, name)).put_string(name).put_byte(qp.NO_ACK)
+            value = line.partition(" = ")[2]
+            writer.put_string(value).put_string(name).put_byte(qp.NO_ACK)
             yield from send(writer)
 
     def close(self) -> None:
