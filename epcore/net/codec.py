@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from epcore.classad import ClassAd, ast
-from epcore.classad.formats import old_attribute_lines, parse_old_attribute
+from epcore.classad.formats import old_lines_by_key, parse_old_attribute
 from epcore.errors import ClassAdError, EpError
 
 #: The byte that stands for a null string in the clear.
@@ -61,6 +61,13 @@ def is_private(name: str) -> bool:
     """Whether attribute ``name`` is private (sent only over an encrypted stream)."""
     lowered = name.lower()
     return lowered in PRIVATE_ATTRIBUTES or lowered.startswith(PRIVATE_PREFIX)
+
+
+def _any_private(keys: list[str]) -> bool:
+    """Whether any of these lower-case names is private (one pass in C for the prefix)."""
+    if not PRIVATE_ATTRIBUTES.isdisjoint(keys):
+        return True
+    return ("\0" + "\0".join(keys)).find("\0" + PRIVATE_PREFIX) >= 0
 
 
 class Writer:
@@ -112,21 +119,23 @@ class Writer:
         """An ad, cut to ``projection`` when given; private attributes only when
         ``private`` (by default: when the stream is encrypted)."""
         send_private = self.encrypted if private is None else private
-        wanted = None if projection is None else {name.lower() for name in projection}
-        lines = [
-            line
-            for name, line in old_attribute_lines(ad)
-            if (wanted is None or name.lower() in wanted) and (send_private or not is_private(name))
-        ]
+        entries = old_lines_by_key(ad)
+        if projection is not None:
+            wanted = {name.lower() for name in projection}
+            entries = [entry for entry in entries if entry[0] in wanted]
+        if not send_private and _any_private([key for key, _ in entries]):
+            entries = [entry for entry in entries if not is_private(entry[0])]
+        lines = [line for _, line in entries]
         self.put_int(len(lines))
         if self.encrypted:
             for line in lines:
                 self.put_string(line)
         else:
             # The common case in one join: a query's answer holds tens of thousands of lines.
-            if any("\0" in line for line in lines):
+            joined = "\0".join(lines)
+            if joined.count("\0") != max(len(lines) - 1, 0):
                 raise CodecError("a string on the wire cannot hold a NUL character")
-            self._out += "\0".join(lines).encode() + (b"\0" if lines else b"")
+            self._out += joined.encode() + (b"\0" if lines else b"")
         self.put_string("")
         self.put_string("")
         return self

@@ -15,8 +15,9 @@ So a slow or hostile client costs its own connection only:
 - at most :data:`READ_PER_TURN` bytes are read from a connection per turn.
 
 Every refusal is logged with the peer's address and the reason (through
-:class:`~epcore.runtime.connection_limits.ThrottledLog`, so that a flood costs a line per
-period), and the handshake's refusals also name who and which command.
+:class:`~epcore.runtime.connection_limits.ThrottledLog`: each kind of reason from each host
+gets its line, and a flood of one kind costs a line per period, which counts the rest), and
+the handshake's refusals also name who and which command.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import selectors
 import socket
 import time
@@ -50,6 +52,7 @@ READ_PER_TURN: Final = 256 * 1024
 ACCEPTS_PER_TURN: Final = 64
 #: The largest message a peer may send unless CEDAR_MAX_REQUEST_SIZE says otherwise.
 MAX_MESSAGE: Final = 16 * 1024 * 1024
+_NUMBERS: Final = re.compile(r"\d+")
 #: Seconds a whole connection may last unless CEDAR_CONVERSATION_LIMIT says otherwise.
 CONVERSATION_LIMIT: Final = 300.0
 
@@ -74,6 +77,13 @@ class ListenerLimits:
                 "CEDAR_CONVERSATION_LIMIT", CONVERSATION_LIMIT, minimum=1.0
             ),
         )
+
+
+def _kind(what: str, connection: _Connection, reason: str) -> str:
+    """A refusal's kind for the throttled log: the peer's host and the reason with its
+    numbers left out, so that each different reason is logged, and a flood of one costs a
+    line per period."""
+    return f"{what} {connection.stream.peer[0]} {_NUMBERS.sub('N', reason)[:60]}"
 
 
 @attrs.define(eq=False)
@@ -252,7 +262,7 @@ class CedarListener:
             connection = _Connection(sock, stream, self._serve(stream), now, now)
             self.connections[sock] = connection
             self.selector.register(sock, selectors.EVENT_READ, self)
-            self._advance(connection, None, first=True)
+            self._advance(connection, first=True)
 
     def _serve(self, stream: Stream) -> Generator[Step, bytes | None, None]:
         peer, first = yield from self.security.start(stream)
@@ -317,11 +327,9 @@ class CedarListener:
             self._drop(connection, str(error))
             return
         if isinstance(connection.waiting, Receive):
-            self._advance(connection, None)
+            self._advance(connection)
 
-    def _advance(
-        self, connection: _Connection, message: bytes | None, *, first: bool = False
-    ) -> None:
+    def _advance(self, connection: _Connection, *, first: bool = False) -> None:
         """Run the conversation until it waits for a message not yet here, or ends."""
         conversation = connection.conversation
         try:
@@ -343,7 +351,7 @@ class CedarListener:
         except Refused as refusal:
             if not refusal.logged:
                 self.throttled.warning(
-                    f"refused {connection.stream.peer[0]}",
+                    _kind("refused", connection, str(refusal)),
                     "CEDAR: ended the connection from %s: %s",
                     connection.stream.peer_description,
                     refusal,
@@ -390,7 +398,7 @@ class CedarListener:
 
     def _drop(self, connection: _Connection, reason: str) -> None:
         self.throttled.warning(
-            f"dropped {connection.stream.peer[0]}",
+            _kind("dropped", connection, reason),
             "CEDAR: closed the connection from %s: %s",
             connection.stream.peer_description,
             reason,

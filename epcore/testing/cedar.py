@@ -53,7 +53,6 @@ def run_htcondor2(
     """Run ``code`` with htcondor2 against the pool configured by ``config`` (module
     docstring); ``environ`` adds variables (``_CONDOR_TOOL_DEBUG``...)."""
     env = {**os.environ, "CONDOR_CONFIG": config, **(environ or {})}
-    env.pop("_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS", None)
     done = subprocess.run(
         [sys.executable, "-c", _WRAPPER, str(uid), str(gid)],
         input=code,
