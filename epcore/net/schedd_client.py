@@ -14,8 +14,9 @@ HTCondor's tools speak them.
 - :meth:`~RemoteSchedd.act`: ACT_ON_JOBS asking for each job's outcome (AR_LONG),
   confirmed when something can be done.
 
-Failures (refusals, broken connections, the schedd's errors) raise :class:`EpError` with
-the schedd's words.
+Every connection offers the ECDH key exchange, so a schedd that wants encryption gets
+AES-GCM. Failures (refusals, broken connections, the schedd's errors) raise
+:class:`EpError` with the schedd's words.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from epcore.net import qmgmt_protocol as qp
 from epcore.net.client import CLIENT_TIMEOUT, connect, query_collector, start_command
 from epcore.net.codec import Reader
 from epcore.net.conversation import Conversation, Result, Step, Stream, receive, run_blocking, send
+from epcore.net.keyexchange import EcdhClientKeyExchange
 from epcore.net.sinful import parse_sinful
 
 #: The port of ``-pool HOST`` without one (HTCondor's collector port).
@@ -100,7 +102,9 @@ class RemoteSchedd:
         """Start ``command`` on a new connection and run ``body`` after it."""
 
         def conversation() -> Generator[Step, bytes | None, Result]:
-            yield from start_command(stream, command, self.config)
+            yield from start_command(
+                stream, command, self.config, key_exchange=EcdhClientKeyExchange()
+            )
             return (yield from body)
 
         sock, stream = self._connect()
@@ -172,7 +176,12 @@ class RemoteSchedd:
         self._stream = stream
 
         def conversation() -> Generator[Step, bytes | None, int]:
-            yield from start_command(stream, commands.QMGMT_WRITE_CMD.number, self.config)
+            yield from start_command(
+                stream,
+                commands.QMGMT_WRITE_CMD.number,
+                self.config,
+                key_exchange=EcdhClientKeyExchange(),
+            )
             yield from send(stream.writer().put_int(qp.NEW_CLUSTER))
             reader = yield from receive(stream, "the new cluster's id")
             return _answer(reader, "NewCluster")
