@@ -8,9 +8,13 @@ only CONDOR_CONFIG naming the pool.
 
 from __future__ import annotations
 
+import contextlib
 import encodings.idna  # noqa: F401 - see below
 import json
+import socket
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -49,6 +53,43 @@ def _ep_q(pool: PoolProcess, *args: str) -> list[dict[str, Any]]:
     assert result.status == 0, result.stderr
     documents: list[dict[str, Any]] = json.loads(result.stdout or "[]")
     return documents
+
+
+@contextlib.contextmanager
+def recording_proxy(sinful: str) -> Iterator[tuple[str, bytearray]]:
+    """A TCP proxy to ``sinful`` recording every byte both ways: its own sinful address and
+    the recording."""
+    host, port = sinful.strip("<>").split("?")[0].split(":")
+    recorded = bytearray()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def pump(source: socket.socket, target: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                recorded.extend(data)
+                target.sendall(data)
+            target.shutdown(socket.SHUT_WR)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            server = socket.create_connection((host, int(port)))
+            threading.Thread(target=pump, args=(server, client), daemon=True).start()
+            threading.Thread(target=pump, args=(client, server), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"<127.0.0.1:{listener.getsockname()[1]}>", recorded
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
 
 
 def _ids(ads: list[dict[str, Any]]) -> list[str]:
@@ -254,7 +295,8 @@ def test_a_token_holder_submits_and_acts_as_the_tokens_user(
 ) -> None:
     """htcondor2 with only a token (TOKEN and encryption required, no FS on the pool) submits,
     queries, holds and edits as the user the token names: the jobs are that user's, as
-    ``ep q`` shows; ``ep q / release -pool`` with that client configuration do the same."""
+    ``ep q`` shows, and a recording proxy sees none of a job's arguments in the clear;
+    ``ep q / release -pool`` with that client configuration do the same."""
     pool: PoolProcess = pool_factory(TOKEN_ONLY)
     user = slot_users[2]
     address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
@@ -283,6 +325,19 @@ result = {"ids": sorted(f"{a['ClusterId']}.{a['ProcId']}" for a in ads),
     answer = run_htcondor2(str(config), code)
     local = {f"{ad['ClusterId']}.{ad['ProcId']}": ad for ad in _ep_q(pool)}
     assert answer["ids"] == sorted(local) and len(local) == 5
+    # Through a recording proxy, a submission's arguments never cross the wire in the clear.
+    secret = "argument-" + "x7q" * 5
+    with recording_proxy(address) as (proxied, recorded):
+        sealed = f"""
+where = classad2.ClassAd({{"MyType": "Scheduler", "Name": "proxied", "MyAddress": "{proxied}",
+                          "CondorVersion": "$CondorVersion: 25.0.0 2025-01-01 $"}})
+r = htcondor2.Schedd(where).submit(htcondor2.Submit({{
+    "executable": "/bin/sleep", "arguments": "600 {secret}", "requirements": "false"}}))
+result = r.cluster()
+"""
+        cluster = run_htcondor2(str(config), sealed)
+    assert pool.jobs(f"ClusterId == {cluster}")[0].evaluate("Args") == f"600 {secret}"
+    assert len(recorded) > 1000 and secret.encode() not in recorded
     assert answer["held"] == 1 and local["1.0"]["JobStatus"] == 5
     assert local["1.1"]["Answer"] == 42
     assert {ad["Owner"] for ad in local.values()} == {user.name}
@@ -290,7 +345,7 @@ result = {"ids": sorted(f"{a['ClusterId']}.{a['ProcId']}" for a in ads),
     where = address.strip("<>").split("?")[0]
     remote = run_ep(["q", "-pool", where, "-allusers", "-json", "--config", str(config)])
     assert remote.status == 0, remote.stderr
-    assert _ids(json.loads(remote.stdout)) == sorted(local)
+    assert _ids(json.loads(remote.stdout)) == _ids(_ep_q(pool)) == [*sorted(local), "2.0"]
     held = run_ep(["release", "1.0", "-pool", where, "--config", str(config)])
     assert "Job 1.0 released." in held.stdout, held.stderr
     assert {ad["JobStatus"] for ad in _ep_q(pool)} == {1}
