@@ -91,7 +91,14 @@ def cedar_handlers(
 
     def qmgmt(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
         write = context.peer.command == commands.QMGMT_WRITE_CMD.number
-        session = QueueSession(route, requester(context), write=write, log=log, clock=clock)
+        session = QueueSession(
+            route,
+            requester(context),
+            write=write,
+            log=log,
+            clock=clock,
+            peer=f"{context.peer.name} at {context.stream.peer_description}",
+        )
         if context.first is not None and not context.first.at_end:
             # The first call came in the command's own message.
             reply, more = session.call(

@@ -84,7 +84,8 @@ MAX_EDITS: Final = 10_000
 class QueueSession:
     """One connection's calls and its transaction (module docstring). ``requester`` is the
     authenticated user mapped to a local one (None: nobody may write); ``write``: the
-    connection came by QMGMT_WRITE_CMD."""
+    connection came by QMGMT_WRITE_CMD; ``peer`` names who and from where, for the log
+    lines of refusals."""
 
     def __init__(
         self,
@@ -94,11 +95,13 @@ class QueueSession:
         write: bool,
         log: logging.Logger,
         clock: Callable[[], float],
+        peer: str = "a client",
     ) -> None:
         self.route = route
         self.requester = requester
         self.write = write
         self.log = log
+        self.peer = peer
         self.clock = clock
         self.abort()
         self.scan: list[ClassAd] = []
@@ -162,7 +165,9 @@ class QueueSession:
             return None, False
         handler = self._CALLS.get(number)
         if handler is None:
-            self.log.warning("queue management call %d is not supported; closing", number)
+            self.log.warning(
+                "queue management call %d from %s is not supported; closing", number, self.peer
+            )
             return None, False
         return handler(self, reader, out), True
 
@@ -216,7 +221,14 @@ class QueueSession:
                 ids = [f"{cluster_id}.{proc}" if proc >= 0 else str(cluster_id)]
                 self._edit(name, text, flags, JobIds=ids)
         except (EpError, ClassAdError, PermissionError) as error:
-            self.log.info("SetAttribute %s of %d.%d refused: %s", name, cluster_id, proc, error)
+            self.log.warning(
+                "SetAttribute %s of %d.%d from %s refused: %s",
+                name,
+                cluster_id,
+                proc,
+                self.peer,
+                error,
+            )
             if flags & NO_ACK:
                 self.errors.append(f"{name} of {cluster_id}.{proc}: {error}")
                 return None
@@ -245,7 +257,9 @@ class QueueSession:
             count = self._edit(name, text, flags, Constraint=constraint or "true")
         except (EpError, PermissionError) as error:
             # Answered whatever the flags say (qmgmt_send_stubs.cpp always reads it).
-            self.log.info("SetAttributeByConstraint %s refused: %s", name, error)
+            self.log.warning(
+                "SetAttributeByConstraint %s from %s refused: %s", name, self.peer, error
+            )
             code = errno.EACCES if isinstance(error, PermissionError) else errno.EINVAL
             return out.put_int(-1).put_int(code)
         return out.put_int(count)
@@ -265,7 +279,7 @@ class QueueSession:
         try:
             self.commit()
         except EpError as error:
-            self.log.info("a transaction was refused: %s", error)
+            self.log.warning("a transaction from %s was refused: %s", self.peer, error)
             return (
                 out.put_int(-1)
                 .put_int(errno.EINVAL)
@@ -308,7 +322,7 @@ class QueueSession:
                 uid = -1
             self.requester = Requester(uid, owner, False)
             return out.put_int(0)
-        self.log.warning("%s may not act as %s (SetEffectiveOwner)", requester, owner)
+        self.log.warning("%s may not act as %s (SetEffectiveOwner)", self.peer, owner)
         return out.put_int(-1).put_int(errno.EACCES)
 
     def _allow_protected(self, reader: Reader, out: Writer) -> Writer:

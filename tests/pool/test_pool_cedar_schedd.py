@@ -221,6 +221,7 @@ result = {{"held": dict(held), "removed": dict(removed)}}
     assert all("Answer" not in ad for ad in local)
     log = pool.log("SchedLog")
     assert f"from {other.name}@" in log and f"not owned by {other.name}" in log
+    assert f"SetAttribute Answer of {cluster}.0 from {other.name}@" in log
     # Nor may a user pretend to be another when submitting.
     forged = SUBMIT_50.replace('"+Color"', f'"+Owner": \'"{owner.name}"\', "+Color"')
     assert _as(pool, other, forged)["procs"] == 50
