@@ -194,7 +194,7 @@ def cedar_handlers(
         for job_id in done:
             _record(result, job_id, qp.AR_SUCCESS, long_form)
         for line in refused:
-            outcome = qp.AR_PERMISSION_DENIED if "not owned by" in line else qp.AR_BAD_STATUS
+            outcome = _outcome(line)
             totals[outcome] += 1
             _record(result, line.split(":")[0], outcome, long_form)
             if "not owned by" in line:
@@ -273,6 +273,15 @@ def cedar_handlers(
         commands.QUERY_SCHEDD_HISTORY: history,
         commands.RESCHEDULE: reschedule,
     }
+
+
+def _outcome(refusal: str) -> int:
+    """ACT_ON_JOBS' outcome for one of the pool's refusals (``<id>: <why>``)."""
+    if "not owned by" in refusal:
+        return qp.AR_PERMISSION_DENIED
+    if "already" in refusal:
+        return qp.AR_ALREADY_DONE
+    return qp.AR_BAD_STATUS
 
 
 def _record(result: ClassAd, job_id: str, outcome: int, long_form: bool) -> None:

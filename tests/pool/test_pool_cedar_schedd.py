@@ -151,6 +151,7 @@ held = s.act(htcondor2.JobAction.Hold, ["{cluster}.0", "{cluster}.1", "{cluster}
 released = s.act(htcondor2.JobAction.Release, "ClusterId == {cluster} && ProcId == 1")
 removed = s.act(htcondor2.JobAction.Remove, ["{cluster}.48", "{cluster}.49", "{cluster}.99"])
 again = s.act(htcondor2.JobAction.Release, ["{cluster}.3"])
+twice = s.act(htcondor2.JobAction.Hold, ["{cluster}.0"])
 one = s.edit(["{cluster}.5"], "Answer", "42")
 many = s.edit("ClusterId == {cluster} && ProcId < 10", "Tag", '"ten"')
 history = s.history("ClusterId == {cluster}", ["ClusterId", "ProcId", "RemoveReason"], match=10)
@@ -160,7 +161,7 @@ items = s.submit(
     itemdata=iter([{{"word": "alpha"}}, {{"word": "beta"}}, {{"word": "gamma"}}]),
 )
 result = {{"held": dict(held), "released": dict(released), "removed": dict(removed),
-          "again": dict(again), "one": int(one), "many": int(many),
+          "again": dict(again), "twice": dict(twice), "one": int(one), "many": int(many),
           "history": [dict(ad) for ad in history], "items": items.cluster()}}
 """
     answer = _as(pool, user, code)
@@ -169,6 +170,7 @@ result = {{"held": dict(held), "released": dict(released), "removed": dict(remov
     assert answer["removed"]["TotalSuccess"] == 2
     assert answer["removed"]["TotalNotFound"] == 1
     assert answer["again"]["TotalSuccess"] == 0 and answer["again"]["TotalBadStatus"] == 1
+    assert answer["twice"]["TotalSuccess"] == 0 and answer["twice"]["TotalAlreadyDone"] == 1
     assert answer["one"] == 1 and answer["many"] == 10
     local = {f"{ad['ClusterId']}.{ad['ProcId']}": ad for ad in _ep_q(pool)}
     assert local[f"{cluster}.0"]["JobStatus"] == 5
