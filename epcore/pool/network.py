@@ -248,6 +248,7 @@ def build_listener(
     *,
     collector_handlers: dict[Command, Handler] | None,
     collector: CollectorLink | None,
+    schedd_handlers: dict[Command, Handler] | None = None,
     local_address: str,
     log: logging.Logger,
 ) -> PoolListener:
@@ -256,6 +257,8 @@ def build_listener(
     for command, handler in daemon_core_handlers(config).items():
         table.register(command, handler)
     for command, handler in (collector_handlers or {}).items():
+        table.register(command, handler)
+    for command, handler in (schedd_handlers or {}).items():
         table.register(command, handler)
     security = SecurityServer(
         config,
