@@ -65,6 +65,7 @@ from pool_bench import (
     check_history,
     shell_loop,
     submit_and_wait,
+    wait_for_queue,
 )
 
 import epcore
@@ -289,8 +290,11 @@ def slurm_jobs(count: int, env: dict[str, str], meter: str | None) -> Round:
         .split(";")[0]
         .strip()
     )
-    # Without --states, squeue shows pending, running and completing jobs only.
-    wait(lambda: not run(["squeue", "-h", "-o", "%i"], env).strip(), 600, "Slurm", 0.2)
+    # Without --states, squeue shows pending, running and completing jobs only; -r one line
+    # per array element. Looked at as seldom as epcore's queue (pool_bench.wait_for_queue).
+    wait_for_queue(
+        lambda: len(run(["squeue", "-h", "-r", "-o", "%i"], env).split()), count, started
+    )
     elapsed = time.perf_counter() - started
     used = cpu_seconds(meter) - before
     states = collections.Counter(

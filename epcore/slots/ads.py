@@ -229,6 +229,17 @@ class SlotAdBuilder:
             self._requirements(entry, slot, status, context, fold_requirements)
         return [entry.ad for entry in entries]
 
+    def refold(self, layout: SlotLayout, now: float, *, fold_requirements: bool) -> list[ClassAd]:
+        """The last build's ads again, one per slot of ``layout`` in its order, with
+        Requirements folded or not (as :meth:`build`'s ``fold_requirements`` says). For the
+        layout, statuses and ``now`` of that build only: nothing but Requirements changes,
+        so nothing else is assembled again."""
+        context = self.config.eval_context.at(now)
+        entries = [self._slots[(slot.slot_id, slot.sub_id)] for slot in layout.slots]
+        for entry in entries:
+            self._requirements(entry, entry.slot, entry.status, context, fold_requirements)
+        return [entry.ad for entry in entries]
+
     # -- assembling ---------------------------------------------------------------------------
 
     def _stack(self, entry: _SlotAd, cross: _Values) -> tuple[_Values, ...]:

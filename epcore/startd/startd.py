@@ -172,12 +172,23 @@ class Startd:
         """Every slot's ad by short name (``published``: as advertised, Requirements folded).
 
         The engine asks many times during one event for the same state; the last answer is
-        kept for that (state, now, published). Only the last: the builder updates its ads in
-        place, so an answer for the other ``published`` is no longer what it was.
+        kept for that (state, now, published), and an equal state at the same ``now`` in the
+        other flavour only folds Requirements again. Only the last: the builder updates its
+        ads in place, so an answer for the other ``published`` is no longer what it was.
         """
         memo = self._ads_memo
-        if memo is not None and memo[0] is state and memo[1] == now and memo[2] == published:
-            return memo[3]
+        if memo is not None and memo[1] == now and (memo[0] is state or memo[0] == state):
+            if memo[2] == published:
+                return memo[3]
+            # Starting a job asks for the published ads of the state the policy has just
+            # been evaluated in (an equal state, not the same object): only Requirements
+            # differs between the two.
+            built = self.builder.refold(state.layout, now, fold_requirements=published)
+            ads = {
+                slot_prefix(slot): ad for slot, ad in zip(state.layout.slots, built, strict=True)
+            }
+            self._ads_memo = (state, now, published, ads)
+            return ads
         readings = self._readings(now)
         ads = self._build_ads(state, now, readings, published)
         if self.cron.remerge(ads, state, now):

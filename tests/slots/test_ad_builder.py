@@ -176,6 +176,50 @@ def test_updated_ads_equal_fresh_ads(config_text: str, steps: Sequence[Step]) ->
         assert [_view(ad) for ad in kept] == [_view(ad) for ad in fresh]
 
 
+@settings(max_examples=40, deadline=None)
+@given(config_text=st.sampled_from(CONFIGS), steps=st.lists(_step(), min_size=1, max_size=5))
+def test_refolded_ads_equal_fresh_ads_of_the_other_flavour(
+    config_text: str, steps: Sequence[Step]
+) -> None:
+    """Refolding the last build's ads gives the ads a fresh build of the other flavour
+    (Requirements folded or not) gives, and the builder goes on from them correctly."""
+    config = config_of(config_text)
+    inventory = inventory_of()
+    builder = SlotAdBuilder(config, inventory, host_name=HOST, started_at=NOW - 1000)
+    now = float(NOW)
+    for step in steps:
+        now += step.advance
+        for fold in (step.fold, not step.fold):
+            if fold == step.fold:
+                kept = builder.build(
+                    step.layout,
+                    step.readings,
+                    step.statuses,
+                    now,
+                    extra_attributes=step.extra,
+                    benchmarks=step.benchmarks,
+                    draining=step.draining,
+                    fold_requirements=fold,
+                )
+            else:
+                kept = builder.refold(step.layout, now, fold_requirements=fold)
+            fresh = build_slot_ads(
+                config,
+                inventory,
+                step.layout,
+                step.readings,
+                step.statuses,
+                now,
+                host_name=HOST,
+                extra_attributes=step.extra,
+                started_at=NOW - 1000,
+                benchmarks=step.benchmarks,
+                draining=step.draining,
+                fold_requirements=fold,
+            )
+            assert [_view(ad) for ad in kept] == [_view(ad) for ad in fresh]
+
+
 def test_the_builder_keeps_its_ads_and_changes_only_what_moved() -> None:
     """A second call returns the same ad objects, with the clock attributes moved on."""
     builder = SlotAdBuilder(config_of(), inventory_of(), host_name=HOST, started_at=NOW)
