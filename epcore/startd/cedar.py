@@ -3,9 +3,10 @@ dc_startd.cpp, htcondor2's Startd), carried out by the handlers the pool's local
 use (:mod:`epcore.startd.requests`, on the startd's :class:`~epcore.interfaces.StartdLink`):
 
 - DRAIN_JOBS: a request ad (HowFast 0/10/20 for graceful, quick, fast; CheckExpr,
-  StartExpr, DrainReason, ResumeOnCompletion); the answer is an ad with Result, RequestID
-  and, on failure, ErrorCode and ErrorString. CANCEL_DRAIN_JOBS: an ad (RequestID,
-  ignored: a startd drains once at a time) and the same kind of answer.
+  StartExpr, DrainReason, ResumeOnCompletion 0: nothing, the only one carried out); the
+  answer is an ad with Result, RequestID and, on failure, ErrorCode and ErrorString.
+  CANCEL_DRAIN_JOBS: an ad (RequestID, ignored: a startd drains once at a time) and the
+  same kind of answer.
 - VACATE_ALL_CLAIMS / VACATE_ALL_FAST: no payload; VACATE_CLAIM / VACATE_CLAIM_FAST: the
   slot's name. HTCondor answers neither, so a failure is only logged.
 - GET_HISTORY: htcondor2's ``Startd().history``: a query ad (Requirements, Projection as a
@@ -126,11 +127,11 @@ def cedar_handlers(
         completion = request.evaluate("ResumeOnCompletion")
         if how is None:
             reply = _reply(False, f"HowFast {speed!r} is not 0, 10 or 20")
-        elif completion not in (0, 1, None):
+        elif "ResumeOnCompletion" in request and completion != 0:
+            # The startd does nothing when a drain completes (HTCondor's default); resuming,
+            # exiting or restarting then is not carried out, so it is refused, not ignored.
             reply = _reply(
-                False,
-                f"ResumeOnCompletion {completion!r}: only 0 (nothing) and 1 "
-                "(resume) are carried out here",
+                False, f"ResumeOnCompletion {completion!r}: only 0 (nothing) is carried out here"
             )
         else:
             try:
