@@ -3,6 +3,8 @@
 Each takes ``--config FILE`` (else the configuration HTCondor would read, else the personal
 pool's: :mod:`epcore.pool.personal`) and ``--pool SOCKET`` (else the configuration's
 POOL_CONTROL_SOCKET), and prints failures as ``ep <command>: <message>`` with status 1.
+Those that speak CEDAR too take ``-pool HOST[:PORT]`` (a collector, as condor_status's
+``-pool``; single dash, unlike the socket's ``--pool``) and ``-name NAME`` (which daemon).
 """
 
 from __future__ import annotations
@@ -61,6 +63,37 @@ def pool_options(function: F) -> F:
         metavar="FILE",
         help="Read FILE instead of the configuration HTCondor would read.",
     )(function)
+
+
+def cedar_options(function: F) -> F:
+    """Add ``-pool HOST[:PORT]`` and ``-name NAME`` (module docstring) to a click command."""
+    function = click.option(
+        "-name",
+        "daemon_name",
+        default=None,
+        metavar="NAME",
+        help="With -pool: the daemon of this name (a startd's Name or Machine).",
+    )(function)
+    return click.option(
+        "-pool",
+        "cedar_pool",
+        default=None,
+        metavar="HOST[:PORT]",
+        help="Speak CEDAR to the pool whose collector is at HOST[:PORT] (default port 9618),"
+        " as HTCondor's tools do, instead of the local pool's socket.",
+    )(function)
+
+
+def tool_config(command: str, config_file: str | None) -> Config:
+    """The configuration a CEDAR client reads (its SEC_CLIENT_* knobs, its token
+    directory): the pool configuration when there is one, HTCondor's defaults otherwise (a
+    remote pool needs no local one)."""
+    path, personal = config_file_for(
+        config_file, os.environ, uid=os.getuid(), home=os.environ.get("HOME")
+    )
+    if personal and not os.path.exists(path):
+        return Config.from_text("", subsystem="TOOL")
+    return pool_config(command, config_file)
 
 
 def pool_config(command: str, config_file: str | None) -> Config:
