@@ -16,7 +16,8 @@ So a slow or hostile client costs its own connection only:
 
 Every refusal is logged with the peer's address and the reason (through
 :class:`~epcore.runtime.connection_limits.ThrottledLog`, so that a flood costs a line per
-period), and the handshake's refusals also name who and which command.
+period and kind of reason, saying how many more there were), and the handshake's refusals
+also name who and which command.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import selectors
 import socket
 import time
@@ -52,6 +54,17 @@ ACCEPTS_PER_TURN: Final = 64
 MAX_MESSAGE: Final = 16 * 1024 * 1024
 #: Seconds a whole connection may last unless CEDAR_CONVERSATION_LIMIT says otherwise.
 CONVERSATION_LIMIT: Final = 300.0
+
+
+def reason_kind(reason: str) -> str:
+    """What kind of refusal ``reason`` is, for the log's throttle: its words without the
+    numbers and bytes that differ each time, so that each kind of bad input from a host is
+    logged (once per period, with how many more), and a flood of one kind cannot hide
+    another."""
+    return _VARYING.sub("", reason)[:60]
+
+
+_VARYING: Final = re.compile(r"\b[0-9a-f]{2}\b|\d+")
 
 
 @attrs.frozen
@@ -335,7 +348,7 @@ class CedarListener:
         except Refused as refusal:
             if not refusal.logged:
                 self.throttled.warning(
-                    f"refused {connection.stream.peer[0]}",
+                    f"refused {connection.stream.peer[0]} {reason_kind(str(refusal))}",
                     "CEDAR: ended the connection from %s: %s",
                     connection.stream.peer_description,
                     refusal,
@@ -382,7 +395,7 @@ class CedarListener:
 
     def _drop(self, connection: _Connection, reason: str) -> None:
         self.throttled.warning(
-            f"dropped {connection.stream.peer[0]}",
+            f"dropped {connection.stream.peer[0]} {reason_kind(reason)}",
             "CEDAR: closed the connection from %s: %s",
             connection.stream.peer_description,
             reason,
