@@ -24,7 +24,7 @@ from epcore.classad.runtime import (
     evaluate_binding,
     ref,
 )
-from epcore.classad.unparse import unparse, unparse_attributes
+from epcore.classad.unparse import attribute_name, old_literal, unparse, unparse_attributes
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value, _Error, _Undefined
 
 _DEFAULT_CONTEXT: Final = EvalContext()
@@ -41,12 +41,13 @@ def default_functions() -> FunctionTable:
 class Binding:
     """One attribute of one ad: its name as written, its expression, its compiled code."""
 
-    __slots__ = ("_code", "constant", "name", "node")
+    __slots__ = ("_code", "_old", "constant", "name", "node")
 
     def __init__(self, name: str, node: ast.Node, constant: object = NOT_CONSTANT) -> None:
         self.name = name
         self.node = node
         self._code: Code | None = None
+        self._old: str | None = None
         if constant is NOT_CONSTANT and type(node) is ast.Literal:
             constant = ast.literal_value(node.value)
         self.constant = constant
@@ -56,6 +57,15 @@ class Binding:
         if self.constant is NOT_CONSTANT:
             return (Binding, (self.name, self.node))
         return (Binding, (self.name, self.node, self.constant))
+
+    def old_line(self) -> str:
+        """``Name = Expr`` in old syntax, made once: copies of an ad share their bindings,
+        and the wire sends a collector's stored ads over and over."""
+        line = self._old
+        if line is None:
+            text = unparse(self.node, old_literal)
+            line = self._old = f"{attribute_name(self.name)} = {text}"
+        return line
 
     def compiled(self) -> Code:
         """The attribute's compiled code (compiled on first use)."""

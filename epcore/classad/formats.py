@@ -18,7 +18,7 @@ from typing import Any, Final
 from epcore.classad import ast
 from epcore.classad.classad import ClassAd, Expr
 from epcore.classad.parser import iter_new_ads, parse_ad_node, parse_node
-from epcore.classad.unparse import attribute_name, format_literal, unparse
+from epcore.classad.unparse import unparse
 from epcore.classad.values import UNDEFINED
 from epcore.errors import ClassAdError, ClassAdSyntaxError
 
@@ -99,25 +99,6 @@ def _old_lines(text: str, source: str | None, *, separators: bool = False) -> It
 # -- old syntax output ----------------------------------------------------------------------
 
 
-def _old_literal(value: object) -> str:
-    """A literal as HTCondor's old syntax writes it.
-
-    Strings are written raw with only ``"`` escaped (old syntax reads backslashes
-    literally), and reals as ``%.15G`` (17 digits when that is not exact) with a ``.0``
-    kept on integral values so that they stay reals.
-    """
-    if type(value) is str:
-        return '"' + value.replace('"', '\\"') + '"'
-    if type(value) is float and math.isfinite(value) and value != 0.0:
-        text = f"{value:.15G}"
-        if float(text) != value:
-            text = f"{value:.17G}"
-        if "." not in text and "E" not in text:
-            text += ".0"
-        return text
-    return format_literal(value)
-
-
 def format_old(ad: ClassAd) -> str:
     """The ad in old syntax: one ``Name = Expr`` line per attribute, newline-terminated."""
     return "".join(f"{line}\n" for _, line in old_attribute_lines(ad))
@@ -127,8 +108,13 @@ def old_attribute_lines(ad: ClassAd) -> Iterator[tuple[str, str]]:
     """Each attribute's name and its ``Name = Expr`` line in old syntax, in the ad's order
     (the form HTCondor's wire protocol sends one string per attribute in)."""
     for binding in ad._bindings.values():
-        text = unparse(binding.node, _old_literal)
-        yield binding.name, f"{attribute_name(binding.name)} = {text}"
+        yield binding.name, binding.old_line()
+
+
+def old_lines_by_key(ad: ClassAd) -> list[tuple[str, str]]:
+    """Each attribute's lower-case name and its old-syntax line (the fast path of the wire,
+    which sends every attribute of thousands of ads)."""
+    return [(key, binding._old or binding.old_line()) for key, binding in ad._bindings.items()]
 
 
 def parse_old_attribute(line: str, source: str | None = None) -> tuple[str, Expr]:

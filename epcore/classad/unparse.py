@@ -190,3 +190,22 @@ def _emit(node: ast.Node, out: list[str], literal: LiteralFormatter) -> None:
         out.append(" ]")
     else:
         raise TypeError(f"not a ClassAd AST node: {node!r}")
+
+
+def old_literal(value: object) -> str:
+    """A literal as HTCondor's old syntax writes it.
+
+    Strings are written raw with only ``"`` escaped (old syntax reads backslashes
+    literally), and reals as ``%.15G`` (17 digits when that is not exact) with a ``.0``
+    kept on integral values so that they stay reals.
+    """
+    if type(value) is str:
+        return '"' + value.replace('"', '\\"') + '"'
+    if type(value) is float and math.isfinite(value) and value != 0.0:
+        text = f"{value:.15G}"
+        if float(text) != value:
+            text = f"{value:.17G}"
+        if "." not in text and "E" not in text:
+            text += ".0"
+        return text
+    return format_literal(value)

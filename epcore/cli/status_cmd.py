@@ -10,7 +10,9 @@ Options follow condor_status (one dash, as it spells them; two dashes work too):
 (``-long``) prints every attribute, ``-af ATTR...`` (``-autoformat``) the values of the
 attributes or expressions that follow, ``-constraint EXPR`` keeps the slots for which EXPR is
 true, ``-json`` prints the ads as JSON; ``--config FILE`` reads FILE instead of the
-configuration HTCondor would find. Other arguments name slots or machines to show.
+configuration HTCondor would find; ``-pool HOST[:PORT]`` asks that collector over CEDAR
+(HTCondor's wire protocol) instead of the local pool. Other arguments name slots or machines
+to show.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ _JSON = frozenset({"-json"})
 _AUTOFORMAT = frozenset({"-af", "-autoformat"})
 _CONSTRAINT = frozenset({"-constraint", "-const"})
 _CONFIG = frozenset({"-config"})
+_POOL = frozenset({"-pool"})
 _AD_TYPES = {
     "-schedd": "Scheduler",
     "-submitters": "Submitter",
@@ -74,6 +77,7 @@ class StatusRequest:
     names: tuple[str, ...] = ()
     my_type: str | None = "Machine"
     absent: bool = False
+    pool: str | None = None
 
 
 def _spelling(arg: str) -> str:
@@ -89,6 +93,7 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
     autoformat: list[str] = []
     my_type: str | None = "Machine"
     absent = False
+    pool: str | None = None
     position = 0
     while position < len(args):
         arg = args[position]
@@ -110,11 +115,13 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
             if position == start:
                 raise StatusFailure(f"{arg} needs at least one attribute")
             autoformat.extend(args[start:position])
-        elif option in _CONSTRAINT or option in _CONFIG:
+        elif option in _CONSTRAINT or option in _CONFIG or option in _POOL:
             if position >= len(args):
                 raise StatusFailure(f"{arg} needs a value")
             if option in _CONSTRAINT:
                 constraint = args[position]
+            elif option in _POOL:
+                pool = args[position]
             else:
                 config_file = args[position]
             position += 1
@@ -131,6 +138,7 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
         names=tuple(names),
         my_type=my_type,
         absent=absent,
+        pool=pool,
     )
 
 
@@ -250,9 +258,13 @@ def status_command(args: tuple[str, ...]) -> None:
     ep status -constraint 'Cpus > 1'
     ep status -json
     ep status --config FILE        read FILE instead of the usual configuration
+    ep status -pool HOST[:PORT]    ask that collector over CEDAR (HTCondor's or epcore's)
     """
     request = parse_arguments(args)
     now = time.time()
+    if request.pool is not None:
+        click.echo(render(request, remote_ads(request), now), nl=False)
+        return
     pooled = pool_ads(request)
     if pooled is not None:
         click.echo(render(request, pooled, now), nl=False)
@@ -285,3 +297,49 @@ def pool_ads(request: StatusRequest) -> list[ClassAd] | None:
         return client.query_ads(request.my_type, absent=request.absent)
     except (EpError, OSError):  # ControlError too: no pool answers there
         return None
+
+
+#: The query command of each ad type ``ep status`` shows (condor_commands.h).
+_QUERY_COMMANDS = {
+    "Machine": 5,
+    "Scheduler": 6,
+    "Submitter": 12,
+    "Collector": 20,
+    "Negotiator": 50,
+    None: 48,
+}
+
+
+def remote_ads(request: StatusRequest) -> list[ClassAd]:
+    """The ads of the collector ``-pool`` names, over CEDAR (StatusFailure when it cannot be
+    asked); the security policy is the CLIENT level's of the usual configuration."""
+    import os
+
+    from epcore.net.client import query_collector
+    from epcore.net.sinful import SinfulError, parse_sinful
+    from epcore.pool.personal import config_file_for
+
+    assert request.pool is not None
+    where = request.pool if ":" in request.pool.strip("<>") else f"{request.pool}:9618"
+    try:
+        address = parse_sinful(where)
+    except SinfulError as error:
+        raise StatusFailure(f"-pool {request.pool}: {error.reason}") from None
+    path, _ = config_file_for(
+        request.config_file, os.environ, uid=os.getuid(), home=os.environ.get("HOME")
+    )
+    try:
+        config = Config.load(path if os.path.exists(path) else None, subsystem="TOOL")
+    except (EpError, OSError):
+        config = Config.from_text("", subsystem="TOOL")
+    try:
+        return query_collector(
+            address.host,
+            address.port,
+            _QUERY_COMMANDS[request.my_type],
+            config,
+            constraint="Absent =?= true" if request.absent else None,
+            target_type="Any" if request.my_type is None else None,
+        )
+    except (EpError, OSError) as error:
+        raise StatusFailure(f"cannot query the collector at {address}: {error}") from None

@@ -71,7 +71,7 @@ def start_command(
     writer = stream.writer().put_int(DC_AUTHENTICATE.number).put_classad(auth_info)
     yield from send(writer)
     reader = yield from receive(stream, "the server's security actions")
-    actions = reader.get_classad("the server's security actions")
+    actions = reader.get_classad("the server's security actions", literals_only=True)
     encrypt = pol.is_yes(actions, pol.ENCRYPTION)
     protection = None
     if encrypt or pol.is_yes(actions, pol.INTEGRITY):
@@ -85,7 +85,7 @@ def start_command(
         stream.framer.protect(protection)
         stream.encrypted = encrypt
     reader = yield from receive(stream, "the server's verdict")
-    verdict = reader.get_classad("the server's verdict")
+    verdict = reader.get_classad("the server's verdict", literals_only=True)
     code = verdict.evaluate("ReturnCode")
     user = verdict.evaluate("User")
     if code != "AUTHORIZED":

@@ -24,12 +24,13 @@ nesting bound keeps a hostile ad from exhausting the stack).
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from collections.abc import Iterable
 from typing import Final
 
-from epcore.classad import ClassAd
-from epcore.classad.formats import old_attribute_lines, parse_old_attribute
+from epcore.classad import ClassAd, ast
+from epcore.classad.formats import old_lines_by_key, parse_old_attribute
 from epcore.errors import ClassAdError, EpError
 
 #: The byte that stands for a null string in the clear.
@@ -38,6 +39,8 @@ NULL_STRING: Final = 0xAD
 SECRET_MARKER: Final = "ZKM"
 #: Most attributes an ad on the wire may have (HTCondor's getClassAd refuses more).
 MAX_ATTRIBUTES: Final = 1_000_000
+#: Most attributes of an ad read before authentication (HTCondor's getPODClassAd).
+MAX_POD_ATTRIBUTES: Final = 100
 #: The longest encrypted string HTCondor reads.
 MAX_STRING: Final = 10_000_000
 #: Attributes that are private to daemons (compat_classad.cpp's list) and the prefix that
@@ -59,10 +62,18 @@ class CodecError(EpError):
     """A message whose contents are not what the conversation expects."""
 
 
+@functools.lru_cache(maxsize=4096)
 def is_private(name: str) -> bool:
     """Whether attribute ``name`` is private (sent only over an encrypted stream)."""
     lowered = name.lower()
     return lowered in PRIVATE_ATTRIBUTES or lowered.startswith(PRIVATE_PREFIX)
+
+
+def _any_private(keys: list[str]) -> bool:
+    """Whether any of these lower-case names is private (one pass in C for the prefix)."""
+    if not PRIVATE_ATTRIBUTES.isdisjoint(keys):
+        return True
+    return ("\0" + "\0".join(keys)).find("\0" + PRIVATE_PREFIX) >= 0
 
 
 class Writer:
@@ -117,15 +128,23 @@ class Writer:
         strings when not ``types`` (HTCondor's PUT_CLASSAD_NO_TYPES, the negotiator's
         priority answers)."""
         send_private = self.encrypted if private is None else private
-        wanted = None if projection is None else {name.lower() for name in projection}
-        lines = [
-            line
-            for name, line in old_attribute_lines(ad)
-            if (wanted is None or name.lower() in wanted) and (send_private or not is_private(name))
-        ]
+        entries = old_lines_by_key(ad)
+        if projection is not None:
+            wanted = {name.lower() for name in projection}
+            entries = [entry for entry in entries if entry[0] in wanted]
+        if not send_private and _any_private([key for key, _ in entries]):
+            entries = [entry for entry in entries if not is_private(entry[0])]
+        lines = [line for _, line in entries]
         self.put_int(len(lines))
-        for line in lines:
-            self.put_string(line)
+        if self.encrypted:
+            for line in lines:
+                self.put_string(line)
+        else:
+            # The common case in one join: a query's answer holds tens of thousands of lines.
+            joined = "\0".join(lines)
+            if joined.count("\0") != max(len(lines) - 1, 0):
+                raise CodecError("a string on the wire cannot hold a NUL character")
+            self._out += joined.encode() + (b"\0" if lines else b"")
         if types:
             self.put_string("")
             self.put_string("")
@@ -215,21 +234,31 @@ class Reader:
             raise CodecError(f"{what}: negative length {size}")
         return self._take(size, what)
 
-    def get_classad(self, what: str = "a ClassAd", *, types: bool = True) -> ClassAd:
+    def get_classad(
+        self, what: str = "a ClassAd", *, literals_only: bool = False, types: bool = True
+    ) -> ClassAd:
         """An ad (``types``: followed by the two type strings); CodecError on a bad count
-        or an attribute that does not parse."""
+        or an attribute that does not parse.
+
+        ``literals_only`` reads as HTCondor reads the security negotiation's ads, before
+        anyone is authenticated (getPODClassAd): at most :data:`MAX_POD_ATTRIBUTES`
+        attributes, each a single literal (no expression, reference, list or nested ad is
+        ever evaluated for a peer not yet known)."""
         count = self.get_int(f"the attribute count of {what}")
-        if not 0 <= count <= MAX_ATTRIBUTES:
-            raise CodecError(f"{what}: attribute count {count} is out of range")
+        limit = MAX_POD_ATTRIBUTES if literals_only else MAX_ATTRIBUTES
+        if not 0 <= count <= limit:
+            raise CodecError(f"{what}: attribute count {count} is out of range 0..{limit}")
         ad = ClassAd()
         for index in range(count):
             line = self.get_string(f"attribute {index + 1} of {what}")
-            if line == SECRET_MARKER:
+            if line == SECRET_MARKER and not literals_only:
                 line = self.get_string(f"secret attribute {index + 1} of {what}")
             try:
                 name, expr = parse_old_attribute(line)
             except ClassAdError as error:
                 raise CodecError(f"attribute {index + 1} of {what}: {error}") from None
+            if literals_only and not isinstance(expr.node, ast.Literal):
+                raise CodecError(f"attribute {name} of {what} is not a literal: {expr}")
             ad[name] = expr
         if types:
             self.get_string(f"the MyType string of {what}")

@@ -97,7 +97,6 @@ def send(writer: Writer) -> Generator[Step, bytes | None, None]:
 def run_blocking(sock: socket.socket, stream: Stream, conversation: Conversation[Result]) -> Result:
     """Drive ``conversation`` over the connected blocking ``sock`` to its result (the
     socket's own timeout bounds each wait). FrameError or Refused when the peer breaks off."""
-    pending: list[bytes] = []
     try:
         step = next(conversation)
         while True:
@@ -105,11 +104,9 @@ def run_blocking(sock: socket.socket, stream: Stream, conversation: Conversation
                 sock.sendall(stream.framer.frame(step.message))
                 step = conversation.send(None)
                 continue
-            while not pending:
-                message = stream.framer.next_message()
-                if message is not None:
-                    pending.append(message)
-                    break
+            # Packets are opened only when the conversation asks for its next message, so
+            # that protection turned on in between applies to the right ones.
+            while (message := stream.framer.next_message()) is None:
                 data = sock.recv(256 * 1024)
                 if not data:
                     if stream.framer.mid_message:
@@ -118,7 +115,7 @@ def run_blocking(sock: socket.socket, stream: Stream, conversation: Conversation
                         )
                     raise Refused(f"the peer closed the connection before {what(step)}")
                 stream.framer.receive(data)
-            step = conversation.send(pending.pop())
+            step = conversation.send(message)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     finally:

@@ -26,6 +26,7 @@ address), what (the command) and why.
 from __future__ import annotations
 
 import base64
+import itertools
 import logging
 import os
 import secrets
@@ -144,14 +145,14 @@ def _lease_of(session: Session) -> float:
     return float(value) + SESSION_SLOP if type(value) is int and value > 0 else float("inf")
 
 
-_counter = 0
+#: Numbers the sessions of this process (the last part of their ids).
+_SESSION_NUMBERS = itertools.count(1)
 
 
 def new_session_id() -> str:
     """``host:pid:time:counter``, HTCondor's form."""
-    global _counter
-    _counter += 1
-    return f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}:{_counter}"
+    number = next(_SESSION_NUMBERS)
+    return f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}:{number}"
 
 
 class SecurityServer:
@@ -211,7 +212,7 @@ class SecurityServer:
         if number != DC_AUTHENTICATE.number:
             peer = self._raw(stream, number)
             return peer, reader
-        auth_info = reader.get_classad("the client's security policy")
+        auth_info = reader.get_classad("the client's security policy", literals_only=True)
         reader.expect_end("the client's security policy")
         peer = yield from self._authenticate(stream, auth_info)
         return peer, None

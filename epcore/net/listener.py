@@ -148,8 +148,16 @@ class CedarListener:
             sock.listen(128)
             sock.setblocking(False)
         except OSError as error:
+            # The process's other work (its local socket, its jobs) goes on without the
+            # network face; the reason is in the log for whoever cannot reach it.
             sock.close()
-            raise EpError(f"cannot listen on {self.host}:{self.port}: {error.strerror}") from None
+            self.log.error(
+                "CEDAR: cannot listen on %s:%d: %s; HTCondor's clients cannot reach this process",
+                self.host,
+                self.port,
+                error.strerror,
+            )
+            return
         self.sock = sock
         self.port = sock.getsockname()[1]
         self.selector = loop.selector
@@ -257,7 +265,7 @@ class CedarListener:
             connection = _Connection(sock, stream, self._serve(stream), now, now)
             self.connections[sock] = connection
             self.selector.register(sock, selectors.EVENT_READ, self)
-            self._advance(connection, None, first=True)
+            self._advance(connection, first=True)
 
     def _serve(self, stream: Stream) -> Generator[Step, bytes | None, None]:
         peer, first = yield from self.security.start(stream)
@@ -322,11 +330,9 @@ class CedarListener:
             self._drop(connection, str(error))
             return
         if isinstance(connection.waiting, Receive):
-            self._advance(connection, None)
+            self._advance(connection)
 
-    def _advance(
-        self, connection: _Connection, message: bytes | None, *, first: bool = False
-    ) -> None:
+    def _advance(self, connection: _Connection, *, first: bool = False) -> None:
         """Run the conversation until it waits for a message not yet here, or ends."""
         conversation = connection.conversation
         try:

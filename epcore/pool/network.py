@@ -193,6 +193,8 @@ class PoolListener(CedarListener):
 
     def open(self, loop: LoopHandle) -> None:
         super().open(loop)
+        if self.sock is None:
+            return  # not listening (logged): no address to give
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         text = f"<{host}:{self.port}>\n{VERSION}\n{PLATFORM}\n"
         for path in self.address_files():

@@ -52,10 +52,7 @@ def run_htcondor2(
 ) -> Any:
     """Run ``code`` with htcondor2 against the pool configured by ``config`` (module
     docstring); ``environ`` adds variables (``_CONDOR_TOOL_DEBUG``...)."""
-    inherited = dict(os.environ)
-    # The caller's shell may narrow the client's methods; only ``environ`` may here.
-    inherited.pop("_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS", None)
-    env = {**inherited, "CONDOR_CONFIG": config, **(environ or {})}
+    env = {**os.environ, "CONDOR_CONFIG": config, **(environ or {})}
     done = subprocess.run(
         [sys.executable, "-c", _WRAPPER, str(uid), str(gid)],
         input=code,

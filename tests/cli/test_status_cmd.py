@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,17 @@ def test_on_the_real_machine(tmp_path: Path) -> None:
     slot_type, total, detected = result.stdout.split()
     assert slot_type == "Partitionable"
     assert 1 <= int(total) == int(detected) <= (os.cpu_count() or 1)
+
+
+def test_pool_option_names_the_collector_that_cannot_be_asked() -> None:
+    """``-pool HOST:PORT`` asks that collector over CEDAR; one that does not answer is an
+    error naming it, and a malformed address is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = CliRunner().invoke(ep, ["status", "-pool", f"127.0.0.1:{port}"])
+    assert result.exit_code == 1
+    assert f"cannot query the collector at <127.0.0.1:{port}>" in result.output
+    result = CliRunner().invoke(ep, ["status", "-pool", "127.0.0.1:http"])
+    assert result.exit_code == 1 and "not a number" in result.output
+    assert status_cmd.parse_arguments(["-pool", "cm:9620", "-schedd"]).pool == "cm:9620"

@@ -181,3 +181,32 @@ def test_classad_without_types_has_no_trailing_strings() -> None:
     assert Reader(data).get_classad(types=False).evaluate("A") == 1
     with pytest.raises(CodecError, match="MyType"):
         Reader(data).get_classad()
+
+
+@pytest.mark.parametrize(
+    ("line", "accepted"),
+    [
+        (b'Enact = "NO"', True),
+        (b"SessionLease = 3600", True),
+        (b"NegotiatedSession = true", True),
+        (b"Command = 2 + 3", False),
+        (b"Command = Other", False),
+        (b'Command = strcat("a", "b")', False),
+        (b"Command = { 1, 2 }", False),
+        (b"ZKM", False),
+    ],
+)
+def test_security_ads_take_literals_only(line: bytes, accepted: bool) -> None:
+    """Before authentication an ad may hold only literals, as HTCondor's getPODClassAd reads."""
+    data = b"\x00" * 7 + b"\x01" + line + b"\0" + b"\0\0"
+    if accepted:
+        assert len(Reader(data).get_classad(literals_only=True)) == 1
+    else:
+        with pytest.raises(CodecError):
+            Reader(data).get_classad(literals_only=True)
+
+
+def test_security_ads_are_bounded_to_100_attributes() -> None:
+    """More than 100 attributes in a security ad is refused from the count alone."""
+    with pytest.raises(CodecError, match=r"out of range 0\.\.100"):
+        Reader((101).to_bytes(8, "big")).get_classad("the policy", literals_only=True)

@@ -33,8 +33,8 @@ def _config(pool: PoolProcess) -> str:
 
 def test_htcondor2_queries_the_pools_collector(pool_factory) -> None:
     """Collector().query with a constraint and a projection returns the slots the pool's own
-    query returns, cut to the projection; schedd and collector ads carry a reachable
-    MyAddress."""
+    query returns, cut to the projection; the schedd's ad carries a reachable MyAddress, found
+    by locateAll, where directQuery asks the schedd itself."""
     pool: PoolProcess = pool_factory()
     code = """
 c = htcondor2.Collector()
@@ -45,6 +45,8 @@ result = {
         ad.get("MyAddress") for ad in c.query(htcondor2.AdType.Schedd, True, ["MyAddress"])
     ],
     "none": len(c.query(htcondor2.AdType.Startd, "Cpus > 100000", ["Name"])),
+    "located": [ad["MyAddress"] for ad in c.locateAll(htcondor2.DaemonType.Schedd)],
+    "direct": c.directQuery(htcondor2.DaemonType.Schedd)["MyType"],
 }
 """
     answer = run_htcondor2(_config(pool), code)
@@ -59,6 +61,8 @@ result = {
         assert slot["MyAddress"] == address
     assert answer["schedds"] == [address]
     assert answer["none"] == 0
+    assert answer["located"] == [address]
+    assert answer["direct"] == "Scheduler"  # asked of the schedd itself, at that address
 
 
 def test_advertised_startd_ad_is_seen_by_ep_status_and_invalidated(pool_factory) -> None:
@@ -68,6 +72,13 @@ def test_advertised_startd_ad_is_seen_by_ep_status_and_invalidated(pool_factory)
     assert run_htcondor2(_config(pool), FAKE_SLOT) is True
     status = pool.ep("status")
     assert "fake@elsewhere.example" in status.stdout, status.stdout + status.stderr
+    # epcore's own client over CEDAR sees the same (ep status -pool, as condor_status -pool).
+    address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
+    remote = pool.ep("status", "-pool", address.strip("<>"), "-af", "Name")
+    assert remote.status == 0, remote.stderr
+    assert sorted(remote.stdout.split()) == sorted(
+        str(ad.evaluate("Name")) for ad in pool.client.query_ads("Machine")
+    )
     stored = pool.client.query_ads("Machine", 'Name == "fake@elsewhere.example"')
     assert stored[0].evaluate("AuthenticatedIdentity").startswith("condor@")
     assert stored[0].evaluate("AuthenticationMethod") == "FS"
@@ -127,3 +138,21 @@ result = {
     assert answer["user"].startswith("condor@")
     assert answer["knob"] == "forty two"
     assert answer["has_knob"] is True
+
+
+def test_claimtobe_is_refused_unless_the_pool_names_it(pool_factory, slot_users) -> None:
+    """A user claiming to be condor by CLAIMTOBE gets nowhere with the personal pool's policy
+    (FS only); a pool whose DAEMON level names CLAIMTOBE believes the claim."""
+    claim = {
+        "_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS": "CLAIMTOBE",
+        "_CONDOR_SEC_CLAIMTOBE_USER": "condor",
+    }
+    user = slot_users[0]
+    pool: PoolProcess = pool_factory()
+    with pytest.raises(Htcondor2Error, match="Failed to advertise"):
+        run_htcondor2(_config(pool), FAKE_SLOT, uid=user.uid, gid=user.gid, environ=claim)
+    assert "fake@elsewhere.example" not in pool.ep("status").stdout
+    trusting: PoolProcess = pool_factory("SEC_DAEMON_AUTHENTICATION_METHODS = FS, CLAIMTOBE\n")
+    run_htcondor2(_config(trusting), FAKE_SLOT, uid=user.uid, gid=user.gid, environ=claim)
+    stored = trusting.client.query_ads("Machine", 'Name == "fake@elsewhere.example"')
+    assert stored[0].evaluate("AuthenticationMethod") == "CLAIMTOBE"

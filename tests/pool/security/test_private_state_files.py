@@ -9,6 +9,7 @@ After a real ``ep run`` ran a job, every file under SPOOL and LOG is mode 0600 o
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -24,13 +25,21 @@ pytestmark = pytest.mark.system
 SECRET = "s3cret-token-of-the-victim"
 
 
+#: Files every user must read, as every user must reach the pool's socket: where HTCondor's
+#: tools find the daemons' CEDAR port (<SUBSYS>_ADDRESS_FILE: an address, no secret).
+PUBLIC = re.compile(r"\.(collector|schedd|startd|negotiator)_address(\.super)?")
+
+
 def _state_files(pool: PoolProcess) -> list[Path]:
-    """Every file (not socket, not directory) under the pool's SPOOL and LOG."""
+    """Every file (not socket, not directory) under the pool's SPOOL and LOG, but the public
+    address files."""
     found = []
     for top in (pool.directory / "spool", pool.directory / "log"):
         for directory, _dirs, names in os.walk(top):
             for name in names:
                 path = Path(directory) / name
+                if PUBLIC.fullmatch(name):
+                    continue
                 if stat.S_ISREG(path.lstat().st_mode):
                     found.append(path)
     return found

@@ -1,0 +1,122 @@
+"""Collector queries over CEDAR: ``htcondor2`` against a real ``ep run``, beside the local socket.
+
+Run from the project root, as root, after ``python3 -m pip install -e '.[test]'``::
+
+    python3 benchmarks/cedar_bench.py            # 1,000 slot ads, median of 21 queries each
+    python3 benchmarks/cedar_bench.py --quick    # 100 slot ads, 5 queries: a smoke test
+
+A personal pool (``ep run``, the personal pool's configuration: CEDAR on 127.0.0.1, a free
+port in COLLECTOR_ADDRESS_FILE) gets N made-up slot ads, each a copy of its own real slot ad
+under another name, advertised with ``htcondor2.Collector().advertise`` (one connection, as
+a startd does). Then each way of asking for every slot ad is timed N times, alternating, and
+the median is printed:
+
+- ``htcondor2.Collector().query(AdType.Startd)``: HTCondor's client, C++ decoding, over CEDAR
+  (the security handshake included: a tool makes a session per process, then resumes it);
+- the same with a projection of two attributes (condor_status' default view asks for a few);
+- ``epcore.net.client.query_collector``: epcore's own CEDAR client (``ep status -pool``),
+  Python decoding, a new session each time;
+- the pool's local socket (``ep status``), epcore's own line protocol.
+
+The target (issue 22) is a 1,000-ad query through htcondor2 in at most 50 ms. It is a
+measurement, not a test: it exits 0 whether or not the target is met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._pool import personal_pool, wait
+from epcore.config import Config
+from epcore.net.client import query_collector
+
+TARGET_MS = 50.0
+EXTRA = """
+NUM_CPUS = 1
+MEMORY = 1024
+RUNBENCHMARKS = False
+BASE_CGROUP = epcore_cedar_bench
+UPDATE_INTERVAL = 300
+"""
+
+
+def _median_ms(action: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100 ads, 5 queries")
+    parser.add_argument("--ads", type=int, default=None, help="made-up slot ads (1000)")
+    parser.add_argument("--repeat", type=int, default=None, help="queries per way (21)")
+    options = parser.parse_args()
+    count = options.ads or (100 if options.quick else 1000)
+    repeat = options.repeat or (5 if options.quick else 21)
+    with tempfile.TemporaryDirectory(prefix="cedar_bench_") as scratch:
+        root = Path(scratch)
+        with personal_pool(root / "pool", EXTRA, root / "ep_run.out") as pool:
+            os.environ["CONDOR_CONFIG"] = str(pool.config_path)
+            import classad2
+            import htcondor2
+
+            real = pool.client.query_ads("Machine")[0]
+            ads = []
+            for n in range(count):
+                copy = real.copy()
+                copy["Name"] = f"slot{n}@bench{n % 50}.example.org"
+                copy["Machine"] = f"bench{n % 50}.example.org"
+                ads.append(classad2.ClassAd(str(copy)))
+            collector = htcondor2.Collector()
+            collector.advertise(ads, "UPDATE_STARTD_AD")
+            # The updates are taken in the pool's loop after advertise() returns.
+            total = count + 1
+            wait(lambda: len(pool.client.query_ads("Machine")) == total, 60, "the ads")
+            address = (pool.local_dir / "log" / ".collector_address").read_text().split()[0]
+            host, port = address.strip("<>").split(":")
+            config = Config.from_text("", subsystem="TOOL")
+
+            def cedar_all() -> object:
+                return collector.query(htcondor2.AdType.Startd)
+
+            def cedar_projected() -> object:
+                return collector.query(htcondor2.AdType.Startd, True, ["Name", "State"])
+
+            def epcore_client() -> object:
+                return query_collector(host, int(port), 5, config)
+
+            def local_socket() -> object:
+                return pool.client.query_ads("Machine")
+
+            seen = (len(cedar_all()), len(epcore_client()))  # type: ignore[arg-type]
+            if seen != (total, total):
+                raise SystemExit(f"the pool holds {total} slot ads but the queries saw {seen}")
+            ways = {
+                "htcondor2 query, every attribute": cedar_all,
+                "htcondor2 query, projection Name State": cedar_projected,
+                "epcore CEDAR client (ep status -pool)": epcore_client,
+                "local socket (ep status)": local_socket,
+            }
+            results = {name: _median_ms(way, repeat) for name, way in ways.items()}
+    print(f"{total} slot ads ({count} advertised), median of {repeat} queries each")
+    for name, milliseconds in results.items():
+        print(f"  {name:42s} {milliseconds:8.1f} ms")
+    verdict = "met" if results["htcondor2 query, every attribute"] <= TARGET_MS else "missed"
+    print(f"target: a 1,000-ad htcondor2 query in <= {TARGET_MS:.0f} ms: {verdict}")
+
+
+if __name__ == "__main__":
+    main()

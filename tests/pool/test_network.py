@@ -1,0 +1,132 @@
+"""Where ``ep run`` listens for CEDAR and what every daemon answers there (unit level)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from epcore.config import Config
+from epcore.net import commands
+from epcore.net.client import start_command
+from epcore.net.codec import Reader
+from epcore.net.conversation import Step, Stream, receive, send
+from epcore.net.dispatch import CommandContext
+from epcore.net.handshake import SecurityServer
+from epcore.net.methods import default_registry
+from epcore.pool.network import (
+    CONFIG_VAL,
+    build_listener,
+    daemon_core_handlers,
+    listen_address,
+)
+from epcore.pool.personal import personal_config_text
+from epcore.pool.roles import COLLECTOR, SCHEDD
+from tests.net.converse import converse, streams
+
+
+@pytest.mark.parametrize(
+    ("text", "daemons", "expected"),
+    [
+        ("", {COLLECTOR}, ("127.0.0.1", 9618)),
+        ("COLLECTOR_HOST = cm.example.org:9620", {COLLECTOR}, ("127.0.0.1", 9620)),
+        ("COLLECTOR_HOST = cm.example.org:0", {COLLECTOR}, ("127.0.0.1", 0)),
+        ("COLLECTOR_HOST = cm.example.org", {COLLECTOR}, ("127.0.0.1", 9618)),
+        ("COLLECTOR_HOST = cm.example.org:9620", {SCHEDD}, ("127.0.0.1", 0)),
+        ("NETWORK_INTERFACE = 10.1.2.3\nCOLLECTOR_HOST = x:0", {COLLECTOR}, ("10.1.2.3", 0)),
+        ("BIND_ALL_INTERFACES = True\nCOLLECTOR_HOST = x:0", {COLLECTOR}, ("0.0.0.0", 0)),
+    ],
+)
+def test_listen_address(text: str, daemons: set[str], expected: tuple[str, int]) -> None:
+    """127.0.0.1 unless opened; COLLECTOR_HOST's port (9618 for a host alone) when the
+    collector runs here, else any free port."""
+    config = Config.from_text("CONDOR_HOST = cm.example.org\n" + text, subsystem="COLLECTOR")
+    assert listen_address(config, daemons) == expected
+
+
+def _ask(command: int, name: str, config: Config) -> Reader:
+    levels = {command: commands.READ}
+    security = SecurityServer(
+        lambda: config,
+        lambda: levels,
+        methods=default_registry(),
+        log=logging.getLogger("test.network"),
+    )
+    handlers = daemon_core_handlers(lambda: config)
+    handler = next(h for c, h in handlers.items() if c.number == command)
+
+    def client(stream: Stream) -> Generator[Step, bytes | None, bytes]:
+        yield from start_command(stream, command, Config.from_text(""))
+        yield from send(stream.writer().put_string(name))
+        reader = yield from receive(stream, "the answer")
+        return reader.data
+
+    def server(stream: Stream) -> Generator[Step, bytes | None, None]:
+        peer, first = yield from security.start(stream)
+        yield from handler(CommandContext(stream, peer, first))
+
+    pair = streams()
+    client_side, _ = converse(client(pair[0]), server(pair[1]), pair)
+    assert client_side.error is None, client_side.error
+    return Reader(client_side.result)
+
+
+CONFIG = "ALLOW_READ = *\nEPCORE_TEST_KNOB = forty two\n"
+
+
+def test_config_val_answers_values_and_names() -> None:
+    """DC_CONFIG_VAL: a knob's value then its raw line; ?names lists the names defined;
+    CONFIG_VAL answers 'Not defined' for an unknown knob."""
+    config = Config.from_text(CONFIG, subsystem="COLLECTOR")
+    answer = _ask(commands.DC_CONFIG_VAL.number, "EPCORE_TEST_KNOB", config)
+    assert answer.get_string() == "forty two"
+    assert answer.get_string() == "EPCORE_TEST_KNOB = forty two"
+    names = _ask(commands.DC_CONFIG_VAL.number, "?names:^EPCORE", config)
+    assert names.get_string() == "EPCORE_TEST_KNOB" and names.at_end
+    assert _ask(CONFIG_VAL.number, "NO_SUCH_KNOB", config).get_string() == "Not defined"
+    assert _ask(commands.DC_CONFIG_VAL.number, "NO_SUCH", config).get_optional_string() is None
+
+
+def test_address_files_are_written_and_removed(tmp_path: Path) -> None:
+    """Once listening, the collector's address file (and its .super twin) holds the sinful,
+    the version and the platform; closing removes them."""
+    text = f"COLLECTOR_HOST = x:0\nCOLLECTOR_ADDRESS_FILE = {tmp_path}/.collector_address\n"
+    config = Config.from_text(text, subsystem="COLLECTOR")
+    listener = build_listener(
+        lambda: config,
+        {COLLECTOR},
+        collector_handlers=None,
+        collector=None,
+        local_address="<unix:/x>",
+        log=logging.getLogger("test.network"),
+    )
+
+    class _Loop:
+        import selectors
+
+        selector = selectors.DefaultSelector()
+
+        def close_in_child(self) -> None:
+            pass
+
+    listener.open(_Loop())
+    lines = (tmp_path / ".collector_address").read_text().splitlines()
+    assert lines[0] == f"<127.0.0.1:{listener.port}>"
+    assert lines[1].startswith("$CondorVersion:") and lines[2].startswith("$CondorPlatform:")
+    assert (tmp_path / ".collector_address.super").read_text().splitlines()[0] == lines[0]
+    listener.close()
+    assert not list(tmp_path.iterdir())
+
+
+def test_personal_config_names_its_owners() -> None:
+    """The personal pool's configuration finds the collector by its address file and gives
+    DAEMON and ADMINISTRATOR rights to condor, root and the pool's owner."""
+    text = personal_config_text("/srv/pool", owner="alice")
+    assert "COLLECTOR_HOST = $(CONDOR_HOST):0" in text
+    assert "COLLECTOR_ADDRESS_FILE = $(LOG)/.collector_address" in text
+    for level in ("DAEMON", "ADMINISTRATOR", "NEGOTIATOR"):
+        assert (
+            f"ALLOW_{level} = condor@$(UID_DOMAIN), root@$(UID_DOMAIN), alice@$(UID_DOMAIN)" in text
+        )
