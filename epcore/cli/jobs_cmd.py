@@ -15,7 +15,13 @@ from collections.abc import Sequence
 import click
 
 from epcore.classad import ClassAd
-from epcore.cli.pool_access import PoolCommandError, connect, pool_options, user_name
+from epcore.cli.pool_access import (
+    PoolCommandError,
+    connect_jobs,
+    name_option,
+    pool_options,
+    user_name,
+)
 from epcore.errors import EpError
 from epcore.schedd.jobqueue_model import JobStatus
 from epcore.views.ad_formats import format_autoformat, format_json, format_long
@@ -90,6 +96,7 @@ def selection(items: Sequence[str], constraint: str | None) -> str | None:
 )
 @click.option("-history", "--history", is_flag=True, help="Jobs that left the queue.")
 @pool_options
+@name_option
 def queue_command(
     items: tuple[str, ...],
     allusers: bool,
@@ -104,6 +111,7 @@ def queue_command(
     history: bool,
     config_file: str | None,
     pool_socket: str | None,
+    schedd_name: str | None,
 ) -> None:
     """Show jobs in the queue, like condor_q (by default your own, one line each)."""
     attributes = [i for i in items if not _is_job_id(i)] if autoformat else []
@@ -120,7 +128,7 @@ def queue_command(
     if statuses:
         wanted = " || ".join(f"JobStatus == {int(s)}" for s in statuses)
         expression = f"({expression}) && ({wanted})" if expression else wanted
-    client = connect("q", config_file, pool_socket)
+    client = connect_jobs("q", config_file, pool_socket, schedd_name)
     now = time.time()
     try:
         jobs = client.query_jobs(expression, history=history)
@@ -162,6 +170,7 @@ def _action_command(name: str, request: str, verb: str) -> click.Command:
     @click.option("-constraint", "--constraint", default=None, help="Jobs for which EXPR is true.")
     @click.option("-reason", "--reason", default=None, help="The reason recorded in the job.")
     @pool_options
+    @name_option
     def command(
         items: tuple[str, ...],
         all_jobs: bool,
@@ -169,13 +178,14 @@ def _action_command(name: str, request: str, verb: str) -> click.Command:
         reason: str | None,
         config_file: str | None,
         pool_socket: str | None,
+        schedd_name: str | None,
     ) -> None:
         if not items and not constraint and not all_jobs:
             raise PoolCommandError(name, "name jobs (ids or owners), -constraint or -all")
         expression = selection(items, constraint)
         if all_jobs and expression is None:
             expression = "true" if os.getuid() == 0 else selection([user_name()], None)
-        client = connect(name, config_file, pool_socket)
+        client = connect_jobs(name, config_file, pool_socket, schedd_name)
         try:
             done, refused = client.act(request, constraint=expression, reason=reason)
         except EpError as error:

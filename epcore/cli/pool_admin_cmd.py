@@ -16,8 +16,9 @@ import click
 
 from epcore.cli.pool_access import (
     PoolCommandError,
-    cedar_options,
     connect,
+    daemon_name_option,
+    is_remote,
     pool_options,
     tool_config,
 )
@@ -96,7 +97,7 @@ def run_command(config_file: str | None, role: str | None) -> None:
 @click.option("-l", "-long", "--long", "long_", is_flag=True, help="Every attribute.")
 @click.option("-json", "--json", "as_json", is_flag=True, help="The ads as JSON.")
 @pool_options
-@cedar_options
+@daemon_name_option
 def userprio_command(
     setfactor: tuple[str, str] | None,
     setceil: tuple[str, str] | None,
@@ -110,7 +111,6 @@ def userprio_command(
     as_json: bool,
     config_file: str | None,
     pool_socket: str | None,
-    cedar_pool: str | None,
     daemon_name: str | None,
 ) -> None:
     """Show the submitters' priorities, or change them, like condor_userprio.
@@ -138,13 +138,13 @@ def userprio_command(
     if delete:
         changes.append(("DeleteSubmitter", delete, None))
     try:
-        if cedar_pool is not None:
+        if pool_socket is not None and is_remote(pool_socket):
             # Imported here: the CEDAR client (and its cryptography) costs the local
             # commands' start nothing.
             from epcore.net import tools
 
             config = tool_config("userprio", config_file)
-            host, port, _ = tools.locate(cedar_pool, config, "negotiator", daemon_name)
+            host, port, _ = tools.locate(pool_socket, config, "negotiator", daemon_name)
             for command, user, number in changes:
                 tools.set_submitter((host, port), config, command, user, number)
                 click.echo(f"{command} of {user} done.")
@@ -176,26 +176,25 @@ def userprio_command(
 @click.argument("slots", nargs=-1, metavar="[SLOT]...")
 @click.option("-fast", "--fast", is_flag=True, help="Kill the jobs at once (no vacate time).")
 @pool_options
-@cedar_options
+@daemon_name_option
 def vacate_command(
     slots: tuple[str, ...],
     fast: bool,
     config_file: str | None,
     pool_socket: str | None,
-    cedar_pool: str | None,
     daemon_name: str | None,
 ) -> None:
     """Vacate the jobs of the named slots (default: every slot), like condor_vacate; the jobs
     go back to idle in the queue. With -pool, the startd -name names (else the first) is
     sent the vacate, which HTCondor's startd does not answer."""
     try:
-        if cedar_pool is not None:
+        if pool_socket is not None and is_remote(pool_socket):
             # Imported here: the CEDAR client (and its cryptography) costs the local
             # commands' start nothing.
             from epcore.net import tools
 
             config = tool_config("vacate", config_file)
-            host, port, _ = tools.locate(cedar_pool, config, "startd", daemon_name)
+            host, port, _ = tools.locate(pool_socket, config, "startd", daemon_name)
             for slot in slots or (None,):
                 tools.vacate((host, port), config, slot, fast)
                 click.echo(f"Sent the vacate of {slot or 'every slot'} to <{host}:{port}>.")
@@ -227,7 +226,7 @@ def vacate_command(
 @click.option("-start", "--start", default=None, metavar="EXPR", help="START while draining.")
 @click.option("-cancel", "--cancel", is_flag=True, help="Cancel the drain.")
 @pool_options
-@cedar_options
+@daemon_name_option
 def drain_command(
     how: str,
     check: str | None,
@@ -235,7 +234,6 @@ def drain_command(
     cancel: bool,
     config_file: str | None,
     pool_socket: str | None,
-    cedar_pool: str | None,
     daemon_name: str | None,
 ) -> None:
     """Drain the machine's slots, or cancel a drain, like condor_drain.
@@ -243,13 +241,13 @@ def drain_command(
     With -pool, the startd -name names, else the first the collector knows.
     """
     try:
-        if cedar_pool is not None:
+        if pool_socket is not None and is_remote(pool_socket):
             # Imported here: the CEDAR client (and its cryptography) costs the local
             # commands' start nothing.
             from epcore.net import tools
 
             config = tool_config("drain", config_file)
-            address = tools.locate(cedar_pool, config, "startd", daemon_name)[:2]
+            address = tools.locate(pool_socket, config, "startd", daemon_name)[:2]
             if cancel:
                 tools.cancel_drain(address, config)
                 click.echo("Drain cancelled.")

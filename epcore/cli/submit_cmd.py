@@ -11,15 +11,27 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from epcore.classad import ClassAd
-from epcore.cli.pool_access import PoolCommandError, connect, pool_config, pool_options, user_name
+from epcore.cli.pool_access import (
+    PoolCommandError,
+    connect_jobs,
+    is_remote,
+    name_option,
+    pool_config,
+    pool_options,
+    user_name,
+)
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.pool.requests import PoolClient
 from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+
+if TYPE_CHECKING:
+    from epcore.net.schedd_client import RemoteSchedd
 
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -29,12 +41,14 @@ _SETTINGS = {"help_option_names": ["-h", "--help"]}
 @click.argument("assignments", nargs=-1, metavar="[NAME=VALUE]...")
 @click.option("-terse", "--terse", is_flag=True, help="Print only the job ids.")
 @pool_options
+@name_option
 def submit_command(
     submit_file: str,
     assignments: tuple[str, ...],
     terse: bool,
     config_file: str | None,
     pool_socket: str | None,
+    schedd_name: str | None,
 ) -> None:
     """Submit the jobs a submit description FILE describes (``-`` reads standard input).
 
@@ -51,7 +65,9 @@ def submit_command(
             raise PoolCommandError("submit", f"{assignment!r} is not NAME=VALUE")
         macros.append((name.strip(), value.strip()))
     config = pool_config("submit", config_file) if not pool_socket else _config_or_defaults()
-    client = connect("submit", config_file, pool_socket, config=config)
+    if is_remote(pool_socket) and config_file:
+        config = pool_config("submit", config_file)
+    client = connect_jobs("submit", config_file, pool_socket, schedd_name, config=config)
     source = "<stdin>" if submit_file == "-" else submit_file
     try:
         description = parse_submit(text, source=source)
@@ -88,7 +104,10 @@ def _config_or_defaults() -> Config:
 
 
 def _send(
-    client: PoolClient, cluster_id: int, cluster_ad: ClassAd, procs: Sequence[ClassAd]
+    client: PoolClient | RemoteSchedd,
+    cluster_id: int,
+    cluster_ad: ClassAd,
+    procs: Sequence[ClassAd],
 ) -> list[str]:
     # The client splits the jobs into requests; the first says how many there are in all.
     return client.submit(cluster_id, cluster_ad, procs, submission_size=len(procs))

@@ -38,9 +38,17 @@ def token_command() -> None:
 
 
 def _config(config_file: str | None) -> Config:
-    """The configuration a tool reads (``--config``, else where HTCondor looks)."""
+    """The configuration the pool commands read: ``--config``, else where HTCondor looks,
+    else the personal pool's (``ep run``'s own), whose key is the one to sign with."""
+    from epcore.pool.personal import config_file_for
+
+    path, personal = config_file_for(
+        config_file, os.environ, uid=os.getuid(), home=os.environ.get("HOME")
+    )
+    if personal and not os.path.exists(path):
+        raise TokenFailure(f"no pool is configured here ({path} does not exist)")
     try:
-        return Config.load(config_file, subsystem="TOOL")
+        return Config.load(path, subsystem="TOOL")
     except EpError as error:
         raise TokenFailure(str(error)) from error
 

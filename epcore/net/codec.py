@@ -99,6 +99,13 @@ class Writer:
         fraction, exponent = math.frexp(value)
         return self.put_int(int(fraction * _FRACTION_SCALE)).put_int(exponent)
 
+    def put_byte(self, value: int) -> Writer:
+        """One unsigned byte (HTCondor's ``unsigned char``: SetAttribute's flags)."""
+        if not 0 <= value <= 255:
+            raise CodecError(f"{value} does not fit in a byte")
+        self._out.append(value)
+        return self
+
     def put_string(self, value: str | None) -> Writer:
         """A string; None is the null string (only CONFIG_VAL's answers use it)."""
         data = bytes((NULL_STRING,)) if value is None else value.encode() + b"\0"
@@ -176,6 +183,10 @@ class Reader:
     def get_int(self, what: str = "an integer") -> int:
         """An 8-byte integer."""
         return int.from_bytes(self._take(8, what), "big", signed=True)
+
+    def get_byte(self, what: str = "a byte") -> int:
+        """One unsigned byte."""
+        return self._take(1, what)[0]
 
     def get_int32(self, what: str = "an integer") -> int:
         """An integer the peer codes from a C int (refused beyond its range)."""

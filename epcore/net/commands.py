@@ -102,6 +102,15 @@ UPDATE_ACCOUNTING_AD = Command(77, "UPDATE_ACCOUNTING_AD", DAEMON)
 QUERY_ACCOUNTING_ADS = Command(78, "QUERY_ACCOUNTING_ADS", READ)
 INVALIDATE_ACCOUNTING_ADS = Command(79, "INVALIDATE_ACCOUNTING_ADS", DAEMON)
 
+# -- the schedd (condor_commands.h: SCHED_VERS + n, QMGMT_BASE + n) --------------------------
+RESCHEDULE = Command(421, "RESCHEDULE", WRITE)
+ACT_ON_JOBS = Command(478, "ACT_ON_JOBS", WRITE)
+QUERY_SCHEDD_HISTORY = Command(515, "QUERY_SCHEDD_HISTORY", READ)
+QUERY_JOB_ADS = Command(516, "QUERY_JOB_ADS", READ)
+QUERY_JOB_ADS_WITH_AUTH = Command(519, "QUERY_JOB_ADS_WITH_AUTH", READ)
+QMGMT_READ_CMD = Command(1111, "QMGMT_READ_CMD", READ)
+QMGMT_WRITE_CMD = Command(1112, "QMGMT_WRITE_CMD", WRITE)
+
 # -- the startd (condor_startd.V6/startd_main.cpp; the vacates were OWNER's, now
 # ADMINISTRATOR's) ---------------------------------------------------------------------------
 _SCHED_VERS = 400

@@ -40,7 +40,6 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.net import policy as pol
-from epcore.net.auth_token import TokenMethod
 from epcore.net.authz import Authorization, Decision
 from epcore.net.codec import Reader
 from epcore.net.commands import (
@@ -54,6 +53,7 @@ from epcore.net.conversation import Refused, Step, Stream, receive, send
 from epcore.net.frames import PacketProtection
 from epcore.net.methods import Identity, MethodContext, MethodRegistry, bit_of
 from epcore.net.policy import LevelPolicy, PolicyError
+from epcore.net.token_method import TokenMethod
 from epcore.net.tokens import authorization_bounds
 
 #: Sessions kept at most; the least recently used go first beyond it (memory stays bounded

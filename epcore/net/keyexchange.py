@@ -80,9 +80,13 @@ def session_key(mine: KeyPair, peer_text: str, length: int = SESSION_KEY_BYTES) 
     """The session key both sides derive: HKDF-SHA256(ECDH secret, salt ``htcondor``, info
     ``keygen``)."""
     secret = mine.private.exchange(ec.ECDH(), decode_public_key(peer_text))
-    return HKDF(algorithm=hashes.SHA256(), length=length, salt=b"htcondor", info=b"keygen").derive(
-        secret
-    )
+    return key_from_secret(secret, length)
+
+
+def key_from_secret(secret: bytes, length: int = SESSION_KEY_BYTES) -> bytes:
+    """HTCondor's derivation of a session key from a shared secret (Condor_Crypt_Base::hkdf)."""
+    derivation = HKDF(algorithm=hashes.SHA256(), length=length, salt=b"htcondor", info=b"keygen")
+    return derivation.derive(secret)
 
 
 class EcdhKeyExchange:

@@ -126,7 +126,7 @@ class MethodRegistry:
 def default_registry() -> MethodRegistry:
     """FS, CLAIMTOBE and TOKEN (IDTOKENS)."""
     # Imported here: the token method builds on this module's Identity and MethodContext.
-    from epcore.net.auth_token import TokenMethod
+    from epcore.net.token_method import TokenMethod
 
     return MethodRegistry([FileSystemMethod(), ClaimToBeMethod(), TokenMethod()])
 

@@ -132,7 +132,9 @@ def read_secure_file(path: Path, owner: int | None = None) -> bytes:
     process's real uid, as HTCondor checks) that neither group nor others may access."""
     owner = os.getuid() if owner is None else owner
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # A symbolic link is followed, as HTCondor follows it: the checks below are made on
+        # the file actually opened.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as error:
         raise TokenError(f"cannot read {path}: {error.strerror}") from error
     with os.fdopen(fd, "rb") as file:
@@ -380,7 +382,8 @@ def check_claims(
     """Raise TokenError unless the claims pass HTCondor's checks: not too old, not expired,
     an issuer, a jti, a subject, and not revoked."""
     issued = token.issued_at
-    if max_age is not None and max_age >= 0 and issued is not None and now - issued > max_age:
+    # As in HTCondor, 0 (like -1 or unset) means no limit.
+    if max_age and max_age > 0 and issued is not None and now - issued > max_age:
         raise TokenError(f"token age ({now - issued}s) is greater than SEC_TOKEN_MAX_AGE")
     expires = token.expires_at
     if expires is not None and now > expires:

@@ -41,10 +41,11 @@ from epcore.pool.roles import (
     daemons_of,
     role_names,
 )
-from epcore.pool.router import PoolRequests
+from epcore.pool.router import PoolRequests, super_users
 from epcore.pool.setup import PoolPaths
 from epcore.runtime.loop import EventLoop, Service
 from epcore.runtime.persist import make_private, read_ad_lines, read_history
+from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
 from epcore.schedd.jobqueue import JobQueue
 from epcore.schedd.schedd import Schedd
 from epcore.schedd.service import ScheddService
@@ -204,6 +205,16 @@ def build_pool(
         collector_handlers=cedar_handlers(collector) if collector is not None else None,
         collector=collector,
         role_handlers=cedar,
+        schedd_handlers=(
+            schedd_cedar_handlers(
+                router.handle,
+                lambda: super_users(shared()),
+                log=logs[SCHEDD],
+                clock=clock,
+            )
+            if schedd is not None
+            else None
+        ),
         local_address=f"<unix:{paths.control_socket}>",
         log=logs.get(COLLECTOR, log),
     )

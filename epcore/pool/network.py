@@ -250,6 +250,7 @@ def build_listener(
     collector_handlers: dict[Command, Handler] | None,
     collector: CollectorLink | None,
     role_handlers: Iterable[Mapping[Command, Handler]] = (),
+    schedd_handlers: dict[Command, Handler] | None = None,
     local_address: str,
     log: logging.Logger,
 ) -> PoolListener:
@@ -257,7 +258,7 @@ def build_listener(
     table = CommandTable()
     for command, handler in daemon_core_handlers(config).items():
         table.register(command, handler)
-    for handlers in (collector_handlers or {}, *role_handlers):
+    for handlers in (collector_handlers or {}, schedd_handlers or {}, *role_handlers):
         for command, handler in handlers.items():
             table.register(command, handler)
     security = SecurityServer(

@@ -15,6 +15,9 @@ Requests and their arguments:
 - ``QueryJobs`` (optional Constraint, Projection, History, Limit) -> ``Ads``
 - ``Remove`` / ``Hold`` / ``Release`` (JobIds or Constraint, optional Reason) -> ``Done``
   (the job ids acted on) and ``Refused`` (why others were not)
+  (DryRun: who may, without acting); ``VacateJobs`` the same for running jobs
+- ``Edit`` (JobIds or Constraint, Attribute, Value: an expression; QueryOnly) -> ``Done``;
+  all the jobs must be the requester's or nothing is set
 - ``Analyze`` (JobId) -> ``Text``
 - ``QueryAds`` (optional MyType, Constraint, Projection, Absent) -> ``Ads`` (the collector)
 - ``UserPrio`` (optional All) -> ``Ads`` (the accountant's ads)
@@ -40,6 +43,8 @@ COMMANDS = (
     "Remove",
     "Hold",
     "Release",
+    "VacateJobs",
+    "Edit",
     "Analyze",
     "QueryAds",
     "UserPrio",

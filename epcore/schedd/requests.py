@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from epcore.analysis.analysis import analyze_job, render_analysis
-from epcore.classad import ClassAd
+from epcore.classad import ClassAd, parse_expr
 from epcore.classad.parser import MESSAGE_NESTING, check_nesting
 from epcore.errors import ClassAdSyntaxError, ConfigError, EpError
 from epcore.interfaces import Requester
@@ -228,6 +228,9 @@ def _act(
             or f"via ep {command.lower()} (by user {requester.name})"
         )
         now = service.clock()
+        # DryRun: who may act on what, without acting (HTCondor's ACT_ON_JOBS reports the
+        # outcome before its client confirms and the schedd commits).
+        dry_run = flag(request, "DryRun")
         done: list[str] = []
         refused: list[str] = []
         schedd = service.schedd
@@ -236,12 +239,29 @@ def _act(
             if not requester.super_user and job.evaluate("Owner") != requester.name:
                 refused.append(f"{job_id}: not owned by {requester.name}")
                 continue
+            status = job.evaluate("JobStatus")
+            if command == "Release" and status != int(JobStatus.HELD):
+                refused.append(f"{job_id}: not held")
+                continue
+            if command == "Hold" and status == int(JobStatus.HELD):
+                refused.append(f"{job_id}: already held")
+                continue
+            if command == "VacateJobs" and schedd.running_slot(job_id) is None:
+                refused.append(f"{job_id}: not running")
+                continue
+            if dry_run:
+                done.append(str(job_id))
+                continue
             try:
                 with schedd.queue.batch():
                     if command == "Remove":
                         schedd.remove(job_id, reason, now)
                     elif command == "Hold":
                         schedd.hold(job_id, reason, now)
+                    elif command == "VacateJobs":
+                        slot = schedd.running_slot(job_id)
+                        if slot is not None:
+                            schedd.vacate_slot(slot)
                     else:
                         schedd.release(job_id, reason, now)
             except EpError as error:
@@ -251,6 +271,49 @@ def _act(
         return answer(True, Done=done, Refused=refused)
 
     return handler
+
+
+#: Attributes a job's owner may not edit (HTCondor's IMMUTABLE_JOB_ATTRS and
+#: PROTECTED_JOB_ATTRS, and what the schedd stamps itself); QUEUE_SUPER_USERS may edit the
+#: protected ones. The queue itself refuses JobStatus, ClusterId and ProcId to everyone.
+IMMUTABLE_ATTRIBUTES = frozenset(
+    {"owner", "user", "osuser", "clusterid", "procid", "mytype", "targettype", "globaljobid"}
+)
+PROTECTED_ATTRIBUTES = frozenset({"qdate", "completiondate", "jobstatus", "claimid"})
+
+
+def _edit(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
+    """condor_qedit: set Attribute to the expression Value in the jobs named (JobIds or
+    Constraint); every job must be the requester's (or the requester a super user) or
+    nothing is set. QueryOnly: whether it would be allowed, without setting anything."""
+    attribute = text_argument(request, "Attribute")
+    text = text_argument(request, "Value")
+    try:
+        value = parse_expr(text)
+    except ClassAdSyntaxError as error:
+        raise ControlError(f"Value is not a ClassAd expression: {error}") from error
+    lowered = attribute.lower()
+    if lowered in IMMUTABLE_ATTRIBUTES or (
+        lowered in PROTECTED_ATTRIBUTES and not requester.super_user
+    ):
+        raise ControlError(f"{attribute} is protected: a job's {attribute} cannot be edited")
+    jobs = _targets(service, request)
+    for job in jobs:
+        if not requester.super_user and job.evaluate("Owner") != requester.name:
+            raise ControlError(f"{job_id_of(job)}: not owned by {requester.name}")
+    done = [str(job_id_of(job)) for job in jobs]
+    if flag(request, "QueryOnly"):
+        return answer(True, Done=done)
+    queue = service.schedd.queue
+    now = service.clock()
+    try:
+        with queue.batch():
+            for job in jobs:
+                queue.set_attributes(job_id_of(job), {attribute: value}, now)
+    except EpError as error:
+        raise ControlError(str(error)) from error
+    service.log.info("%s set %s = %s in %d job(s)", requester.name, attribute, text, len(done))
+    return answer(True, Done=done)
 
 
 def _analyze(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
@@ -282,6 +345,8 @@ HANDLERS: dict[str, Callable[[ScheddService, Requester, ClassAd], ClassAd]] = {
     "Remove": _act("Remove"),
     "Hold": _act("Hold"),
     "Release": _act("Release"),
+    "VacateJobs": _act("VacateJobs"),
+    "Edit": _edit,
     "Analyze": _analyze,
     "Reschedule": _reschedule,
 }

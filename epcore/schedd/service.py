@@ -26,6 +26,7 @@ from epcore.interfaces import (
     SubmitterJobs,
 )
 from epcore.interfaces.requests import bind_handlers
+from epcore.net.policy import VERSION
 from epcore.runtime.loop import LoopHandle, TimedService
 from epcore.schedd.jobqueue import JobStatus
 from epcore.schedd.requests import HANDLERS
@@ -160,6 +161,8 @@ class ScheddService(TimedService):
         schedd_ad["TotalHeldJobs"] = counts.get(JobStatus.HELD, 0)
         schedd_ad["TotalRemovedJobs"] = counts.get(JobStatus.REMOVED, 0)
         schedd_ad["MyAddress"] = self.address
+        # HTCondor's clients choose their protocol by the schedd's version.
+        schedd_ad["CondorVersion"] = VERSION
         ads = [schedd_ad]
         tallies: dict[str, dict[str, int]] = {}
         for submitter_name, idle in schedd.idle_counts().items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import time
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from click.testing import CliRunner
 from epcore.cli.main import ep
 from epcore.config import Config
 from epcore.net import tokens
+from epcore.testing.pool import run_ep, shared_dir
+
+__all__ = ["shared_dir"]  # the fixture of a directory other users reach
 
 
 @pytest.fixture
@@ -116,3 +120,45 @@ def test_the_help_reads_like_condor_token_create() -> None:
     assert result.exit_code == 0
     for option in ("--identity", "--authz", "--lifetime", "--key", "--token", "--file"):
         assert option in result.stdout
+
+
+def test_an_ordinary_user_cannot_make_tokens(shared_dir: Path) -> None:
+    """Run as nobody, ``ep token create`` cannot open root's 0600 key and makes no token."""
+    config = shared_dir / "condor_config"
+    config.write_text(
+        f"SEC_PASSWORD_DIRECTORY = {shared_dir}/passwords.d\nTRUST_DOMAIN = pool.example\n"
+    )
+    config.chmod(0o644)
+    tokens.create_signing_key(shared_dir / "passwords.d" / "POOL")
+    (shared_dir / "passwords.d").chmod(0o755)  # even a reachable key stays unreadable
+    nobody = pwd.getpwnam("nobody")
+    result = run_ep(
+        ["token", "create", "--config", str(config), "--identity", "nobody@pool.example"],
+        uid=nobody.pw_uid,
+        gid=nobody.pw_gid,
+    )
+    assert (result.status, result.stdout) == (2, "")
+    assert "cannot read" in result.stderr and "Permission denied" in result.stderr
+
+
+def test_without_config_the_personal_pool_s_key_signs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no --config and no CONDOR_CONFIG, the personal pool's configuration (the one
+    ``ep run`` wrote under HOME) names the key, as for the other pool commands."""
+    if os.getuid() != 0:
+        pytest.skip("the personal pool of a user is under HOME; this test plays root's")
+    home = tmp_path / "home"
+    local = home / ".epcore"
+    local.mkdir(parents=True)
+    (local / "condor_config").write_text(
+        f"SEC_PASSWORD_DIRECTORY = {local}/passwords.d\nTRUST_DOMAIN = personal.example\n"
+    )
+    tokens.create_signing_key(local / "passwords.d" / "POOL")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CONDOR_CONFIG", raising=False)
+    monkeypatch.setattr("epcore.pool.personal.htcondor_config_file", lambda *_: None)
+    monkeypatch.setattr("epcore.pool.personal.personal_local_dir", lambda uid, h: str(local))
+    result = CliRunner().invoke(ep, ["token", "create", "--identity", "a@personal.example"])
+    assert result.exit_code == 0, result.stderr
+    assert tokens.decode_token(result.stdout).issuer == "personal.example"

@@ -234,3 +234,17 @@ def test_the_framing_seam_refuses_a_packet_from_another_handshake() -> None:
     body = client.seal(header, b"abc", _Log(b"request", b"answer"))
     with pytest.raises(AesGcmError):
         server.open(header, body, _Log(b"answer", b"requesT"))
+
+
+@given(st.binary(min_size=5, max_size=5), st.binary(max_size=200), st.booleans())
+def test_random_packets_are_refused_and_leave_the_stream_usable(
+    header: bytes, body: bytes, after_first: bool
+) -> None:
+    """A forged packet (any header, any body) never opens, and the stream still opens the
+    peer's real next packet afterwards."""
+    client, server = _pair()
+    if after_first:
+        server.open(*_split(client.seal(b"first", end=True)))
+    with pytest.raises(AesGcmError):
+        server.open(header, body)
+    assert server.open(*_split(client.seal(b"next", end=True))) == b"next"

@@ -130,6 +130,21 @@ def test_a_key_others_may_read_or_another_user_owns_is_refused(tmp_path: Path) -
         tokens.read_signing_key(settings, "POOL", owner=12345)
 
 
+def test_a_key_reached_through_a_symbolic_link_is_read_with_the_target_s_checks(
+    tmp_path: Path,
+) -> None:
+    """As in HTCondor, a link is followed; the owner and mode checks apply to its target."""
+    real = tmp_path / "elsewhere" / "POOL"
+    tokens.create_signing_key(real, KEY)
+    settings = _settings(tmp_path)
+    Path(settings.pool_key_file).parent.mkdir()
+    Path(settings.pool_key_file).symlink_to(real)
+    assert tokens.read_signing_key(settings, "POOL") == KEY + KEY
+    real.chmod(0o644)
+    with pytest.raises(TokenError, match="group or others"):
+        tokens.read_signing_key(settings, "POOL")
+
+
 def test_a_key_name_that_leaves_the_password_directory_is_refused(tmp_path: Path) -> None:
     """A kid like ``../POOL`` never leads the daemon to a file outside the directory."""
     with pytest.raises(TokenError, match="plain file name"):
@@ -207,6 +222,8 @@ def test_an_expired_or_too_old_token_is_refused(tmp_path: Path) -> None:
     aged = _settings(tmp_path, max_age=5)
     with pytest.raises(TokenError, match="SEC_TOKEN_MAX_AGE"):
         tokens.verify_token(text, aged, now=NOW + 6)
+    for unlimited in (0, -1):
+        assert tokens.verify_token(text, _settings(tmp_path, max_age=unlimited), now=NOW + 6)
 
 
 @pytest.mark.parametrize(
@@ -348,3 +365,13 @@ def test_defaults_agree_with_htcondor_param(param_oracle: ParamOracle) -> None:
     mine = [settings.password_directory, settings.pool_key_file, settings.trust_domain]
     mine += [settings.system_token_directory, settings.token_directory, settings.issuer_key]
     assert mine == [answer.values[name].text for name in names]
+
+
+@given(st.text(max_size=300) | st.from_regex(r"[A-Za-z0-9_\-]{0,40}(\.[A-Za-z0-9_\-]{0,40}){0,4}"))
+def test_any_text_decodes_to_a_token_or_a_token_error(text: str) -> None:
+    """Whatever a token file or a client holds, decoding raises nothing but TokenError."""
+    try:
+        token = tokens.decode_token(text)
+    except TokenError:
+        return
+    assert isinstance(token.claims, dict) and token.signed_part.count(".") == 1

@@ -1,0 +1,181 @@
+"""The schedd's CEDAR handlers, driven message by message with a recording stand-in for the
+pool's requests: who the peer acts as, job queries with their summary, ACT_ON_JOBS with
+its confirmation, and the history's one message."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+
+from epcore.classad import ClassAd
+from epcore.interfaces import Requester
+from epcore.net import commands
+from epcore.net import qmgmt_protocol as qp
+from epcore.net.codec import Reader, Writer
+from epcore.net.conversation import Send, Stream
+from epcore.net.dispatch import CommandContext, Handler
+from epcore.net.frames import Framer
+from epcore.net.handshake import Peer
+from epcore.net.methods import Identity
+from epcore.schedd.cedar import cedar_handlers, peer_requester
+
+ROOT_NAME = pwd.getpwuid(0).pw_name
+
+
+class FakePool:
+    """Answers QueryJobs with three jobs (one held), the actions with Done 1.0 and Refused
+    1.1 (not owned); records every request and who made it."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[Requester, ClassAd]] = []
+
+    def __call__(self, requester: Requester, request: ClassAd) -> ClassAd:
+        self.requests.append((requester, request))
+        command = request.evaluate("Command")
+        if command == "QueryJobs":
+            jobs = [
+                ClassAd({"ClusterId": 1, "ProcId": proc, "JobStatus": status, "Owner": "bob"})
+                for proc, status in ((0, 1), (1, 5), (2, 1))
+            ]
+            return ClassAd({"Ok": True, "Ads": jobs})
+        return ClassAd({"Ok": True, "Done": ["1.0"], "Refused": ["1.1: not owned by bob"]})
+
+
+def drive(handler: Handler, peer: Peer, messages: list[bytes]) -> list[Reader]:
+    """Run ``handler`` for ``peer`` with ``messages``, then the end; the replies."""
+    stream = Stream(Framer(), ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conversation = handler(CommandContext(stream, peer))
+    replies: list[Reader] = []
+    feed = iter(messages)
+    try:
+        step = next(conversation)
+        while True:
+            if isinstance(step, Send):
+                replies.append(Reader(step.message))
+                step = conversation.send(None)
+            else:
+                step = conversation.send(next(feed, None))
+    except StopIteration:
+        pass
+    return replies
+
+
+def handlers(pool: FakePool) -> dict[int, Handler]:
+    table = cedar_handlers(
+        pool, lambda: {"condor"}, log=logging.getLogger("test"), clock=lambda: 5000.0
+    )
+    return {command.number: handler for command, handler in table.items()}
+
+
+def bob(command: commands.Command) -> Peer:
+    return Peer(("127.0.0.1", 2), Identity("bob", "example.org", "FS"), command.number)
+
+
+def test_the_peer_acts_as_the_local_user_of_its_authenticated_name() -> None:
+    """An authenticated name maps to that local account (root a super user), a configured
+    super user is one whatever its account, a name without an account acts with uid -1, and
+    an unauthenticated peer is nobody."""
+    root = peer_requester(Peer(("h", 1), Identity(ROOT_NAME, "d", "FS"), 0), super_users=set())
+    assert root == Requester(0, ROOT_NAME, True)
+    nobody = peer_requester(Peer(("h", 1), Identity("no-such-user-x", "d", "TOKEN"), 0), {})
+    assert nobody == Requester(-1, "no-such-user-x", False)
+    condor = peer_requester(Peer(("h", 1), Identity("condor", "d", "FS"), 0), {"condor"})
+    assert condor is not None and condor.super_user
+    assert peer_requester(Peer(("h", 1), None, 0), {"condor"}) is None
+    me = pwd.getpwuid(os.getuid()).pw_name
+    found = peer_requester(Peer(("h", 1), Identity(me, "d", "FS"), 0), set())
+    assert found is not None and found.uid == os.getuid()
+
+
+def test_a_job_query_sends_each_ad_then_the_summary() -> None:
+    """QUERY_JOB_ADS answers one message per job, cut to the projection and the limit, then
+    an ad with Owner 0, no error and the counts by status of the jobs it sent."""
+    pool = FakePool()
+    query = ClassAd({"Projection": "ProcId\nOwner", "LimitResults": 2})
+    query["Requirements"] = True
+    replies = drive(
+        handlers(pool)[commands.QUERY_JOB_ADS.number],
+        bob(commands.QUERY_JOB_ADS),
+        [Writer().put_classad(query).bytes()],
+    )
+    assert len(replies) == 3
+    first = replies[0].get_classad()
+    assert set(first) == {"ProcId", "Owner"}
+    summary = replies[2].get_classad()
+    assert summary.evaluate("Owner") == 0 and summary.evaluate("ErrorCode") == 0
+    assert summary.evaluate("MyType") == "Summary"
+    assert (summary.evaluate("Jobs"), summary.evaluate("Idle"), summary.evaluate("Held")) == (
+        2,
+        1,
+        1,
+    )
+    requester, request = pool.requests[0]
+    assert requester.name == "bob" and request.evaluate("Constraint") == "true"
+
+
+def test_act_on_jobs_reports_then_acts_only_once_confirmed() -> None:
+    """ACT_ON_JOBS asks the pool who may (DryRun), answers per job (AR_LONG), and only after
+    the client's OK asks the pool to act, on the jobs allowed, then says OK."""
+    pool = FakePool()
+    action = ClassAd(
+        {
+            "JobAction": qp.HOLD_JOBS,
+            "ActionResultType": qp.AR_LONG,
+            "ActionIds": "1.0,1.1,1.7",
+            "HoldReason": "lunch",
+        }
+    )
+    replies = drive(
+        handlers(pool)[commands.ACT_ON_JOBS.number],
+        bob(commands.ACT_ON_JOBS),
+        [Writer().put_classad(action).bytes(), Writer().put_int(qp.OK).bytes()],
+    )
+    result = replies[0].get_classad()
+    assert result.evaluate("ActionResult") == qp.OK
+    assert result.evaluate("job_1_0") == qp.AR_SUCCESS
+    assert result.evaluate("job_1_1") == qp.AR_PERMISSION_DENIED
+    assert result.evaluate("job_1_7") == qp.AR_NOT_FOUND
+    assert replies[1].get_int() == qp.OK
+    dry, real = (request for _, request in pool.requests)
+    assert dry.evaluate("DryRun") is True and dry.evaluate("Reason") == "lunch"
+    assert real.evaluate("Command") == "Hold" and real.evaluate("JobIds") == ["1.0"]
+    assert "DryRun" not in real
+
+
+def test_act_on_jobs_does_nothing_without_the_confirmation() -> None:
+    """A client that answers the result with anything but OK leaves the jobs as they were;
+    an unauthenticated one is refused every job (totals form)."""
+    pool = FakePool()
+    action = ClassAd({"JobAction": qp.REMOVE_JOBS, "ActionIds": "1.0"})
+    handler = handlers(pool)[commands.ACT_ON_JOBS.number]
+    drive(handler, bob(commands.ACT_ON_JOBS), [Writer().put_classad(action).bytes()])
+    assert [r.evaluate("DryRun") for _, r in pool.requests] == [True]
+    anonymous = Peer(("h", 1), None, commands.ACT_ON_JOBS.number)
+    (reply,) = drive(handler, anonymous, [Writer().put_classad(action).bytes()])
+    result = reply.get_classad()
+    assert result.evaluate("ActionResult") == 0
+    assert result.evaluate(f"result_total_{qp.AR_PERMISSION_DENIED}") == 1
+    assert len(pool.requests) == 1
+
+
+def test_the_history_comes_in_one_message_ended_by_its_count() -> None:
+    """QUERY_SCHEDD_HISTORY answers every ad and the end ad (Owner 0, NumJobMatches) in one
+    message, asking the pool for the history with the limit; another record source is
+    refused with an error in the end ad."""
+    pool = FakePool()
+    request = ClassAd({"NumJobMatches": 5, "Projection": ["ProcId"]})
+    handler = handlers(pool)[commands.QUERY_SCHEDD_HISTORY.number]
+    (reply,) = drive(
+        handler, bob(commands.QUERY_SCHEDD_HISTORY), [Writer().put_classad(request).bytes()]
+    )
+    ads = [reply.get_classad() for _ in range(4)]
+    assert reply.at_end
+    assert ads[3].evaluate("Owner") == 0 and ads[3].evaluate("NumJobMatches") == 3
+    _, asked = pool.requests[0]
+    assert asked.evaluate("History") is True and asked.evaluate("Limit") == 5
+    startd = ClassAd({"HistoryRecordSource": "STARTD"})
+    (refusal,) = drive(
+        handler, bob(commands.QUERY_SCHEDD_HISTORY), [Writer().put_classad(startd).bytes()]
+    )
+    assert refusal.get_classad().evaluate("ErrorCode") == 1
