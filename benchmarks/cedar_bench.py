@@ -18,6 +18,16 @@ the median is printed:
   Python decoding, a new session each time;
 - the pool's local socket (``ep status``), epcore's own line protocol.
 
+Then submissions (``--no-submit`` leaves them out): one cluster of N held ``/bin/true`` jobs
+(N = the number of ads: 1,000), submitted as the user ``nobody``
+
+- with ``htcondor2.Schedd().submit(Submit(...), count=N)`` over CEDAR (a subprocess that
+  becomes nobody after importing htcondor2, so that FS proves who submits), timed inside it;
+- through the pool's local socket as ``ep submit`` sends them (root submitting for nobody,
+  the submit file parsed and the job ads built in the timed span, as ``ep submit`` does);
+
+alternating, each cluster removed after it is timed, the median of ``--submissions`` (3) each.
+
 The target (issue 22) is a 1,000-ad query through htcondor2 in at most 50 ms. It is a
 measurement, not a test: it exits 0 whether or not the target is met.
 """
@@ -26,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pwd
 import statistics
 import sys
 import tempfile
@@ -35,9 +46,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._pool import personal_pool, wait
+from benchmarks._pool import RunningPool, personal_pool, wait
 from epcore.config import Config
 from epcore.net.client import query_collector
+from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
+from epcore.testing.cedar import run_htcondor2
 
 TARGET_MS = 50.0
 EXTRA = """
@@ -58,12 +71,65 @@ def _median_ms(action: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+#: The jobs each submission queues: held, so that the pool runs none while it is timed.
+SUBMIT = "executable = /bin/true\nhold = true\nrequest_memory = 64\nqueue {count}\n"
+HTCONDOR2_SUBMIT = """
+import time
+schedd = htcondor2.Schedd()
+sub = htcondor2.Submit({{"executable": "/bin/true", "hold": "true", "request_memory": "64"}})
+started = time.perf_counter()
+submitted = schedd.submit(sub, count={count})
+result = {{"seconds": time.perf_counter() - started, "cluster": submitted.cluster(),
+          "procs": submitted.num_procs()}}
+"""
+
+
+def _remove(pool: RunningPool, cluster: int) -> None:
+    pool.client.act("Remove", constraint=f"ClusterId == {cluster}")
+    wait(lambda: not pool.client.query_jobs(f"ClusterId == {cluster}", ["ProcId"]), 120, "removal")
+
+
+def submit_htcondor2(pool: RunningPool, count: int, home: Path) -> float:
+    """Seconds htcondor2's submit of ``count`` jobs takes, as nobody (module docstring)."""
+    nobody = pwd.getpwnam("nobody")
+    code = f"import os\nos.chdir({str(home)!r})\n" + HTCONDOR2_SUBMIT.format(count=count)
+    answer = run_htcondor2(
+        str(pool.config_path), code, uid=nobody.pw_uid, gid=nobody.pw_gid, timeout=600
+    )
+    if answer["procs"] != count:
+        raise SystemExit(f"htcondor2 queued {answer['procs']} of {count} jobs")
+    _remove(pool, int(answer["cluster"]))
+    return float(answer["seconds"])
+
+
+def submit_local(pool: RunningPool, count: int, home: Path) -> float:
+    """Seconds ``ep submit``'s way takes for ``count`` jobs of nobody's (module docstring)."""
+    config = Config.load(str(pool.config_path), subsystem="TOOL")
+    started = time.perf_counter()
+    cluster_id = pool.client.new_cluster()
+    context = SubmitContext(
+        owner="nobody", submit_dir=str(home), now=int(time.time()), config=config
+    )
+    cluster = build_jobs(
+        parse_submit(SUBMIT.format(count=count)), context, LocalSubmitHost(), cluster_id=cluster_id
+    )
+    ids = pool.client.submit(cluster_id, cluster.cluster_ad, cluster.procs, submission_size=count)
+    elapsed = time.perf_counter() - started
+    if len(ids) != count:
+        raise SystemExit(f"the local socket queued {len(ids)} of {count} jobs")
+    _remove(pool, cluster_id)
+    return elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 ads, 5 queries")
     parser.add_argument("--ads", type=int, default=None, help="made-up slot ads (1000)")
     parser.add_argument("--repeat", type=int, default=None, help="queries per way (21)")
+    parser.add_argument("--submissions", type=int, default=None, help="clusters per way (3)")
+    parser.add_argument("--no-submit", action="store_true", help="queries only")
     options = parser.parse_args()
+    submissions = options.submissions or (1 if options.quick else 3)
     count = options.ads or (100 if options.quick else 1000)
     repeat = options.repeat or (5 if options.quick else 21)
     with tempfile.TemporaryDirectory(prefix="cedar_bench_") as scratch:
@@ -111,11 +177,25 @@ def main() -> None:
                 "local socket (ep status)": local_socket,
             }
             results = {name: _median_ms(way, repeat) for name, way in ways.items()}
+            submitted: dict[str, list[float]] = {"htcondor2": [], "local socket": []}
+            if not options.no_submit:
+                home = root / "home"
+                home.mkdir()
+                home.chmod(0o777)
+                root.chmod(0o755)
+                for _ in range(submissions):
+                    submitted["htcondor2"].append(submit_htcondor2(pool, count, home))
+                    submitted["local socket"].append(submit_local(pool, count, home))
     print(f"{total} slot ads ({count} advertised), median of {repeat} queries each")
     for name, milliseconds in results.items():
         print(f"  {name:42s} {milliseconds:8.1f} ms")
     verdict = "met" if results["htcondor2 query, every attribute"] <= TARGET_MS else "missed"
     print(f"target: a 1,000-ad htcondor2 query in <= {TARGET_MS:.0f} ms: {verdict}")
+    if submitted["htcondor2"]:
+        print(f"submission of {count} held jobs as nobody, median of {submissions}")
+        for name, seconds in submitted.items():
+            median = statistics.median(seconds)
+            print(f"  {name:42s} {median * 1000:8.0f} ms  ({count / median:7.0f} jobs/s)")
 
 
 if __name__ == "__main__":
