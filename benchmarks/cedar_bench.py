@@ -16,7 +16,11 @@ the median is printed:
 - the same with a projection of two attributes (condor_status' default view asks for a few);
 - ``epcore.net.client.query_collector``: epcore's own CEDAR client (``ep status -pool``),
   Python decoding, a new session each time;
-- the pool's local socket (``ep status``), epcore's own line protocol.
+- the pool's local socket (``ep status``), epcore's own line protocol;
+- the collector's side of the htcondor2 query alone, in this process: the QUERY_STARTD_ADS
+  handler over the same ads, the first answer (every ad encoded) and the next ones (each
+  stored ad's encoding kept until it is replaced), so that the server's share of the
+  htcondor2 figure is known on a machine whose load moves the end-to-end figure.
 
 Then submissions (``--no-submit`` leaves them out): one cluster of N held ``/bin/true`` jobs
 (N = the number of ads: 1,000), submitted as the user ``nobody``
@@ -35,6 +39,7 @@ measurement, not a test: it exits 0 whether or not the target is met.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import pwd
 import statistics
@@ -47,8 +52,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pool import RunningPool, personal_pool, wait
+from epcore.classad import ClassAd
+from epcore.collector.cedar import cedar_handlers
+from epcore.collector.collector import Collector
+from epcore.collector.service import CollectorService
 from epcore.config import Config
+from epcore.net import commands
 from epcore.net.client import query_collector
+from epcore.net.codec import Writer
+from epcore.net.conversation import Send, Stream
+from epcore.net.dispatch import CommandContext
+from epcore.net.frames import Framer
+from epcore.net.handshake import Peer
 from epcore.submit import LocalSubmitHost, SubmitContext, build_jobs, parse_submit
 from epcore.testing.cedar import run_htcondor2
 
@@ -82,6 +97,38 @@ submitted = schedd.submit(sub, count={count})
 result = {{"seconds": time.perf_counter() - started, "cluster": submitted.cluster(),
           "procs": submitted.num_procs()}}
 """
+
+
+def server_side_ms(ads: list[ClassAd], repeat: int) -> tuple[float, float]:
+    """Milliseconds of the collector's QUERY_STARTD_ADS handler over ``ads`` in this process:
+    the first answer, and the median of ``repeat`` later ones."""
+    config = Config.from_text("", subsystem="COLLECTOR")
+    service = CollectorService(
+        Collector(config),
+        config=lambda: config,
+        persistent_log="/nonexistent",
+        log=logging.getLogger("cedar_bench"),
+        clock=time.time,
+    )
+    service.update(ads, time.time())
+    handler = cedar_handlers(service)[commands.QUERY_STARTD_ADS]
+    query = ClassAd()
+    query["Requirements"] = True
+    message = Writer().put_classad(query).bytes()
+
+    def answer() -> int:
+        stream = Stream(Framer(), ("127.0.0.1", 9618), ("127.0.0.1", 40000))
+        context = CommandContext(stream, Peer(("127.0.0.1", 40000), None, 5))
+        conversation = handler(context)
+        next(conversation)  # waits for the query
+        step = conversation.send(message)
+        assert isinstance(step, Send)
+        return len(step.message)
+
+    start = time.perf_counter()
+    answer()
+    first = (time.perf_counter() - start) * 1000
+    return first, _median_ms(answer, repeat)
 
 
 def _remove(pool: RunningPool, cluster: int) -> None:
@@ -140,11 +187,13 @@ def main() -> None:
             import htcondor2
 
             real = pool.client.query_ads("Machine")[0]
+            ours: list[ClassAd] = []
             ads = []
             for n in range(count):
                 copy = real.copy()
                 copy["Name"] = f"slot{n}@bench{n % 50}.example.org"
                 copy["Machine"] = f"bench{n % 50}.example.org"
+                ours.append(copy)
                 ads.append(classad2.ClassAd(str(copy)))
             collector = htcondor2.Collector()
             collector.advertise(ads, "UPDATE_STARTD_AD")
@@ -177,6 +226,9 @@ def main() -> None:
                 "local socket (ep status)": local_socket,
             }
             results = {name: _median_ms(way, repeat) for name, way in ways.items()}
+            first, kept = server_side_ms(ours, repeat)
+            results["collector's side alone, first answer"] = first
+            results["collector's side alone, kept encodings"] = kept
             submitted: dict[str, list[float]] = {"htcondor2": [], "local socket": []}
             if not options.no_submit:
                 home = root / "home"
