@@ -49,6 +49,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pool import RunningPool, personal_pool, wait
@@ -226,6 +228,15 @@ def main() -> None:
                 "local socket (ep status)": local_socket,
             }
             results = {name: _median_ms(way, repeat) for name, way in ways.items()}
+            # CPU time, which the machine's load does not stretch as it stretches the clock:
+            # the pool's (psutil) and this client's, per htcondor2 query of every attribute.
+            pool_process = psutil.Process(pool.process.pid)
+            pool_before = sum(pool_process.cpu_times()[:2])
+            client_before = time.process_time()
+            for _ in range(repeat):
+                cedar_all()
+            client_cpu = (time.process_time() - client_before) * 1000 / repeat
+            pool_cpu = (sum(pool_process.cpu_times()[:2]) - pool_before) * 1000 / repeat
             first, kept = server_side_ms(ours, repeat)
             results["collector's side alone, first answer"] = first
             results["collector's side alone, kept encodings"] = kept
@@ -241,6 +252,10 @@ def main() -> None:
     print(f"{total} slot ads ({count} advertised), median of {repeat} queries each")
     for name, milliseconds in results.items():
         print(f"  {name:42s} {milliseconds:8.1f} ms")
+    print(
+        f"  CPU per htcondor2 query of every attribute: the pool {pool_cpu:.1f} ms, "
+        f"htcondor2 {client_cpu:.1f} ms (mean of {repeat})"
+    )
     verdict = "met" if results["htcondor2 query, every attribute"] <= TARGET_MS else "missed"
     print(f"target: a 1,000-ad htcondor2 query in <= {TARGET_MS:.0f} ms: {verdict}")
     if submitted["htcondor2"]:
