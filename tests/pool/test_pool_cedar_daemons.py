@@ -204,3 +204,19 @@ def test_ordinary_user_cannot_administer_over_any_method(
     assert _prio(pool, "nobody@cedar.example") == {}
     count = 'result = len(htcondor2.Collector().query(htcondor2.AdType.Startd, True, ["Name"]))'
     assert _run(pool, count, user, **environ) >= 1
+
+
+def test_administrator_reconfigures_and_shuts_the_pool_down(pool_factory) -> None:
+    """The administrator's DC_RECONFIG makes the pool read its configuration again (a knob
+    added to the file shows through RemoteParam) and DC_OFF_PEACEFUL ends it cleanly."""
+    pool = pool_factory("EPCORE_TEST_KNOB = before\n")
+    locate = "loc = htcondor2.Collector().locate(htcondor2.DaemonType.Collector)\n"
+    knob = locate + 'result = htcondor2.RemoteParam(loc)["EPCORE_TEST_KNOB"]'
+    assert _run(pool, knob) == "before"
+    with open(pool.config_path, "a", encoding="utf-8") as handle:
+        handle.write("EPCORE_TEST_KNOB = after\n")
+    _run(pool, locate + "htcondor2.send_command(loc, htcondor2.DaemonCommand.Reconfig)")
+    pool.wait_for(lambda: _run(pool, knob) == "after", 20, "the configuration to be read again")
+    _run(pool, locate + "htcondor2.send_command(loc, htcondor2.DaemonCommand.OffPeaceful)")
+    assert pool.process is not None
+    assert pool.process.wait(60) == 0
