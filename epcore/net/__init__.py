@@ -34,12 +34,17 @@ their own modules and plug in here; nothing below needs to change for them):
    MethodRegistry` holds them by name; FS and CLAIMTOBE are registered by default; a
    TOKEN method registers itself with ``registry.register(method)``, and the policy's
    SEC_<level>_AUTHENTICATION_METHODS decides which ones a level offers.
-2. **Key exchange** (:class:`~epcore.net.handshake.KeyExchange`): given the client's
-   ``ECDHPublicKey`` (policy ad attribute) it returns the server's public key and, once
-   authentication is done, the session key for the agreed ``CryptoMethods``. Without one
-   (``key_exchange=None``) the server answers without ``ECDHPublicKey`` or
+2. **Key exchange**, server side (:class:`~epcore.net.handshake.KeyExchange`, passed as
+   ``SecurityServer(key_exchange=...)``; ``epcore.pool.network.build_listener`` makes the
+   pool's): given the client's ``ECDHPublicKey`` (policy ad attribute) and the agreed
+   crypto method it returns the server's public key and a factory that, once
+   authentication is done, makes the stream's :class:`~epcore.net.frames.PacketProtection`
+   (given whether encryption and integrity are on). Client side the same in reverse
+   (:class:`~epcore.net.client.ClientKeyExchange`, ``start_command(key_exchange=...)``).
+   Without one (``key_exchange=None``) the server answers without ``ECDHPublicKey`` or
    ``CryptoMethods``, so ENCRYPTION and INTEGRITY reconcile to NO (and a peer that
-   requires them is refused, as HTCondor refuses it).
+   requires them is refused, as HTCondor refuses it). The session key itself never
+   crosses the wire: HTCondor's method-level key exchange is answered "no key" (0).
 3. **Message protection** (:class:`~epcore.net.frames.PacketProtection`): once the key is
    agreed and ENCRYPTION or INTEGRITY is YES, the handshake calls
    :meth:`~epcore.net.frames.Framer.protect` with the protection the key exchange made;

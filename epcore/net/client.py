@@ -5,9 +5,10 @@ DC_AUTHENTICATE with the CLIENT level's policy ad (a new session each time), tak
 server's actions, authenticates with the methods both sides offer (trying the next one when
 one fails, as HTCondor does), reads the post-authentication ad, and returns who the server
 says the client is; a DENIED (or any answer but AUTHORIZED) raises
-:class:`~epcore.net.conversation.Refused` with the server's words. The policy ad carries
-the client's ECDH key (AES only); when the server agrees to encryption or integrity, the
-stream is sealed with AES-GCM from the end of authentication on.
+:class:`~epcore.net.conversation.Refused` with the server's words. Encryption or integrity
+need the crypto layer's key exchange; without it a server that requires them is refused
+here, naming why; with one (:class:`ClientKeyExchange`, the crypto layer's seam) the stream
+is protected after authentication as the server's is.
 
 :func:`query_collector` runs one QUERY_*_ADS over a blocking socket (``ep status -pool``).
 """
@@ -16,19 +17,19 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import Protocol
 
 import attrs
 
 from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
-from epcore.net import keyexchange
+from epcore.errors import EpError
 from epcore.net import policy as pol
-from epcore.net.aesgcm import AesGcmProtection
 from epcore.net.commands import DC_AUTHENTICATE, describe
 from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
-from epcore.net.frames import Framer
-from epcore.net.keyexchange import EcdhKeyExchange, KeyPair
+from epcore.net.frames import Framer, PacketProtection
+from epcore.net.keyexchange import EcdhClientKeyExchange
 from epcore.net.methods import MethodContext, MethodRegistry, bit_of, default_registry
 
 #: Seconds a client waits for each step of a daemon's answer.
@@ -44,23 +45,37 @@ class ClientSession:
     method: str | None
 
 
+class ClientKeyExchange(Protocol):
+    """The crypto layer's client seam (see :mod:`epcore.net`): ``public_key`` goes in the
+    policy ad (ECDHPublicKey); ``finish`` takes the server's public key and the crypto method
+    it chose and returns what makes the stream's protection once authentication is over
+    (given whether encryption and integrity are on; None when neither is)."""
+
+    methods: tuple[str, ...]
+
+    def public_key(self) -> str: ...
+
+    def finish(
+        self, server_public_key: str, method: str
+    ) -> Callable[[bool, bool], PacketProtection | None]: ...
+
+
 def start_command(
     stream: Stream,
     command: int,
     config: Config,
     *,
     methods: MethodRegistry | None = None,
+    key_exchange: ClientKeyExchange | None = None,
     subsystem: str = "TOOL",
 ) -> Generator[Step, bytes | None, ClientSession]:
     """Start ``command`` on the server at the other end of ``stream`` (module docstring)."""
     registry = methods if methods is not None else default_registry()
-    ours = pol.client_policy(config, methods=registry.names, crypto=EcdhKeyExchange.methods)
+    crypto = key_exchange.methods if key_exchange is not None else ()
+    ours = pol.client_policy(config, methods=registry.names, crypto=crypto)
     auth_info = ours.ad(subsystem=subsystem)
-    # HTCondor 9+ sends its ECDH key with the policy; the session key follows from the
-    # server's, and the stream is sealed with it once authentication is over.
-    exchange = keyexchange.generate()
-    if ours.crypto_methods:
-        auth_info[keyexchange.ATTRIBUTE] = exchange.public_text
+    if key_exchange is not None:
+        auth_info["ECDHPublicKey"] = key_exchange.public_key()
     auth_info["Command"] = command
     auth_info["NewSession"] = "YES"
     auth_info["NegotiatedSession"] = True
@@ -73,16 +88,29 @@ def start_command(
     reader = yield from receive(stream, "the server's security actions")
     actions = reader.get_classad("the server's security actions", literals_only=True)
     encrypt = pol.is_yes(actions, pol.ENCRYPTION)
+    integrity = pol.is_yes(actions, pol.INTEGRITY)
+    server_key = actions.evaluate("ECDHPublicKey")
+    method = actions.evaluate(pol.CRYPTO_METHODS)
     protection = None
-    if encrypt or pol.is_yes(actions, pol.INTEGRITY):
-        protection = _protection(command, exchange, actions)
+    if key_exchange is not None and isinstance(server_key, str) and isinstance(method, str):
+        try:
+            protection = key_exchange.finish(server_key, method.split(",")[0])
+        except EpError as error:  # a key that is no key, a method not offered
+            raise Refused(f"{describe(command)}: key exchange failed: {error}") from error
+    if (encrypt or integrity) and protection is None:
+        raise Refused(
+            f"{describe(command)}: the server wants encryption or integrity, which needs a "
+            "key exchange this client does not have"
+        )
     method_used: str | None = None
     if pol.is_yes(actions, pol.AUTHENTICATION):
         method_used = yield from _authenticate(stream, config, registry, actions)
         if method_used is None and actions.evaluate(pol.AUTH_REQUIRED) is not False:
             raise Refused(f"{describe(command)}: no authentication method succeeded")
-    if protection is not None:
-        stream.framer.protect(protection)
+    made = protection(encrypt, integrity) if protection is not None else None
+    if made is not None:
+        # As the server does after authentication: every later packet is sealed.
+        stream.framer.protect(made)
         stream.encrypted = encrypt
     reader = yield from receive(stream, "the server's verdict")
     verdict = reader.get_classad("the server's verdict", literals_only=True)
@@ -99,21 +127,6 @@ def start_command(
         user if isinstance(user, str) else None,
         method_used,
     )
-
-
-def _protection(command: int, exchange: KeyPair, actions: ClassAd) -> AesGcmProtection:
-    """The AES-GCM protection of the session the server's actions agree to."""
-    server_key = actions.evaluate(keyexchange.ATTRIBUTE)
-    crypto = actions.evaluate(pol.CRYPTO_METHODS)
-    if not isinstance(server_key, str) or str(crypto).split(",")[0].upper() != "AES":
-        raise Refused(
-            f"{describe(command)}: the server wants encryption or integrity without an AES key"
-            " exchange"
-        )
-    try:
-        return AesGcmProtection(keyexchange.session_key(exchange, server_key))
-    except keyexchange.KeyExchangeError as error:
-        raise Refused(f"{describe(command)}: {error}") from error
 
 
 def _authenticate(
@@ -170,7 +183,8 @@ def query_collector(
         query["TargetType"] = target_type
 
     def conversation() -> Generator[Step, bytes | None, list[ClassAd]]:
-        yield from start_command(stream, command, config)
+        # A new session each time, sealed with AES-GCM when the collector agrees.
+        yield from start_command(stream, command, config, key_exchange=EcdhClientKeyExchange())
         yield from send(stream.writer().put_classad(query))
         reader = yield from receive(stream, "the query's answer")
         ads: list[ClassAd] = []

@@ -29,6 +29,7 @@ import base64
 import itertools
 import logging
 import os
+import re
 import secrets
 import socket
 import time
@@ -55,12 +56,14 @@ from epcore.net.methods import Identity, MethodContext, MethodRegistry, bit_of
 from epcore.net.policy import LevelPolicy, PolicyError
 from epcore.net.token_method import TokenMethod
 from epcore.net.tokens import authorization_bounds
+from epcore.runtime.connection_limits import ThrottledLog
 
 #: Sessions kept at most; the least recently used go first beyond it (memory stays bounded
 #: whatever clients do).
 MAX_SESSIONS: Final = 10_000
 #: Seconds a session outlives its negotiated duration (SEC_SESSION_DURATION_SLOP).
 SESSION_SLOP: Final = 20
+_NUMBERS: Final = re.compile(r"\d+")
 #: Rounds of the method handshake at most (one per method a client may try).
 MAX_METHOD_ROUNDS: Final = 16
 
@@ -182,6 +185,7 @@ class SecurityServer:
         self.pool_user = pool_user
         self.clock = clock
         self.sessions = SessionCache(clock)
+        self.throttled = ThrottledLog(log)
 
     # -- policy ---------------------------------------------------------------------------
 
@@ -197,8 +201,16 @@ class SecurityServer:
         )
 
     def _refuse(self, stream: Stream, who: str, command: int, why: str) -> Refused:
-        self.log.warning(
-            "refused %s from %s at %s: %s", describe(command), who, stream.peer_description, why
+        # Each kind (who, from which host, what, why) gets its line; a flood of one kind
+        # costs a line per period, which counts the rest.
+        kind = f"{who} {stream.peer[0]} {command} {_NUMBERS.sub('N', why)[:60]}"
+        self.throttled.warning(
+            kind,
+            "refused %s from %s at %s: %s",
+            describe(command),
+            who,
+            stream.peer_description,
+            why,
         )
         return Refused(why, logged=True)
 

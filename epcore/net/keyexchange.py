@@ -109,3 +109,28 @@ class EcdhKeyExchange:
             return AesGcmProtection(key) if encrypt or integrity else None
 
         return mine.public_text, protection
+
+
+class EcdhClientKeyExchange:
+    """The client's half: a fresh key for the policy ad, and, from the server's answer, what
+    makes the session's AES-GCM protection (one instance per new session)."""
+
+    methods: tuple[str, ...] = ("AES",)
+
+    def __init__(self) -> None:
+        self._mine = generate()
+
+    def public_key(self) -> str:
+        return self._mine.public_text
+
+    def finish(
+        self, server_public_key: str, method: str
+    ) -> Callable[[bool, bool], AesGcmProtection | None]:
+        if method.upper() != "AES":
+            raise KeyExchangeError(f"crypto method {method} is not supported (only AES)")
+        key = session_key(self._mine, server_public_key)
+
+        def protection(encrypt: bool, integrity: bool) -> AesGcmProtection | None:
+            return AesGcmProtection(key) if encrypt or integrity else None
+
+        return protection

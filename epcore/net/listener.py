@@ -15,9 +15,9 @@ So a slow or hostile client costs its own connection only:
 - at most :data:`READ_PER_TURN` bytes are read from a connection per turn.
 
 Every refusal is logged with the peer's address and the reason (through
-:class:`~epcore.runtime.connection_limits.ThrottledLog`, so that a flood costs a line per
-period and kind of reason, saying how many more there were), and the handshake's refusals
-also name who and which command.
+:class:`~epcore.runtime.connection_limits.ThrottledLog`: each kind of reason from each host
+gets its line, and a flood of one kind costs a line per period, which counts the rest), and
+the handshake's refusals also name who and which command.
 """
 
 from __future__ import annotations
@@ -52,19 +52,11 @@ READ_PER_TURN: Final = 256 * 1024
 ACCEPTS_PER_TURN: Final = 64
 #: The largest message a peer may send unless CEDAR_MAX_REQUEST_SIZE says otherwise.
 MAX_MESSAGE: Final = 16 * 1024 * 1024
+# Numbers, and the hex bytes a bad packet header is quoted by: random bytes must not make
+# every connection a kind of its own.
+_NUMBERS: Final = re.compile(r"\b[0-9a-f]{2}\b|\d+")
 #: Seconds a whole connection may last unless CEDAR_CONVERSATION_LIMIT says otherwise.
 CONVERSATION_LIMIT: Final = 300.0
-
-
-def reason_kind(reason: str) -> str:
-    """What kind of refusal ``reason`` is, for the log's throttle: its words without the
-    numbers and bytes that differ each time, so that each kind of bad input from a host is
-    logged (once per period, with how many more), and a flood of one kind cannot hide
-    another."""
-    return _VARYING.sub("", reason)[:60]
-
-
-_VARYING: Final = re.compile(r"\b[0-9a-f]{2}\b|\d+")
 
 
 @attrs.frozen
@@ -87,6 +79,13 @@ class ListenerLimits:
                 "CEDAR_CONVERSATION_LIMIT", CONVERSATION_LIMIT, minimum=1.0
             ),
         )
+
+
+def _kind(what: str, connection: _Connection, reason: str) -> str:
+    """A refusal's kind for the throttled log: the peer's host and the reason with its
+    numbers (and quoted bytes) left out, so that each different reason is logged, and a
+    flood of one costs a line per period."""
+    return f"{what} {connection.stream.peer[0]} {_NUMBERS.sub('N', reason)[:60]}"
 
 
 @attrs.define(eq=False)
@@ -354,7 +353,7 @@ class CedarListener:
         except Refused as refusal:
             if not refusal.logged:
                 self.throttled.warning(
-                    f"refused {connection.stream.peer[0]} {reason_kind(str(refusal))}",
+                    _kind("refused", connection, str(refusal)),
                     "CEDAR: ended the connection from %s: %s",
                     connection.stream.peer_description,
                     refusal,
@@ -401,7 +400,7 @@ class CedarListener:
 
     def _drop(self, connection: _Connection, reason: str) -> None:
         self.throttled.warning(
-            f"dropped {connection.stream.peer[0]} {reason_kind(reason)}",
+            _kind("dropped", connection, reason),
             "CEDAR: closed the connection from %s: %s",
             connection.stream.peer_description,
             reason,

@@ -23,6 +23,7 @@ from epcore.net.client import connect, query_collector, start_command
 from epcore.net.codec import Writer
 from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
 from epcore.net.frames import FrameError
+from epcore.net.keyexchange import EcdhClientKeyExchange
 from epcore.net.sinful import Sinful, SinfulError, parse_sinful
 
 Result = TypeVar("Result")
@@ -122,7 +123,11 @@ def call(
     host, port = address
 
     def conversation(stream: Stream) -> Generator[Step, bytes | None, ClassAd | None]:
-        yield from start_command(stream, command.number, config)
+        # As HTCondor's tools, offer the ECDH key exchange: a daemon that wants encryption
+        # (or takes it when offered) seals the session with AES-GCM.
+        yield from start_command(
+            stream, command.number, config, key_exchange=EcdhClientKeyExchange()
+        )
         if payload is not None:
             writer = stream.writer()
             payload(writer)

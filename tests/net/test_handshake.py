@@ -272,3 +272,60 @@ def test_method_registry_takes_new_methods() -> None:
     registry.register(FileSystemMethod())
     assert registry.get("fs") is registry.by_bit(4)
     assert registry.get("IDTOKENS") is None
+
+
+class _FakeClientExchange:
+    """The client's half of the stand-in key exchange."""
+
+    methods = ("AES",)
+
+    def __init__(self) -> None:
+        self.finished: list[tuple[str, str]] = []
+
+    def public_key(self) -> str:
+        return "CLIENT-PUBLIC"
+
+    def finish(
+        self, server_public_key: str, method: str
+    ) -> Callable[[bool, bool], PacketProtection | None]:
+        self.finished.append((server_public_key, method))
+        return lambda encrypt, integrity: _Xor() if encrypt or integrity else None
+
+
+def test_both_sides_protect_the_stream_through_the_key_exchange_seams() -> None:
+    """epcore's client and server with key exchanges agree on AES, authenticate by FS, then
+    seal every packet both ways: the verdict and the command's payload arrive intact and
+    no clear text of them is on the wire."""
+    server = _server(key_exchange=_FakeExchange())
+    exchange = _FakeClientExchange()
+    pair = streams()
+    wire: list[bytes] = []
+    original = pair[0].framer.frame
+
+    def recording(message: bytes) -> bytes:
+        framed = original(message)
+        wire.append(framed)
+        return framed
+
+    pair[0].framer.frame = recording  # type: ignore[method-assign]
+
+    def client(stream: Stream) -> Generator[Step, bytes | None, object]:
+        session = yield from start_command(
+            stream, commands.UPDATE_STARTD_AD.number, _client_config(), key_exchange=exchange
+        )
+        yield from send(stream.writer().put_string("the payload"))
+        return session
+
+    def served(stream: Stream) -> Generator[Step, bytes | None, str]:
+        _, first = yield from server.start(stream)
+        assert first is None
+        reader = yield from receive(stream, "the payload")
+        return reader.get_string()
+
+    client_side, server_side = converse(client(pair[0]), served(pair[1]), pair)
+    assert client_side.error is None and server_side.error is None
+    assert client_side.result.user == "condor@pool.test"
+    assert server_side.result == "the payload"
+    assert exchange.finished == [("SERVER-PUBLIC", "AES")]
+    assert pair[0].encrypted and pair[1].encrypted
+    assert not any(b"the payload" in framed for framed in wire)

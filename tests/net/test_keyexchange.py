@@ -155,3 +155,19 @@ class _Log:
     received = hashlib.sha256()
     sent_bytes = 0
     received_bytes = 0
+
+
+def test_the_client_half_agrees_with_the_server_half() -> None:
+    """EcdhClientKeyExchange's key in the policy ad and the server's answer give both sides
+    protections that open each other's packets; only AES is offered."""
+    client = keyexchange.EcdhClientKeyExchange()
+    server_text, server_make = keyexchange.EcdhKeyExchange().start(client.public_key(), "AES")
+    client_make = client.finish(server_text, "AES")
+    assert client_make(False, False) is None
+    sealer, opener = client_make(True, True), server_make(True, True)
+    assert sealer is not None and opener is not None
+    header = aesgcm.packet_header(True, sealer.sealed_size(4))
+    log = _Log()
+    assert opener.open(header, sealer.seal(header, b"ping", log), log) == b"ping"
+    with pytest.raises(KeyExchangeError, match="3DES"):
+        client.finish(server_text, "3DES")

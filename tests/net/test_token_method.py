@@ -17,7 +17,7 @@ from epcore.net.client import start_command
 from epcore.net.codec import Writer
 from epcore.net.conversation import Refused, Stream
 from epcore.net.handshake import SecurityServer
-from epcore.net.keyexchange import EcdhKeyExchange
+from epcore.net.keyexchange import EcdhClientKeyExchange, EcdhKeyExchange
 from epcore.net.methods import MethodContext, default_registry
 from epcore.net.token_method import TokenMethod
 from epcore.net.tokens import TokenSettings
@@ -75,7 +75,9 @@ def _handshake(
     )
     pair = streams()
     client, served = converse(
-        start_command(pair[0], command, client_config), server.start(pair[1]), pair
+        start_command(pair[0], command, client_config, key_exchange=EcdhClientKeyExchange()),
+        server.start(pair[1]),
+        pair,
     )
     return (
         client.result or client.error,

@@ -7,12 +7,16 @@ answers are compared with what the pool's own requests report.
 from __future__ import annotations
 
 import contextlib
+import random
+import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from epcore.testing.cedar import Htcondor2Error, run_htcondor2
 from epcore.testing.pool import PoolProcess
+from tests.net.test_listener import _hostile as hostile
 
 pytestmark = pytest.mark.system
 
@@ -156,3 +160,32 @@ def test_claimtobe_is_refused_unless_the_pool_names_it(pool_factory, slot_users)
     run_htcondor2(_config(trusting), FAKE_SLOT, uid=user.uid, gid=user.gid, environ=claim)
     stored = trusting.client.query_ads("Machine", 'Name == "fake@elsewhere.example"')
     assert stored[0].evaluate("AuthenticationMethod") == "CLAIMTOBE"
+
+
+def test_pool_keeps_answering_htcondor2_under_hostile_connections(pool_factory) -> None:
+    """While many connections send random bytes, absurd lengths, truncated frames, deep ads
+    and half handshakes, htcondor2 queries are answered, the pool's memory stays bounded and
+    the refusals are in the CollectorLog with their reasons."""
+    pool: PoolProcess = pool_factory("CEDAR_CLIENT_TIMEOUT = 2\n")
+    address = (pool.directory / "log" / ".collector_address").read_text().split()[0]
+    port = int(address.strip("<>").split(":")[1])
+    assert pool.process is not None
+    before = psutil.Process(pool.process.pid).memory_info().rss
+    rng = random.Random(22)
+    threads = [
+        threading.Thread(target=hostile, args=(port, kind % 6, random.Random(rng.random())))
+        for kind in range(120)
+    ]
+    for thread in threads:
+        thread.start()
+    query = 'result = len(htcondor2.Collector().query(htcondor2.AdType.Startd, True, ["Name"]))'
+    answers = [run_htcondor2(_config(pool), query) for _ in range(3)]
+    for thread in threads:
+        thread.join(30)
+    answers.append(run_htcondor2(_config(pool), query))
+    assert answers == [1, 1, 1, 1]
+    grown = psutil.Process(pool.process.pid).memory_info().rss - before
+    assert grown < 64 * 1024 * 1024, f"the pool grew by {grown / 2**20:.0f} MiB"
+    log = pool.log("CollectorLog")
+    assert "unrecognized packet header" in log
+    assert "the most a packet may hold" in log
