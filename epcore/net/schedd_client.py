@@ -14,8 +14,9 @@ HTCondor's tools speak them.
 - :meth:`~RemoteSchedd.act`: ACT_ON_JOBS asking for each job's outcome (AR_LONG),
   confirmed when something can be done.
 
-Failures (refusals, broken connections, the schedd's errors) raise :class:`EpError` with
-the schedd's words.
+Every connection offers the ECDH key exchange, so a schedd that wants encryption gets
+AES-GCM. Failures (refusals, broken connections, the schedd's errors) raise
+:class:`EpError` with the schedd's words.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from epcore.net import qmgmt_protocol as qp
 from epcore.net.client import CLIENT_TIMEOUT, connect, query_collector, start_command
 from epcore.net.codec import Reader
 from epcore.net.conversation import Conversation, Result, Step, Stream, receive, run_blocking, send
+from epcore.net.keyexchange import EcdhClientKeyExchange
 from epcore.net.sinful import parse_sinful
 
 #: The port of ``-pool HOST`` without one (HTCondor's collector port).
@@ -57,12 +59,6 @@ def split_pool(pool: str) -> tuple[str, int]:
     if colon and port.isdigit() and host:
         return host.strip("[]"), int(port)
     return text, COLLECTOR_PORT
-
-
-def _value(ad: ClassAd, name: str) -> str:
-    """The expression of ``name`` in ``ad`` as HTCondor's old syntax writes it."""
-    line = dict(old_attribute_lines(ClassAd({name: ad.lookup(name)})))[name]
-    return line.partition(" = ")[2]
 
 
 class RemoteSchedd:
@@ -106,7 +102,9 @@ class RemoteSchedd:
         """Start ``command`` on a new connection and run ``body`` after it."""
 
         def conversation() -> Generator[Step, bytes | None, Result]:
-            yield from start_command(stream, command, self.config)
+            yield from start_command(
+                stream, command, self.config, key_exchange=EcdhClientKeyExchange()
+            )
             return (yield from body)
 
         sock, stream = self._connect()
@@ -178,7 +176,12 @@ class RemoteSchedd:
         self._stream = stream
 
         def conversation() -> Generator[Step, bytes | None, int]:
-            yield from start_command(stream, commands.QMGMT_WRITE_CMD.number, self.config)
+            yield from start_command(
+                stream,
+                commands.QMGMT_WRITE_CMD.number,
+                self.config,
+                key_exchange=EcdhClientKeyExchange(),
+            )
             yield from send(stream.writer().put_int(qp.NEW_CLUSTER))
             reader = yield from receive(stream, "the new cluster's id")
             return _answer(reader, "NewCluster")
@@ -219,9 +222,9 @@ class RemoteSchedd:
                     raise EpError(f"the schedd made job {cluster_id}.{proc}, not .{index}")
                 # Only what differs from the cluster's ad travels in the job's own.
                 own = ClassAd()
-                for name in proc_ad:
-                    if name not in shared or str(shared.lookup(name)) != str(proc_ad.lookup(name)):
-                        own[name] = proc_ad.lookup(name)
+                for name, expr in proc_ad.items():
+                    if shared.lookup(name) != expr:
+                        own[name] = expr
                 own["ProcId"] = proc
                 status = proc_ad.evaluate("JobStatus")
                 own["JobStatus"] = status if isinstance(status, int) else 1
@@ -246,9 +249,10 @@ class RemoteSchedd:
     def _set_all(
         stream: Stream, cluster_id: int, proc: int, ad: ClassAd
     ) -> Generator[Step, bytes | None, None]:
-        for name in ad:
+        for name, line in old_attribute_lines(ad):
             writer = stream.writer().put_int(qp.SET_ATTRIBUTE2).put_int(cluster_id).put_int(proc)
-            writer.put_string(_value(ad, name)).put_string(name).put_byte(qp.NO_ACK)
+            value = line.partition(" = ")[2]
+            writer.put_string(value).put_string(name).put_byte(qp.NO_ACK)
             yield from send(writer)
 
     def close(self) -> None:

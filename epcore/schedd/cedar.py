@@ -91,7 +91,14 @@ def cedar_handlers(
 
     def qmgmt(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
         write = context.peer.command == commands.QMGMT_WRITE_CMD.number
-        session = QueueSession(route, requester(context), write=write, log=log, clock=clock)
+        session = QueueSession(
+            route,
+            requester(context),
+            write=write,
+            log=log,
+            clock=clock,
+            peer=f"{context.peer.name} at {context.stream.peer_description}",
+        )
         if context.first is not None and not context.first.at_end:
             # The first call came in the command's own message.
             reply, more = session.call(
@@ -128,12 +135,21 @@ def cedar_handlers(
             jobs = jobs[:limit]
         counts = dict.fromkeys(_STATUS_NAMES.values(), 0)
         summary_only = ad.evaluate("SummaryOnly") is True
+        # SendServerTime: every ad says when it was sent, whatever the projection (as
+        # HTCondor's PUT_CLASSAD_SERVER_TIME does).
+        server_time = int(clock()) if ad.evaluate("SendServerTime") is True else None
+        sent = None if names is None or server_time is None else [*names, "ServerTime"]
         for job in jobs:
             status = _STATUS_NAMES.get(job.evaluate("JobStatus"))  # type: ignore[arg-type]
             if status is not None:
                 counts[status] += 1
-            if not summary_only:
-                yield from send(stream.writer().put_classad(job, projection=names, private=False))
+            if summary_only:
+                continue
+            if server_time is not None:
+                job["ServerTime"] = server_time
+            yield from send(
+                stream.writer().put_classad(job, projection=sent or names, private=False)
+            )
         end = ClassAd({"Owner": 0, "ErrorCode": 0, "ServerTime": int(clock())})
         end["MyType"] = "Summary"
         end["Jobs"] = len(jobs)
@@ -178,7 +194,7 @@ def cedar_handlers(
         for job_id in done:
             _record(result, job_id, qp.AR_SUCCESS, long_form)
         for line in refused:
-            outcome = qp.AR_PERMISSION_DENIED if "not owned by" in line else qp.AR_BAD_STATUS
+            outcome = _outcome(line)
             totals[outcome] += 1
             _record(result, line.split(":")[0], outcome, long_form)
             if "not owned by" in line:
@@ -257,6 +273,15 @@ def cedar_handlers(
         commands.QUERY_SCHEDD_HISTORY: history,
         commands.RESCHEDULE: reschedule,
     }
+
+
+def _outcome(refusal: str) -> int:
+    """ACT_ON_JOBS' outcome for one of the pool's refusals (``<id>: <why>``)."""
+    if "not owned by" in refusal:
+        return qp.AR_PERMISSION_DENIED
+    if "already" in refusal:
+        return qp.AR_ALREADY_DONE
+    return qp.AR_BAD_STATUS
 
 
 def _record(result: ClassAd, job_id: str, outcome: int, long_form: bool) -> None:

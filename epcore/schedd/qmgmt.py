@@ -14,9 +14,11 @@ negative, and the call's results). What ``htcondor2.Schedd().submit`` and ``edit
   answered even with NoAck (the number of jobs, or ``-1`` and errno);
 - CommitTransaction(flags) -> ``0`` and an ad (WarningReason), or ``-1``, errno and an ad
   with ErrorCode and ErrorReason; AbortTransaction, DestroyCluster drop what is pending;
+- SetEffectiveOwner: only QUEUE_SUPER_USERS may name another user, and then act as them;
 - CloseSocket: the end. A connection that ends without a commit aborts the transaction.
 
-Nothing is queued before the commit: the transaction is kept here and carried out through
+Nothing is queued before the commit: the transaction is kept here (bounded: MAX_PROCS jobs
+of MAX_ATTRIBUTES attributes, MAX_EDITS edits) and carried out through
 the pool's requests (``NewCluster``, ``Submit`` in chunks, ``Edit``), the same handlers the
 local clients reach, for the authenticated user, so the schedd's rules about who may act on
 which job hold unchanged. Reads (GetAttribute*, GetJobAd, GetNextJobByConstraint,
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import pwd
 from collections.abc import Callable, Generator
 from typing import Final
 
@@ -71,11 +74,18 @@ from epcore.net.qmgmt_protocol import (
 #: The pool's requests as a function: who asks, the request; the answer (Ok, Error...).
 Route = Callable[[Requester, ClassAd], ClassAd]
 
+# What one connection's transaction may hold until its commit (the pool's memory is not the
+# client's to fill): jobs, attributes in one ad, edits.
+MAX_PROCS: Final = 100_000
+MAX_ATTRIBUTES: Final = 2_000
+MAX_EDITS: Final = 10_000
+
 
 class QueueSession:
     """One connection's calls and its transaction (module docstring). ``requester`` is the
     authenticated user mapped to a local one (None: nobody may write); ``write``: the
-    connection came by QMGMT_WRITE_CMD."""
+    connection came by QMGMT_WRITE_CMD; ``peer`` names who and from where, for the log
+    lines of refusals."""
 
     def __init__(
         self,
@@ -85,11 +95,13 @@ class QueueSession:
         write: bool,
         log: logging.Logger,
         clock: Callable[[], float],
+        peer: str = "a client",
     ) -> None:
         self.route = route
         self.requester = requester
         self.write = write
         self.log = log
+        self.peer = peer
         self.clock = clock
         self.abort()
         self.scan: list[ClassAd] = []
@@ -153,7 +165,9 @@ class QueueSession:
             return None, False
         handler = self._CALLS.get(number)
         if handler is None:
-            self.log.warning("queue management call %d is not supported; closing", number)
+            self.log.warning(
+                "queue management call %d from %s is not supported; closing", number, self.peer
+            )
             return None, False
         return handler(self, reader, out), True
 
@@ -179,6 +193,9 @@ class QueueSession:
         reader.expect_end("NewProc")
         if cluster_id != self.cluster_id or self.cluster_id is None:
             return out.put_int(-1).put_int(errno.EINVAL)
+        if len(self.procs) >= MAX_PROCS:
+            self.errors.append(f"a transaction holds at most {MAX_PROCS} jobs")
+            return out.put_int(-1).put_int(errno.E2BIG)
         proc = len(self.procs)
         self.procs[proc] = ClassAd()
         return out.put_int(proc)
@@ -194,17 +211,24 @@ class QueueSession:
             self._writable()
             expr = parse_expr(text)
             if cluster_id == self.cluster_id and cluster_id is not None:
-                if proc == -1:
-                    self.cluster_ad[name] = expr
-                elif proc in self.procs:
-                    self.procs[proc][name] = expr
-                else:
+                ad = self.cluster_ad if proc == -1 else self.procs.get(proc)
+                if ad is None:
                     raise EpError(f"job {cluster_id}.{proc} was not made by NewProc")
+                if len(ad) >= MAX_ATTRIBUTES and name not in ad:
+                    raise EpError(f"a job's ad holds at most {MAX_ATTRIBUTES} attributes")
+                ad[name] = expr
             else:
                 ids = [f"{cluster_id}.{proc}" if proc >= 0 else str(cluster_id)]
                 self._edit(name, text, flags, JobIds=ids)
         except (EpError, ClassAdError, PermissionError) as error:
-            self.log.info("SetAttribute %s of %d.%d refused: %s", name, cluster_id, proc, error)
+            self.log.warning(
+                "SetAttribute %s of %d.%d from %s refused: %s",
+                name,
+                cluster_id,
+                proc,
+                self.peer,
+                error,
+            )
             if flags & NO_ACK:
                 self.errors.append(f"{name} of {cluster_id}.{proc}: {error}")
                 return None
@@ -214,6 +238,8 @@ class QueueSession:
 
     def _edit(self, name: str, text: str, flags: int, **target: object) -> int:
         """Check an edit now (QueryOnly) and keep it for the commit; the jobs it touches."""
+        if len(self.edits) >= MAX_EDITS:
+            raise EpError(f"a transaction holds at most {MAX_EDITS} edits")
         reply = self._ask("Edit", Attribute=name, Value=text, QueryOnly=True, **target)
         done = reply.evaluate("Done")
         if not flags & QUERY_ONLY:
@@ -231,7 +257,9 @@ class QueueSession:
             count = self._edit(name, text, flags, Constraint=constraint or "true")
         except (EpError, PermissionError) as error:
             # Answered whatever the flags say (qmgmt_send_stubs.cpp always reads it).
-            self.log.info("SetAttributeByConstraint %s refused: %s", name, error)
+            self.log.warning(
+                "SetAttributeByConstraint %s from %s refused: %s", name, self.peer, error
+            )
             code = errno.EACCES if isinstance(error, PermissionError) else errno.EINVAL
             return out.put_int(-1).put_int(code)
         return out.put_int(count)
@@ -251,7 +279,7 @@ class QueueSession:
         try:
             self.commit()
         except EpError as error:
-            self.log.info("a transaction was refused: %s", error)
+            self.log.warning("a transaction from %s was refused: %s", self.peer, error)
             return (
                 out.put_int(-1)
                 .put_int(errno.EINVAL)
@@ -285,6 +313,16 @@ class QueueSession:
         requester = self.requester
         if requester is not None and owner in ("", requester.name):
             return out.put_int(0)
+        if requester is not None and requester.super_user:
+            # QUEUE_SUPER_USERS may act as another user (HTCondor's SetEffectiveOwner); the
+            # schedd's own rules (never root) still hold for what they then submit.
+            try:
+                uid = pwd.getpwnam(owner).pw_uid
+            except KeyError:
+                uid = -1
+            self.requester = Requester(uid, owner, False)
+            return out.put_int(0)
+        self.log.warning("%s may not act as %s (SetEffectiveOwner)", self.peer, owner)
         return out.put_int(-1).put_int(errno.EACCES)
 
     def _allow_protected(self, reader: Reader, out: Writer) -> Writer:

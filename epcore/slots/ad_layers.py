@@ -62,6 +62,10 @@ _PLATFORM: tuple[tuple[str, str, bool], ...] = (
 )
 
 #: States in which a slot publishes its claim.
+#: The HTCondor version and platform a slot ad names (epcore.net.policy's VERSION, which a
+#: test holds them to; the pure core cannot import the network layer).
+CONDOR_VERSION = "$CondorVersion: 25.0.0 2025-01-01 BuildID: epcore $"
+CONDOR_PLATFORM = "$CondorPlatform: epcore $"
 _CLAIMED_STATES = frozenset({"Claimed", "Preempting"})
 
 _SECONDS_PER_DAY = 86400
@@ -254,6 +258,10 @@ class LayerMaker:
         # a container job's files travel between its Iwd and its sandbox, and any other job
         # runs where its Iwd is.
         ad["HasFileTransfer"] = True
+        # Jobs htcondor2 submits split the slot's CondorVersion in their Requirements; without
+        # one they match nothing (the version is the one epcore's CEDAR face speaks as).
+        ad["CondorVersion"] = CONDOR_VERSION
+        ad["CondorPlatform"] = CONDOR_PLATFORM
         ad["StartdIpAddr"] = address
         ad["MyAddress"] = address
         ad["TotalCpus"] = inventory.cpus

@@ -108,6 +108,14 @@ SLOT_ATTRIBUTES: tuple[SlotAttribute, ...] = (
         "slot<N>@host for a static or partitionable slot, slot<N>_<M>@host for a dynamic one.",
     ),
     _a("Machine", "string", "The machine's fully qualified host name."),
+    _a(
+        "CondorVersion",
+        "string",
+        "The HTCondor version the startd speaks as; HTCondor 25's submit compares it "
+        "(versionGE(split(TARGET.CondorVersion)[1], ...)) in every job's Requirements.",
+        source="issue 22",
+    ),
+    _a("CondorPlatform", "string", "The platform string beside CondorVersion.", source="issue 22"),
     _a("SlotID", "int", "N of slot<N>; a dynamic slot has its parent's number."),
     _a("SlotType", "string", '"Static", "Partitionable" or "Dynamic".'),
     _a("SlotTypeId", "int", "N of the SLOT_TYPE_<N> the slot comes from (0 when none)."),

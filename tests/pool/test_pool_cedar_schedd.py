@@ -8,8 +8,13 @@ only CONDOR_CONFIG naming the pool.
 
 from __future__ import annotations
 
+import contextlib
 import encodings.idna  # noqa: F401 - see below
 import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,7 +26,7 @@ import epcore.net.schedd_client  # noqa: F401
 from epcore.config import Config
 from epcore.net import tokens
 from epcore.testing.cedar import Htcondor2Error, run_htcondor2
-from epcore.testing.pool import PoolProcess
+from epcore.testing.pool import PoolProcess, run_ep
 from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
@@ -48,6 +53,43 @@ def _ep_q(pool: PoolProcess, *args: str) -> list[dict[str, Any]]:
     assert result.status == 0, result.stderr
     documents: list[dict[str, Any]] = json.loads(result.stdout or "[]")
     return documents
+
+
+@contextlib.contextmanager
+def recording_proxy(sinful: str) -> Iterator[tuple[str, bytearray]]:
+    """A TCP proxy to ``sinful`` recording every byte both ways: its own sinful address and
+    the recording."""
+    host, port = sinful.strip("<>").split("?")[0].split(":")
+    recorded = bytearray()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def pump(source: socket.socket, target: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                recorded.extend(data)
+                target.sendall(data)
+            target.shutdown(socket.SHUT_WR)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            server = socket.create_connection((host, int(port)))
+            threading.Thread(target=pump, args=(server, client), daemon=True).start()
+            threading.Thread(target=pump, args=(client, server), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"<127.0.0.1:{listener.getsockname()[1]}>", recorded
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
 
 
 def _ids(ads: list[dict[str, Any]]) -> list[str]:
@@ -80,7 +122,9 @@ result = {{"every": [dict(ad) for ad in every], "some": [dict(ad) for ad in some
     assert _ids(found["every"]) == _ids(local)
     by_id = {f"{ad['ClusterId']}.{ad['ProcId']}": ad for ad in local}
     for ad in found["every"]:
-        assert set(ad) == {"ClusterId", "ProcId", "Owner", "Args", "JobStatus"}
+        # htcondor2 asks for the ServerTime HTCondor adds to every ad, projection or not.
+        assert set(ad) == {"ClusterId", "ProcId", "Owner", "Args", "JobStatus", "ServerTime"}
+        assert abs(ad["ServerTime"] - time.time()) < 120
         mine = by_id[f"{ad['ClusterId']}.{ad['ProcId']}"]
         assert (ad["Owner"], ad["Args"], ad["JobStatus"]) == (
             mine["Owner"],
@@ -88,7 +132,7 @@ result = {{"every": [dict(ad) for ad in every], "some": [dict(ad) for ad in some
             mine["JobStatus"],
         )
     assert sorted(ad["ProcId"] for ad in found["some"]) == list(range(40, 50))
-    assert all(set(ad) == {"ProcId"} for ad in found["some"])
+    assert all(set(ad) == {"ProcId", "ServerTime"} for ad in found["some"])
     assert found["limited"] == 7
     assert found["summary"]["Jobs"] == 50 and found["summary"]["Idle"] == 50
 
@@ -107,6 +151,7 @@ held = s.act(htcondor2.JobAction.Hold, ["{cluster}.0", "{cluster}.1", "{cluster}
 released = s.act(htcondor2.JobAction.Release, "ClusterId == {cluster} && ProcId == 1")
 removed = s.act(htcondor2.JobAction.Remove, ["{cluster}.48", "{cluster}.49", "{cluster}.99"])
 again = s.act(htcondor2.JobAction.Release, ["{cluster}.3"])
+twice = s.act(htcondor2.JobAction.Hold, ["{cluster}.0"])
 one = s.edit(["{cluster}.5"], "Answer", "42")
 many = s.edit("ClusterId == {cluster} && ProcId < 10", "Tag", '"ten"')
 history = s.history("ClusterId == {cluster}", ["ClusterId", "ProcId", "RemoveReason"], match=10)
@@ -116,7 +161,7 @@ items = s.submit(
     itemdata=iter([{{"word": "alpha"}}, {{"word": "beta"}}, {{"word": "gamma"}}]),
 )
 result = {{"held": dict(held), "released": dict(released), "removed": dict(removed),
-          "again": dict(again), "one": int(one), "many": int(many),
+          "again": dict(again), "twice": dict(twice), "one": int(one), "many": int(many),
           "history": [dict(ad) for ad in history], "items": items.cluster()}}
 """
     answer = _as(pool, user, code)
@@ -125,6 +170,7 @@ result = {{"held": dict(held), "released": dict(released), "removed": dict(remov
     assert answer["removed"]["TotalSuccess"] == 2
     assert answer["removed"]["TotalNotFound"] == 1
     assert answer["again"]["TotalSuccess"] == 0 and answer["again"]["TotalBadStatus"] == 1
+    assert answer["twice"]["TotalSuccess"] == 0 and answer["twice"]["TotalAlreadyDone"] == 1
     assert answer["one"] == 1 and answer["many"] == 10
     local = {f"{ad['ClusterId']}.{ad['ProcId']}": ad for ad in _ep_q(pool)}
     assert local[f"{cluster}.0"]["JobStatus"] == 5
@@ -177,6 +223,7 @@ result = {{"held": dict(held), "removed": dict(removed)}}
     assert all("Answer" not in ad for ad in local)
     log = pool.log("SchedLog")
     assert f"from {other.name}@" in log and f"not owned by {other.name}" in log
+    assert f"SetAttribute Answer of {cluster}.0 from {other.name}@" in log
     # Nor may a user pretend to be another when submitting.
     forged = SUBMIT_50.replace('"+Color"', f'"+Owner": \'"{owner.name}"\', "+Color"')
     assert _as(pool, other, forged)["procs"] == 50
@@ -251,7 +298,8 @@ def test_a_token_holder_submits_and_acts_as_the_tokens_user(
 ) -> None:
     """htcondor2 with only a token (TOKEN and encryption required, no FS on the pool) submits,
     queries, holds and edits as the user the token names: the jobs are that user's, as
-    ``ep q`` shows."""
+    ``ep q`` shows, and a recording proxy sees none of a job's arguments in the clear;
+    ``ep q / release -pool`` with that client configuration do the same."""
     pool: PoolProcess = pool_factory(TOKEN_ONLY)
     user = slot_users[2]
     address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
@@ -280,6 +328,60 @@ result = {"ids": sorted(f"{a['ClusterId']}.{a['ProcId']}" for a in ads),
     answer = run_htcondor2(str(config), code)
     local = {f"{ad['ClusterId']}.{ad['ProcId']}": ad for ad in _ep_q(pool)}
     assert answer["ids"] == sorted(local) and len(local) == 5
+    # Through a recording proxy, a submission's arguments never cross the wire in the clear.
+    secret = "argument-" + "x7q" * 5
+    with recording_proxy(address) as (proxied, recorded):
+        sealed = f"""
+where = classad2.ClassAd({{"MyType": "Scheduler", "Name": "proxied", "MyAddress": "{proxied}",
+                          "CondorVersion": "$CondorVersion: 25.0.0 2025-01-01 $"}})
+r = htcondor2.Schedd(where).submit(htcondor2.Submit({{
+    "executable": "/bin/sleep", "arguments": "600 {secret}", "requirements": "false"}}))
+result = r.cluster()
+"""
+        cluster = run_htcondor2(str(config), sealed)
+    assert pool.jobs(f"ClusterId == {cluster}")[0].evaluate("Args") == f"600 {secret}"
+    assert len(recorded) > 1000 and secret.encode() not in recorded
     assert answer["held"] == 1 and local["1.0"]["JobStatus"] == 5
     assert local["1.1"]["Answer"] == 42
     assert {ad["Owner"] for ad in local.values()} == {user.name}
+    # epcore's own client, with the same client configuration, over TOKEN and AES-GCM.
+    where = address.strip("<>").split("?")[0]
+    remote = run_ep(["q", "-pool", where, "-allusers", "-json", "--config", str(config)])
+    assert remote.status == 0, remote.stderr
+    assert _ids(json.loads(remote.stdout)) == _ids(_ep_q(pool)) == [*sorted(local), "2.0"]
+    held = run_ep(["release", "1.0", "-pool", where, "--config", str(config)])
+    assert "Job 1.0 released." in held.stdout, held.stderr
+    assert {ad["JobStatus"] for ad in _ep_q(pool)} == {1}
+
+
+def test_vacate_by_htcondor2_evicts_the_owners_running_job(pool_factory, slot_users) -> None:
+    """JobAction.Vacate on a running job evicts it (it runs again, counted), a job that is not
+    running is a bad status, and another user's vacate is refused."""
+    pool: PoolProcess = pool_factory()
+    user, other = slot_users[0], slot_users[1]
+    submit = """
+r = htcondor2.Schedd().submit(htcondor2.Submit({"executable": "/bin/sleep",
+                                                "arguments": "300"}), count=1)
+result = r.cluster()
+"""
+    cluster = _as(pool, user, submit)
+
+    def status() -> object:
+        return pool.jobs()[0].evaluate("JobStatus")
+
+    pool.wait_for(lambda: status() == 2, 60, "the job to run")
+    vacate = f"""
+v = htcondor2.Schedd().act(htcondor2.JobAction.Vacate, ["{cluster}.0"])
+result = dict(v)
+"""
+    assert _as(pool, other, vacate)["TotalPermissionDenied"] == 1
+    assert _as(pool, user, vacate)["TotalSuccess"] == 1
+    pool.wait_for(
+        lambda: pool.jobs()[0].evaluate("NumJobStarts") == 2 and status() == 2,
+        60,
+        "the job to run a second time",
+    )
+    assert pool.jobs()[0].evaluate("JobLastOutcome") == "evicted"
+    hold = f'htcondor2.Schedd().act(htcondor2.JobAction.Hold, ["{cluster}.0"])\nresult = 1'
+    _as(pool, user, hold)
+    assert _as(pool, user, vacate)["TotalBadStatus"] == 1

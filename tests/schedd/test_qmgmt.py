@@ -24,9 +24,11 @@ class FakePool:
 
     def __init__(self) -> None:
         self.requests: list[ClassAd] = []
+        self.asked_by: list[Requester] = []
 
     def __call__(self, requester: Requester, request: ClassAd) -> ClassAd:
         self.requests.append(request)
+        self.asked_by.append(requester)
         command = request.evaluate("Command")
         if command == "NewCluster":
             return ClassAd({"Ok": True, "ClusterId": 7})
@@ -217,3 +219,48 @@ def test_an_unknown_call_ends_the_connection() -> None:
     )
     assert len(replies) == 1
     assert pool.commands() == ["NewCluster"]
+
+
+def test_a_transaction_is_bounded(monkeypatch) -> None:
+    """NewProc beyond MAX_PROCS answers -1 E2BIG and fails the commit; an attribute beyond
+    MAX_ATTRIBUTES in one ad is refused: a client cannot fill the pool's memory."""
+    from epcore.schedd import qmgmt as server
+
+    monkeypatch.setattr(server, "MAX_PROCS", 2)
+    monkeypatch.setattr(server, "MAX_ATTRIBUTES", 1)
+    pool = FakePool()
+    replies = drive(
+        session(pool),
+        [
+            call(qmgmt.NEW_CLUSTER),
+            call(qmgmt.NEW_PROC, 7),
+            call(qmgmt.NEW_PROC, 7),
+            call(qmgmt.NEW_PROC, 7),
+            call(qmgmt.SET_ATTRIBUTE, 7, 0, "1", "A"),
+            call(qmgmt.SET_ATTRIBUTE, 7, 0, "2", "B"),
+            call(qmgmt.COMMIT, 0),
+        ],
+    )
+    assert [replies[n].get_int() for n in range(3)] == [7, 0, 1]
+    assert (replies[3].get_int(), replies[3].get_int()) == (-1, errno.E2BIG)
+    assert replies[4].get_int() == 0
+    assert (replies[5].get_int(), replies[5].get_int()) == (-1, errno.EINVAL)
+    assert replies[6].get_int() == -1
+    assert "Submit" not in pool.commands()
+
+
+def test_only_a_super_user_may_act_as_another_owner() -> None:
+    """SetEffectiveOwner naming someone else is refused (EACCES) to an ordinary user; a
+    super user who names another user then asks the pool as that user."""
+    pool = FakePool()
+    (refused,) = drive(session(pool), [call(qmgmt.SET_EFFECTIVE_OWNER, "mallory")])
+    assert (refused.get_int(), refused.get_int()) == (-1, errno.EACCES)
+    admin = Requester(0, "condor", True)
+    replies = drive(
+        session(pool, requester=admin),
+        [call(qmgmt.SET_EFFECTIVE_OWNER, "alice"), call(qmgmt.NEW_CLUSTER)],
+    )
+    assert [reply.get_int() for reply in replies] == [0, 7]
+    assert pool.commands() == ["NewCluster"]
+    (asker,) = pool.asked_by
+    assert asker.name == "alice" and not asker.super_user

@@ -331,3 +331,21 @@ def test_classad2_reads_our_ads_with_the_same_values(syntax: str) -> None:
         for target in ("[]", ORACLE_JOB):
             for probe in _probes(ad):
                 assert _oracle(theirs, probe, target) == _ours(ad, probe, target), probe
+
+
+def test_slots_name_the_version_htcondor_jobs_compare() -> None:
+    """Every slot ad carries CondorVersion (the one epcore's CEDAR face speaks as) and
+    CondorPlatform, so that the Requirements htcondor2's submit writes, which split the
+    slot's CondorVersion, evaluate to a value rather than ERROR."""
+    from epcore.net.policy import VERSION
+
+    (ad,) = build(config_of(""), static_slots(1))
+    assert ad.evaluate("CondorVersion") == VERSION
+    assert ad.evaluate("CondorPlatform") == "$CondorPlatform: epcore $"
+    ad["Disk"] = 2_000_000
+    ad["Requirements"] = True
+    job = ClassAd({"RequestDisk": 1_048_576, "MyType": "Job"})
+    job["Requirements"] = parse_expr(
+        '(versionGE(split(TARGET.CondorVersion)[1], "25.12.0") || TARGET.Disk >= RequestDisk)'
+    )
+    assert symmetric_match(job, ad)
