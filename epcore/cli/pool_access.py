@@ -4,7 +4,8 @@ Each takes ``--config FILE`` (else the configuration HTCondor would read, else t
 pool's: :mod:`epcore.pool.personal`) and ``-pool SOCKET`` (else the configuration's
 POOL_CONTROL_SOCKET), and prints failures as ``ep <command>: <message>`` with status 1. The
 jobs' commands also take ``-pool HOST[:PORT]`` and ``-name NAME``: they then speak CEDAR to
-that pool's schedd (:mod:`epcore.net.schedd_client`, imported only then).
+that pool's schedd (:mod:`epcore.net.schedd_client`, imported only then); ``ep userprio``,
+``ep drain`` and ``ep vacate`` to its negotiator or startd (:mod:`epcore.net.tools`).
 """
 
 from __future__ import annotations
@@ -99,6 +100,29 @@ def name_option(function: F) -> F:
     )(function)
 
 
+def daemon_name_option(function: F) -> F:
+    """Add ``-name`` (with ``-pool HOST``: the startd's Name or Machine, the negotiator's
+    Name) to a click command."""
+    return click.option(
+        "-name",
+        "--name",
+        "daemon_name",
+        default=None,
+        metavar="NAME",
+        help="With -pool HOST: the daemon named NAME (default: the first the collector knows).",
+    )(function)
+
+
+def tool_config(command: str, config_file: str | None) -> Config:
+    """The configuration a CEDAR client reads (its SEC_CLIENT_* knobs, its token
+    directory): the pool configuration when there is one, HTCondor's defaults otherwise (a
+    remote pool needs no local one)."""
+    try:
+        return pool_config(command, config_file)
+    except PoolCommandError:
+        return Config.from_text("", subsystem="TOOL")
+
+
 def is_remote(pool: str | None) -> bool:
     """Whether ``-pool`` names a host (``HOST[:PORT]``, ``<sinful>``) rather than a socket."""
     return bool(pool) and "/" not in str(pool) and not os.path.exists(str(pool))
@@ -112,10 +136,7 @@ def remote_schedd(
     The network client is imported here only: without -pool a command starts without it."""
     from epcore.net.schedd_client import RemoteSchedd
 
-    try:
-        config = pool_config(command, config_file)
-    except PoolCommandError:
-        config = Config.from_text("", subsystem="TOOL")
+    config = tool_config(command, config_file)
     try:
         return RemoteSchedd.locate(pool, name, config)
     except EpError as error:

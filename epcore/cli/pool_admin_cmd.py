@@ -2,7 +2,9 @@
 
 ``ep run`` starts the whole personal pool in the foreground. The others talk to it over its
 socket; changing priorities, vacating and draining are for QUEUE_SUPER_USERS (root and the
-user running the pool).
+user running the pool). With ``-pool HOST[:PORT]`` they speak CEDAR instead, to any
+HTCondor-compatible pool (:mod:`epcore.net.tools`), which authorizes them as it authorizes
+condor_userprio, condor_vacate and condor_drain (ADMINISTRATOR for the changes).
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ import time
 
 import click
 
-from epcore.cli.pool_access import PoolCommandError, connect, pool_options
+from epcore.cli.pool_access import (
+    PoolCommandError,
+    connect,
+    daemon_name_option,
+    is_remote,
+    pool_options,
+    tool_config,
+)
 from epcore.errors import EpError
 from epcore.pool.personal import config_file_for, write_personal_config
 from epcore.pool.roles import ROLES
@@ -88,6 +97,7 @@ def run_command(config_file: str | None, role: str | None) -> None:
 @click.option("-l", "-long", "--long", "long_", is_flag=True, help="Every attribute.")
 @click.option("-json", "--json", "as_json", is_flag=True, help="The ads as JSON.")
 @pool_options
+@daemon_name_option
 def userprio_command(
     setfactor: tuple[str, str] | None,
     setceil: tuple[str, str] | None,
@@ -101,6 +111,7 @@ def userprio_command(
     as_json: bool,
     config_file: str | None,
     pool_socket: str | None,
+    daemon_name: str | None,
 ) -> None:
     """Show the submitters' priorities, or change them, like condor_userprio.
 
@@ -126,14 +137,28 @@ def userprio_command(
         changes.append(("ResetUsage", resetusage, None))
     if delete:
         changes.append(("DeleteSubmitter", delete, None))
-    client = connect("userprio", config_file, pool_socket)
     try:
-        for command, user, number in changes:
-            client.set_submitter(command, user, number)
-            click.echo(f"{command} of {user} done.")
-        if changes:
-            return
-        ads = client.user_prio(all_users=all_users)
+        if pool_socket is not None and is_remote(pool_socket):
+            # Imported here: the CEDAR client (and its cryptography) costs the local
+            # commands' start nothing.
+            from epcore.net import tools
+
+            config = tool_config("userprio", config_file)
+            host, port, _ = tools.locate(pool_socket, config, "negotiator", daemon_name)
+            for command, user, number in changes:
+                tools.set_submitter((host, port), config, command, user, number)
+                click.echo(f"{command} of {user} done.")
+            if changes:
+                return
+            ads = tools.priorities((host, port), config)
+        else:
+            client = connect("userprio", config_file, pool_socket)
+            for command, user, number in changes:
+                client.set_submitter(command, user, number)
+                click.echo(f"{command} of {user} done.")
+            if changes:
+                return
+            ads = client.user_prio(all_users=all_users)
     except EpError as error:
         raise PoolCommandError("userprio", str(error)) from error
     if as_json:
@@ -151,13 +176,30 @@ def userprio_command(
 @click.argument("slots", nargs=-1, metavar="[SLOT]...")
 @click.option("-fast", "--fast", is_flag=True, help="Kill the jobs at once (no vacate time).")
 @pool_options
+@daemon_name_option
 def vacate_command(
-    slots: tuple[str, ...], fast: bool, config_file: str | None, pool_socket: str | None
+    slots: tuple[str, ...],
+    fast: bool,
+    config_file: str | None,
+    pool_socket: str | None,
+    daemon_name: str | None,
 ) -> None:
     """Vacate the jobs of the named slots (default: every slot), like condor_vacate; the jobs
-    go back to idle in the queue."""
-    client = connect("vacate", config_file, pool_socket)
+    go back to idle in the queue. With -pool, the startd -name names (else the first) is
+    sent the vacate, which HTCondor's startd does not answer."""
     try:
+        if pool_socket is not None and is_remote(pool_socket):
+            # Imported here: the CEDAR client (and its cryptography) costs the local
+            # commands' start nothing.
+            from epcore.net import tools
+
+            config = tool_config("vacate", config_file)
+            host, port, _ = tools.locate(pool_socket, config, "startd", daemon_name)
+            for slot in slots or (None,):
+                tools.vacate((host, port), config, slot, fast)
+                click.echo(f"Sent the vacate of {slot or 'every slot'} to <{host}:{port}>.")
+            return
+        client = connect("vacate", config_file, pool_socket)
         done = []
         for slot in slots or (None,):
             done.extend(client.vacate(slot, fast))
@@ -184,6 +226,7 @@ def vacate_command(
 @click.option("-start", "--start", default=None, metavar="EXPR", help="START while draining.")
 @click.option("-cancel", "--cancel", is_flag=True, help="Cancel the drain.")
 @pool_options
+@daemon_name_option
 def drain_command(
     how: str,
     check: str | None,
@@ -191,10 +234,28 @@ def drain_command(
     cancel: bool,
     config_file: str | None,
     pool_socket: str | None,
+    daemon_name: str | None,
 ) -> None:
-    """Drain the machine's slots, or cancel a drain, like condor_drain."""
-    client = connect("drain", config_file, pool_socket)
+    """Drain the machine's slots, or cancel a drain, like condor_drain.
+
+    With -pool, the startd -name names, else the first the collector knows.
+    """
     try:
+        if pool_socket is not None and is_remote(pool_socket):
+            # Imported here: the CEDAR client (and its cryptography) costs the local
+            # commands' start nothing.
+            from epcore.net import tools
+
+            config = tool_config("drain", config_file)
+            address = tools.locate(pool_socket, config, "startd", daemon_name)[:2]
+            if cancel:
+                tools.cancel_drain(address, config)
+                click.echo("Drain cancelled.")
+            else:
+                tools.drain(address, config, how, check, start)
+                click.echo(f"Draining ({how}).")
+            return
+        client = connect("drain", config_file, pool_socket)
         if cancel:
             client.cancel_drain()
             click.echo("Drain cancelled.")

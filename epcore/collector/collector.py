@@ -233,10 +233,26 @@ class Collector:
         ``condor_status -absent``), or the constraint names the Absent attribute, which
         considers every ad. PoolError when the constraint does not parse.
         """
+        columns = None if projection is None else tuple(projection)
+        return [
+            project(ad, columns)
+            for ad in self.query_stored(my_type, constraint, now=now, absent=absent)
+        ]
+
+    def query_stored(
+        self,
+        my_type: str | None,
+        constraint: str | None = None,
+        *,
+        now: float,
+        absent: bool = False,
+    ) -> list[ClassAd]:
+        """The stored ads :meth:`query` would copy, themselves: for readers that only read
+        them (the CEDAR answer, which keeps each ad's encoding until the ad is replaced).
+        The caller must not change them."""
         expr = None if constraint is None else parse_constraint(constraint)
         wanted_type = None if my_type is None else my_type.lower()
         with_absent = expr is not None and names_attribute(expr.node, "Absent")
-        columns = None if projection is None else tuple(projection)
         found: list[ClassAd] = []
         for (kind, _name), entry in self._entries.items():
             if wanted_type is not None and kind != wanted_type:
@@ -247,7 +263,7 @@ class Collector:
             if is_absent and not (absent or with_absent):
                 continue
             if matches(expr, entry.ad, now):
-                found.append(project(entry.ad, columns))
+                found.append(entry.ad)
         return found
 
     def state_of(self, my_type: str, name: str) -> AdState | None:

@@ -75,6 +75,12 @@ class CollectorService(TimedService):
     ) -> list[ClassAd]:
         return self.collector.query(my_type, constraint, projection, now=now, absent=absent)
 
+    def query_stored(
+        self, my_type: str | None, constraint: str | None = None, *, now: float
+    ) -> list[ClassAd]:
+        """The stored ads themselves, not to be changed (:meth:`Collector.query_stored`)."""
+        return self.collector.query_stored(my_type, constraint, now=now)
+
     def handlers(self) -> RequestHandlers:
         """The collector's answers to the pool's requests, by Command."""
         return bind_handlers(self, HANDLERS)

@@ -199,6 +199,24 @@ class Accountant:
             raise PoolError(f"floor of {name} must be at least 0, not {floor}")
         return self._put(attrs.evolve(self.record(name), floor=floor))
 
+    def set_accumulated_usage(self, name: str, usage: float, now: float) -> Accountant:
+        """``name`` with ``usage`` accumulated (condor_userprio -setaccum)."""
+        del now
+        if not (math.isfinite(usage) and usage >= 0):
+            raise PoolError(f"accumulated usage of {name} must be at least 0, not {usage}")
+        return self._put(attrs.evolve(self.record(name), accumulated_usage=float(usage)))
+
+    def set_usage_time(self, name: str, which: str, when: float, now: float) -> Accountant:
+        """``name``'s ``which`` ("begin" or "last") usage time set to ``when`` (a Unix time;
+        condor_userprio -setbegin and -setlast)."""
+        del now
+        if not (math.isfinite(when) and when >= 0):
+            raise PoolError(f"the {which} usage time of {name} must be a Unix time, not {when}")
+        old = self.record(name)
+        if which == "begin":
+            return self._put(attrs.evolve(old, begin_usage_time=float(when)))
+        return self._put(attrs.evolve(old, last_usage_time=float(when)))
+
     def reset_usage(self, name: str, now: float) -> Accountant:
         """``name`` with its priority and accumulated usage back to a new submitter's."""
         old = self.record(name)

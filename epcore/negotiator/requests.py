@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from epcore.classad import ClassAd
 from epcore.interfaces import Requester
+from epcore.negotiator.accountant import Accountant
 from epcore.runtime.control import answer, argument, text_argument
 
 if TYPE_CHECKING:
@@ -26,15 +27,10 @@ def _set_submitter(
         name = text_argument(request, "Submitter")
         now = service.clock()
         accountant = service.accountant
-        if command in ("SetFactor", "SetCeiling", "SetFloor"):
+        if command in _SETTERS:
             value = argument(request, "Value", float)
             assert isinstance(value, int | float)
-            setter = {
-                "SetFactor": accountant.set_factor,
-                "SetCeiling": accountant.set_ceiling,
-                "SetFloor": accountant.set_floor,
-            }[command]
-            service.accountant = setter(name, float(value), now)
+            service.accountant = _SETTERS[command](accountant, name, float(value), now)
         elif command == "ResetUsage":
             service.accountant = accountant.reset_usage(name, now)
         else:
@@ -46,12 +42,30 @@ def _set_submitter(
     return handler
 
 
+#: The changes that set one number of a submitter's record.
+_SETTERS: dict[str, Callable[[Accountant, str, float, float], Accountant]] = {
+    "SetFactor": Accountant.set_factor,
+    # -1 is "no ceiling", as condor_userprio -setceil and the accountant's ads say it.
+    "SetCeiling": lambda a, name, value, now: a.set_ceiling(
+        name, None if value == -1 else value, now
+    ),
+    "SetFloor": Accountant.set_floor,
+    "SetPriority": Accountant.set_priority,
+    "SetAccumulatedUsage": Accountant.set_accumulated_usage,
+    "SetBeginUsageTime": lambda a, name, when, now: a.set_usage_time(name, "begin", when, now),
+    "SetLastUsageTime": lambda a, name, when, now: a.set_usage_time(name, "last", when, now),
+}
+
 #: The negotiator's answers, by Command.
 HANDLERS: dict[str, Callable[[NegotiatorService, Requester, ClassAd], ClassAd]] = {
     "UserPrio": _user_prio,
     "SetFactor": _set_submitter("SetFactor"),
     "SetCeiling": _set_submitter("SetCeiling"),
     "SetFloor": _set_submitter("SetFloor"),
+    "SetPriority": _set_submitter("SetPriority"),
+    "SetAccumulatedUsage": _set_submitter("SetAccumulatedUsage"),
+    "SetBeginUsageTime": _set_submitter("SetBeginUsageTime"),
+    "SetLastUsageTime": _set_submitter("SetLastUsageTime"),
     "ResetUsage": _set_submitter("ResetUsage"),
     "DeleteSubmitter": _set_submitter("DeleteSubmitter"),
 }

@@ -62,6 +62,10 @@ class NegotiatorService(TimedService):
         self.schedds = schedds
         self.accountant_file = accountant_file
         self.ad_name = ad_name
+        #: How clients reach and know the negotiator (Machine, MyAddress, CondorVersion...): its
+        #: ad carries these; the pool's assembly sets them (HTCondor's clients locate a
+        #: negotiator only by an ad that has these).
+        self.contact: dict[str, str] = {}
         self.last_cycle = -1e9
         self.next_cycle = 0.0
         self.next_ad = 0.0
@@ -212,4 +216,6 @@ class NegotiatorService(TimedService):
         ad = self.last_cycle_stats.copy()
         ad["MyType"] = "Negotiator"
         ad["Name"] = self.ad_name
+        for name, value in self.contact.items():
+            ad[name] = value
         self.collector.update([ad], now)

@@ -1,6 +1,9 @@
 """The values inside a CEDAR message, as HTCondor's Stream codes them.
 
 - An integer of any C width is 8 bytes, big-endian, two's complement.
+- A floating-point number is two integers, ``frexp``'s fraction scaled by 2**31 - 1 and
+  its exponent (HTCondor's Stream::put(double)), so it keeps about 31 bits of mantissa
+  (read back rounded to 9 significant digits).
 - A string is its bytes and a terminating NUL; one NUL-less byte 0xAD stands for a null
   string (CONFIG_VAL's "not defined"). Once the stream is encrypted a string is instead its
   length (an integer, NUL included) then its bytes, so a reader must know which
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import math
 from collections.abc import Iterable
 from typing import Final
 
@@ -50,6 +54,8 @@ _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
+#: The scale of a double's fraction on the wire (stream.cpp's FRAC_CONST).
+_FRACTION_SCALE: Final = 2**31 - 1
 
 
 class CodecError(EpError):
@@ -86,6 +92,13 @@ class Writer:
         self._out += value.to_bytes(8, "big", signed=True)
         return self
 
+    def put_double(self, value: float) -> Writer:
+        """A floating-point number (module docstring); CodecError if not finite."""
+        if not math.isfinite(value):
+            raise CodecError(f"{value} cannot travel as a CEDAR number")
+        fraction, exponent = math.frexp(value)
+        return self.put_int(int(fraction * _FRACTION_SCALE)).put_int(exponent)
+
     def put_byte(self, value: int) -> Writer:
         """One unsigned byte (HTCondor's ``unsigned char``: SetAttribute's flags)."""
         if not 0 <= value <= 255:
@@ -115,9 +128,12 @@ class Writer:
         *,
         projection: Iterable[str] | None = None,
         private: bool | None = None,
+        types: bool = True,
     ) -> Writer:
         """An ad, cut to ``projection`` when given; private attributes only when
-        ``private`` (by default: when the stream is encrypted)."""
+        ``private`` (by default: when the stream is encrypted); without the two type
+        strings when not ``types`` (HTCondor's PUT_CLASSAD_NO_TYPES, the negotiator's
+        priority answers)."""
         send_private = self.encrypted if private is None else private
         entries = old_lines_by_key(ad)
         if projection is not None:
@@ -136,8 +152,9 @@ class Writer:
             if joined.count("\0") != max(len(lines) - 1, 0):
                 raise CodecError("a string on the wire cannot hold a NUL character")
             self._out += joined.encode() + (b"\0" if lines else b"")
-        self.put_string("")
-        self.put_string("")
+        if types:
+            self.put_string("")
+            self.put_string("")
         return self
 
 
@@ -178,6 +195,18 @@ class Reader:
             raise CodecError(f"{what}: {value} is out of range for a 32-bit integer")
         return value
 
+    def get_double(self, what: str = "a number") -> float:
+        """A floating-point number (module docstring); CodecError when it is out of range."""
+        fraction = self.get_int32(f"the fraction of {what}")
+        exponent = self.get_int32(f"the exponent of {what}")
+        try:
+            value = math.ldexp(fraction / _FRACTION_SCALE, exponent)
+        except OverflowError:
+            raise CodecError(f"{what}: exponent {exponent} is out of range") from None
+        # The fraction keeps 31 bits, about 9.3 digits: rounding to 9 gives back the number
+        # the peer meant (250, not 249.9999999972) and loses nothing it sent.
+        return float(f"{value:.9g}")
+
     def get_optional_string(self, what: str = "a string") -> str | None:
         """A string, or None for the null string."""
         if self.encrypted:
@@ -216,8 +245,11 @@ class Reader:
             raise CodecError(f"{what}: negative length {size}")
         return self._take(size, what)
 
-    def get_classad(self, what: str = "a ClassAd", *, literals_only: bool = False) -> ClassAd:
-        """An ad; CodecError on a bad count or an attribute that does not parse.
+    def get_classad(
+        self, what: str = "a ClassAd", *, literals_only: bool = False, types: bool = True
+    ) -> ClassAd:
+        """An ad (``types``: followed by the two type strings); CodecError on a bad count
+        or an attribute that does not parse.
 
         ``literals_only`` reads as HTCondor reads the security negotiation's ads, before
         anyone is authenticated (getPODClassAd): at most :data:`MAX_POD_ATTRIBUTES`
@@ -239,8 +271,9 @@ class Reader:
             if literals_only and not isinstance(expr.node, ast.Literal):
                 raise CodecError(f"attribute {name} of {what} is not a literal: {expr}")
             ad[name] = expr
-        self.get_string(f"the MyType string of {what}")
-        self.get_string(f"the TargetType string of {what}")
+        if types:
+            self.get_string(f"the MyType string of {what}")
+            self.get_string(f"the TargetType string of {what}")
         return ad
 
     def expect_end(self, what: str) -> None:

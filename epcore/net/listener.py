@@ -52,7 +52,9 @@ READ_PER_TURN: Final = 256 * 1024
 ACCEPTS_PER_TURN: Final = 64
 #: The largest message a peer may send unless CEDAR_MAX_REQUEST_SIZE says otherwise.
 MAX_MESSAGE: Final = 16 * 1024 * 1024
-_NUMBERS: Final = re.compile(r"\d+")
+# Numbers, and the hex bytes a bad packet header is quoted by: random bytes must not make
+# every connection a kind of its own.
+_NUMBERS: Final = re.compile(r"\b[0-9a-f]{2}\b|\d+")
 #: Seconds a whole connection may last unless CEDAR_CONVERSATION_LIMIT says otherwise.
 CONVERSATION_LIMIT: Final = 300.0
 
@@ -81,8 +83,8 @@ class ListenerLimits:
 
 def _kind(what: str, connection: _Connection, reason: str) -> str:
     """A refusal's kind for the throttled log: the peer's host and the reason with its
-    numbers left out, so that each different reason is logged, and a flood of one costs a
-    line per period."""
+    numbers (and quoted bytes) left out, so that each different reason is logged, and a
+    flood of one costs a line per period."""
     return f"{what} {connection.stream.peer[0]} {_NUMBERS.sub('N', reason)[:60]}"
 
 

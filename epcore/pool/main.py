@@ -25,9 +25,13 @@ from epcore.collector.service import CollectorService
 from epcore.config import Config
 from epcore.interfaces import JobSource, Locator, RequestHandler, StartdLink
 from epcore.negotiator import Accountant
+from epcore.negotiator.cedar import cedar_handlers as negotiator_cedar_handlers
 from epcore.negotiator.service import NegotiatorService
+from epcore.net.commands import Command
+from epcore.net.dispatch import Handler
+from epcore.net.policy import VERSION
 from epcore.plugins import Plugins, load_plugins
-from epcore.pool.network import build_listener
+from epcore.pool.network import PLATFORM, build_listener
 from epcore.pool.roles import (
     COLLECTOR,
     NEGOTIATOR,
@@ -40,11 +44,12 @@ from epcore.pool.roles import (
 from epcore.pool.router import PoolRequests, super_users
 from epcore.pool.setup import PoolPaths
 from epcore.runtime.loop import EventLoop, Service
-from epcore.runtime.persist import make_private, read_ad_lines
+from epcore.runtime.persist import make_private, read_ad_lines, read_history
 from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
 from epcore.schedd.jobqueue import JobQueue
 from epcore.schedd.schedd import Schedd
 from epcore.schedd.service import ScheddService
+from epcore.startd.cedar import cedar_handlers as startd_cedar_handlers
 from epcore.startd.link import LocalStartdLink
 from epcore.startd.loop import StartdService
 from epcore.startd.main import build_startd, daemon_logger
@@ -108,12 +113,18 @@ def build_pool(
     startds: Locator[StartdLink] = Locator("startd")
     schedds: Locator[JobSource] = Locator("schedd")
     startd: Startd | None = None
+    # The CEDAR commands of the roles here besides the collector's (epcore.pool.network).
+    cedar: list[dict[Command, Handler]] = []
     if STARTD in daemons:
         startd = build_startd(config_file, host=host, plugins=plugins)
         startd.reload_config = shared
         link = LocalStartdLink(startd)
         startds.register(link.address, link)
         handlers.update(startd_handlers(link))
+        history_file = startd.paths.history_file
+        cedar.append(
+            startd_cedar_handlers(link, lambda: read_history(history_file), startd.log, clock)
+        )
         host_name = startd.host_name
     else:
         host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
@@ -150,7 +161,14 @@ def build_pool(
         negotiator = _negotiator(
             shared, paths, collector, schedds, ad_name, logs[NEGOTIATOR], clock
         )
+        negotiator.contact = {
+            "Machine": host_name,
+            "MyAddress": f"<unix:{paths.control_socket}>",
+            "CondorVersion": VERSION,
+            "CondorPlatform": PLATFORM,
+        }
         handlers.update(negotiator.handlers())
+        cedar.append(negotiator_cedar_handlers(negotiator))
     schedd = None
     if SCHEDD in daemons:
         assert collector is not None  # check_reachable saw to it
@@ -186,6 +204,7 @@ def build_pool(
         daemons,
         collector_handlers=cedar_handlers(collector) if collector is not None else None,
         collector=collector,
+        role_handlers=cedar,
         schedd_handlers=(
             schedd_cedar_handlers(
                 router.handle,

@@ -7,7 +7,8 @@
   takes any free port. Either way the address is written to COLLECTOR_ADDRESS_FILE (and the
   running daemons' <SUBSYS>_ADDRESS_FILE), whose first line HTCondor's clients read when
   COLLECTOR_HOST's port is 0: so ``htcondor2`` finds the pool with CONDOR_CONFIG alone.
-- **What**: the collector's commands (:mod:`epcore.collector.cedar`) when it runs here, and
+- **What**: the commands of each role running here (:mod:`epcore.collector.cedar`,
+  :mod:`epcore.startd.cedar`, :mod:`epcore.negotiator.cedar`), and
   what every daemon answers: DC_NOP at every level (``htcondor2.ping``), DC_CONFIG_VAL and
   CONFIG_VAL (``htcondor2.RemoteParam``: the names defined, a knob's value), and, at the
   ADMINISTRATOR level, reconfiguration and shutdown (DC_RECONFIG*, DC_OFF_*), which the
@@ -25,7 +26,7 @@ import pwd
 import re
 import signal
 import time
-from collections.abc import Callable, Collection, Generator
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping
 from typing import Final
 
 from epcore.classad import ClassAd
@@ -248,6 +249,7 @@ def build_listener(
     *,
     collector_handlers: dict[Command, Handler] | None,
     collector: CollectorLink | None,
+    role_handlers: Iterable[Mapping[Command, Handler]] = (),
     schedd_handlers: dict[Command, Handler] | None = None,
     local_address: str,
     log: logging.Logger,
@@ -256,10 +258,9 @@ def build_listener(
     table = CommandTable()
     for command, handler in daemon_core_handlers(config).items():
         table.register(command, handler)
-    for command, handler in (collector_handlers or {}).items():
-        table.register(command, handler)
-    for command, handler in (schedd_handlers or {}).items():
-        table.register(command, handler)
+    for handlers in (collector_handlers or {}, schedd_handlers or {}, *role_handlers):
+        for command, handler in handlers.items():
+            table.register(command, handler)
     security = SecurityServer(
         config,
         table.levels,

@@ -21,7 +21,9 @@ Requests and their arguments:
 - ``Analyze`` (JobId) -> ``Text``
 - ``QueryAds`` (optional MyType, Constraint, Projection, Absent) -> ``Ads`` (the collector)
 - ``UserPrio`` (optional All) -> ``Ads`` (the accountant's ads)
-- ``SetFactor`` / ``SetCeiling`` / ``SetFloor`` (Submitter, Value), ``ResetUsage`` /
+- ``SetFactor`` / ``SetCeiling`` (-1: none) / ``SetFloor`` / ``SetPriority`` /
+  ``SetAccumulatedUsage`` / ``SetBeginUsageTime`` / ``SetLastUsageTime`` (Submitter,
+  Value), ``ResetUsage`` /
   ``DeleteSubmitter`` (Submitter)
 - ``Vacate`` (optional Slot, Fast), ``Drain`` (How, optional Check, Start), ``CancelDrain``
 - ``Reschedule`` (a negotiation cycle soon)
@@ -49,6 +51,10 @@ COMMANDS = (
     "SetFactor",
     "SetCeiling",
     "SetFloor",
+    "SetPriority",
+    "SetAccumulatedUsage",
+    "SetBeginUsageTime",
+    "SetLastUsageTime",
     "ResetUsage",
     "DeleteSubmitter",
     "Vacate",
@@ -68,6 +74,10 @@ ADMIN_COMMANDS = frozenset(
         "SetFactor",
         "SetCeiling",
         "SetFloor",
+        "SetPriority",
+        "SetAccumulatedUsage",
+        "SetBeginUsageTime",
+        "SetLastUsageTime",
         "ResetUsage",
         "DeleteSubmitter",
         "Vacate",

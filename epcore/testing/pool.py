@@ -13,6 +13,7 @@ the pool started is killed when the test ends.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import shutil
 import signal
@@ -65,6 +66,11 @@ def run_ep(args: list[str], *, uid: int = 0, gid: int = 0, cwd: str | None = Non
     # a user who cannot read the interpreter's site-packages.
     if args:
         ep.get_command(click.Context(ep), args[0])
+    if "-pool" in args:
+        # A CEDAR client's first connection looks its host name up through the idna codec,
+        # which Python imports on first use; and it runs the key exchange.
+        importlib.import_module("encodings.idna")
+        importlib.import_module("epcore.net.tools")
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child

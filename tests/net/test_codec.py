@@ -155,6 +155,34 @@ def test_round_trip(attributes: dict[str, Any], encrypted: bool, numbers: list[i
     reader.expect_end("the round trip")
 
 
+def test_double_is_htcondors_fraction_and_exponent() -> None:
+    """A double travels as frexp's fraction times 2**31-1 and its exponent, and reads back
+    rounded to the 9 digits the fraction keeps (250 stays 250)."""
+    data = Writer().put_double(1.5).bytes()
+    assert data == (int(0.75 * (2**31 - 1))).to_bytes(8, "big") + (1).to_bytes(8, "big")
+    for value in (0.0, 1.0, -2.5, 250.0, 1e-9, 123456.789):
+        assert Reader(Writer().put_double(value).bytes()).get_double() == value
+
+
+def test_double_out_of_range_is_refused() -> None:
+    """Infinities are not sent, and an exponent no double has is refused on reading."""
+    with pytest.raises(CodecError, match="cannot travel"):
+        Writer().put_double(float("inf"))
+    with pytest.raises(CodecError, match="out of range"):
+        Reader(Writer().put_int(1).put_int(100000).bytes()).get_double("the factor")
+
+
+def test_classad_without_types_has_no_trailing_strings() -> None:
+    """types=False leaves out the two type strings (PUT_CLASSAD_NO_TYPES) and reads back
+    the same way; a reader expecting them finds the message short."""
+    ad = parse_ad("[ A = 1 ]")
+    data = Writer().put_classad(ad, types=False).bytes()
+    assert data == (1).to_bytes(8, "big") + b"A = 1\0"
+    assert Reader(data).get_classad(types=False).evaluate("A") == 1
+    with pytest.raises(CodecError, match="MyType"):
+        Reader(data).get_classad()
+
+
 @pytest.mark.parametrize(
     ("line", "accepted"),
     [

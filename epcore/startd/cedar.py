@@ -1,0 +1,231 @@
+"""The startd's CEDAR commands, as HTCondor's tools send them (condor_daemon_client/
+dc_startd.cpp, htcondor2's Startd), carried out by the handlers the pool's local requests
+use (:mod:`epcore.startd.requests`, on the startd's :class:`~epcore.interfaces.StartdLink`):
+
+- DRAIN_JOBS: a request ad (HowFast 0/10/20 for graceful, quick, fast; CheckExpr,
+  StartExpr, DrainReason, ResumeOnCompletion 0: nothing, the only one carried out); the
+  answer is an ad with Result, RequestID and, on failure, ErrorCode and ErrorString.
+  CANCEL_DRAIN_JOBS: an ad (RequestID, ignored: a startd drains once at a time) and the
+  same kind of answer.
+- VACATE_ALL_CLAIMS / VACATE_ALL_FAST: no payload; VACATE_CLAIM / VACATE_CLAIM_FAST: the
+  slot's name. HTCondor answers neither, so a failure is only logged.
+- GET_HISTORY: htcondor2's ``Startd().history``: a query ad (Requirements, Projection as a
+  list, NumJobMatches, Since); the answer is one message with the matching finished jobs,
+  newest first, then an ad with ``Owner = 0`` and NumJobMatches (condor_history's ending).
+
+Every command but GET_HISTORY needs ADMINISTRATOR (:mod:`epcore.net.commands`): the
+handshake refused anyone else before a handler runs. Each action is logged with who asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Generator, Iterable
+from typing import Final
+
+from epcore.classad import ClassAd, EvalContext, Expr
+from epcore.errors import EpError
+from epcore.interfaces import Requester, StartdLink
+from epcore.net import commands
+from epcore.net.commands import Command
+from epcore.net.conversation import Step, send
+from epcore.net.dispatch import CommandContext, Handler
+from epcore.startd.requests import HANDLERS
+
+#: HowFast's values (htcondor2.DrainType) and the startd's names for them.
+DRAIN_SPEEDS: Final = {0: "graceful", 10: "quick", 20: "fast"}
+#: The one drain a startd has at a time; its request id.
+REQUEST_ID: Final = "1"
+#: Most history records one GET_HISTORY reads (the newest), so that a huge file cannot hold
+#: the loop: condor_history's own default page is far smaller.
+HISTORY_LIMIT: Final = 100_000
+
+
+def _reply(ok: bool, error: str | None = None, code: int = 1) -> ClassAd:
+    ad = ClassAd()
+    ad["Result"] = ok
+    if ok:
+        ad["RequestID"] = REQUEST_ID
+    else:
+        ad["ErrorCode"] = code
+        ad["ErrorString"] = error or "failed"
+    return ad
+
+
+def _local(
+    startd: StartdLink, context: CommandContext, command: str, **arguments: object
+) -> ClassAd:
+    """Run the local request ``command``; its answer (EpError when it refuses)."""
+    request = ClassAd()
+    request["Command"] = command
+    for name, value in arguments.items():
+        if value is not None:
+            request[name] = value
+    # The handshake has authorized ADMINISTRATOR: the CEDAR peer stands where a
+    # QUEUE_SUPER_USERS member stands on the local socket.
+    requester = Requester(uid=-1, name=context.peer.name, super_user=True)
+    return HANDLERS[command](startd, requester, request)
+
+
+def _expr_text(ad: ClassAd, name: str) -> str | None:
+    expr = ad.lookup(name)
+    return None if expr is None else str(expr)
+
+
+def _projection(query: ClassAd) -> list[str] | None:
+    value = query.evaluate("Projection")
+    if isinstance(value, list):
+        names = [name for name in value if isinstance(name, str) and name]
+    elif isinstance(value, str):
+        names = value.replace(",", " ").split()
+    else:
+        names = []
+    return names or None
+
+
+def select_history(
+    records: Iterable[ClassAd], query: ClassAd, now: float
+) -> tuple[list[ClassAd], list[str] | None]:
+    """The records (oldest first) a history query wants, newest first: those passing its
+    Requirements, before the first (newest-first) that makes Since true, at most
+    NumJobMatches (-1 or absent: all); and its projection."""
+    context = EvalContext(now=now)
+    requirements: Expr | None = query.lookup("Requirements")
+    since: Expr | None = query.lookup("Since")
+    limit = query.evaluate("NumJobMatches")
+    wanted = limit if type(limit) is int and limit >= 0 else None
+    found: list[ClassAd] = []
+    for record in reversed(list(records)):
+        if wanted is not None and len(found) >= wanted:
+            break
+        if since is not None and since.evaluate(record, context=context) is True:
+            break
+        if requirements is None or requirements.evaluate(record, context=context) is True:
+            found.append(record)
+    return found, _projection(query)
+
+
+def cedar_handlers(
+    startd: StartdLink,
+    history: Callable[[], Iterable[ClassAd]],
+    log: logging.Logger,
+    clock: Callable[[], float] = time.time,
+) -> dict[Command, Handler]:
+    """The startd's handlers by command (module docstring); ``history`` reads the finished
+    jobs' records, oldest first."""
+
+    def who(context: CommandContext) -> str:
+        return f"{context.peer.name} at {context.stream.peer_description}"
+
+    def drain(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        reader = yield from context.receive("the drain request")
+        request = reader.get_classad("the drain request")
+        reader.expect_end("the drain request")
+        speed = request.evaluate("HowFast")
+        how = DRAIN_SPEEDS.get(speed) if type(speed) is int else None
+        completion = request.evaluate("ResumeOnCompletion")
+        if how is None:
+            reply = _reply(False, f"HowFast {speed!r} is not 0, 10 or 20")
+        elif "ResumeOnCompletion" in request and completion != 0:
+            # The startd does nothing when a drain completes (HTCondor's default); resuming,
+            # exiting or restarting then is not carried out, so it is refused, not ignored.
+            reply = _reply(
+                False, f"ResumeOnCompletion {completion!r}: only 0 (nothing) is carried out here"
+            )
+        else:
+            try:
+                _local(
+                    startd,
+                    context,
+                    "Drain",
+                    How=how,
+                    Check=_expr_text(request, "CheckExpr"),
+                    Start=_expr_text(request, "StartExpr"),
+                )
+            except EpError as error:
+                reply = _reply(False, str(error))
+            else:
+                reply = _reply(True)
+        reason = request.evaluate("DrainReason")
+        log.info(
+            "DRAIN_JOBS (%s, reason %r) from %s: %s",
+            how or speed,
+            reason,
+            who(context),
+            "draining" if reply.evaluate("Result") else reply.evaluate("ErrorString"),
+        )
+        yield from send(context.stream.writer().put_classad(reply))
+        return None
+
+    def cancel_drain(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        reader = yield from context.receive("the cancellation")
+        reader.get_classad("the cancellation")
+        reader.expect_end("the cancellation")
+        try:
+            _local(startd, context, "CancelDrain")
+        except EpError as error:
+            reply = _reply(False, str(error))
+        else:
+            reply = _reply(True)
+        log.info("CANCEL_DRAIN_JOBS from %s", who(context))
+        yield from send(context.stream.writer().put_classad(reply))
+        return None
+
+    def vacate(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        number = context.peer.command
+        fast = number in (commands.VACATE_ALL_FAST.number, commands.VACATE_CLAIM_FAST.number)
+        slot: str | None = None
+        if number in (commands.VACATE_CLAIM.number, commands.VACATE_CLAIM_FAST.number):
+            reader = yield from context.receive("the slot's name")
+            slot = reader.get_string("the slot's name")
+        try:
+            done = _local(startd, context, "Vacate", Slot=slot, Fast=fast).evaluate("Done")
+        except EpError as error:
+            # HTCondor sends no answer to a vacate: the log is where a refusal shows.
+            log.warning(
+                "%s of %s from %s failed: %s",
+                commands.describe(number),
+                slot or "every slot",
+                who(context),
+                error,
+            )
+        else:
+            log.info(
+                "%s from %s: vacated %s",
+                commands.describe(number),
+                who(context),
+                ", ".join(map(str, done)) if isinstance(done, list) and done else "nothing",
+            )
+        return None
+
+    def get_history(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        reader = yield from context.receive("the history query")
+        query = reader.get_classad("the history query")
+        reader.expect_end("the history query")
+        records = list(history())[-HISTORY_LIMIT:]
+        found, projection = select_history(records, query, clock())
+        writer = context.stream.writer()
+        for record in found:
+            writer.put_classad(record, projection=projection)
+        end = ClassAd()
+        end["Owner"] = 0
+        end["NumJobMatches"] = len(found)
+        end["MalformedAds"] = 0
+        writer.put_classad(end)
+        yield from send(writer)
+        return None
+
+    table: dict[Command, Handler] = {
+        commands.DRAIN_JOBS: drain,
+        commands.CANCEL_DRAIN_JOBS: cancel_drain,
+        commands.GET_HISTORY: get_history,
+    }
+    for command in (
+        commands.VACATE_ALL_CLAIMS,
+        commands.VACATE_ALL_FAST,
+        commands.VACATE_CLAIM,
+        commands.VACATE_CLAIM_FAST,
+    ):
+        table[command] = vacate
+    return table
