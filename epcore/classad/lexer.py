@@ -209,7 +209,14 @@ class Lexer:
                 self.pos = pos
                 raise self.error(f"NUL character in {what}", pos)
             if char == "\\" and self.old_strings and quote == '"':
-                if pos + 1 < length and text[pos + 1] == '"':
+                # As HTCondor converts old escaping: a backslash before a quote escapes it,
+                # unless that quote ends the line (a string ending in a backslash, which the
+                # old syntax writes unescaped).
+                if (
+                    pos + 1 < length
+                    and text[pos + 1] == '"'
+                    and not (pos + 2 == length or text[pos + 2] in "\n\r")
+                ):
                     out.append(0x22)
                     pos += 2
                 else:
