@@ -64,9 +64,10 @@ FIXED_NOW = 1_700_003_600
 
 #: How deep list elements and ClassAd attributes are compared, and how many of each.
 #: An absolute time's text that neither libclassad nor epcore reads back as the same time: a
-#: year before 1 (negative, or 0 as in "0-12-31T..."), or a year of one digit, which both
-#: print without padding and read back a day early ("4-01-01T00:00:00" is 3-12-31).
-UNREADABLE_YEAR = re.compile(r'absTime\(\\*"(-|0+-|\d-)')
+#: year before 1 (negative, or 0 as in "0-12-31T..."), or a year of one or two digits, which
+#: both print without padding and read back wrong ("4-01-01T00:00:00" is 3-12-31, and
+#: "24-11-03T01:30:00" is 24-01-03).
+UNREADABLE_YEAR = re.compile(r'absTime\(\\*"(-|0+-|\d\d?-)')
 MAX_DEPTH = 3
 MAX_ITEMS = 16
 

@@ -231,7 +231,7 @@ def test_unparse_round_trip(text: str, world: World, example_counter: Tick) -> N
     example_counter()
     expr = parse_expr(text)
     unparsed = str(expr)
-    # An absolute time before the year 10 prints as libclassad prints it, and neither
+    # An absolute time before the year 100 prints as libclassad prints it, and neither
     # libclassad nor epcore reads that text back as the same time (UNREADABLE_YEAR).
     assume(UNREADABLE_YEAR.search(unparsed) is None)
     assert parse_expr(unparsed) == expr, f"{text!r} unparsed as {unparsed!r}"
@@ -280,7 +280,7 @@ def test_ad_round_trip(form: str, text: str, world: World, example_counter: Tick
     write, read, oracle_kind = FORMATS[form]
     ad = parse_ad(text)
     written = write(ad)
-    # A time before the year 10 prints with a year neither engine reads back as the same
+    # A time before the year 100 prints with a year neither engine reads back as the same
     # time (UNREADABLE_YEAR).
     assume(UNREADABLE_YEAR.search(written) is None)
     back = read(written)
@@ -314,4 +314,15 @@ def test_a_one_digit_year_reads_back_a_day_early_as_in_libclassad(year: int) -> 
     ours = parse_expr(text).evaluate()
     assert (theirs.year, theirs.month, theirs.day) == (year - 1, 12, 31)
     assert ours.secs == int(theirs.timestamp())
+    assert UNREADABLE_YEAR.search(text)
+
+
+@pytest.mark.parametrize("year", [10, 24, 99])
+def test_a_two_digit_year_reads_back_in_january_as_in_libclassad(year: int) -> None:
+    """absTime("YY-11-03T01:30:00-00:00") with a two-digit year reads its month as January in
+    epcore as in libclassad, which is why the round-trip tests leave such texts out."""
+    text = f'absTime("{year}-11-03T01:30:00-00:00")'
+    theirs = str(classad2.ExprTree(text))
+    ours = str(parse_expr(text))
+    assert theirs == ours == f'absTime("{year}-01-03T01:30:00-00:00")'
     assert UNREADABLE_YEAR.search(text)

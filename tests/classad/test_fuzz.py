@@ -110,7 +110,7 @@ def test_mutated_expressions_fail_only_with_syntax_error(
     _evaluate_everywhere(expr, world)
     # Printing is a fixed point. (Reparsing need not give the same tree: like libclassad, a
     # relTime literal prints four decimals, so relTime("0:0:1.123123") reads back rounded;
-    # and a time before the year 10 prints a year neither engine reads back alike.)
+    # and a time before the year 100 prints a year neither engine reads back alike.)
     printed = str(expr)
     if UNREADABLE_YEAR.search(printed):
         return
