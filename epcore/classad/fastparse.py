@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Final
 
 from epcore.classad import ast
+from epcore.classad.grammar import BINARY_PRECEDENCE, CANONICAL_OPERATORS, UNARY_OPERATORS
 from epcore.classad.lexer import KEYWORDS, integer_value
 from epcore.classad.values import ERROR, UNDEFINED
 
@@ -58,33 +59,13 @@ _FIRST: Final[dict[str, int]] = {
     '"': _STRING,
 }
 
+# The binary operators written with symbols: the fast path leaves the keyword ones (is,
+# isnt) to the full parser.
 _PRECEDENCE: Final[dict[str, int]] = {
-    "||": 2,
-    "&&": 3,
-    "|": 4,
-    "^": 5,
-    "&": 6,
-    "==": 7,
-    "!=": 7,
-    "=?=": 7,
-    "=!=": 7,
-    "<": 8,
-    "<=": 8,
-    ">": 8,
-    ">=": 8,
-    "<<": 9,
-    ">>": 9,
-    ">>>": 9,
-    "+": 10,
-    "-": 10,
-    "*": 11,
-    "/": 11,
-    "%": 11,
+    op: precedence for op, precedence in BINARY_PRECEDENCE.items() if not op.isalpha()
 }
-_CANONICAL: Final = {"=?=": "is", "=!=": "isnt"}
 # Most names are not keywords: the first letter tells most of them apart without lower().
 _KEYWORD_INITIALS: Final = frozenset("tTfFuUeEiI")
-_UNARY: Final = frozenset({"+", "-", "!", "~"})
 _POSTFIX: Final = frozenset({".", "[", "?:"})
 # The same budget as the full parser's (see parser.MAX_NESTING; kept equal by a test).
 _MAX_NESTING: Final = 200
@@ -221,7 +202,7 @@ class _Reader:
                 if precedence < least:
                     break
                 self.at += 1
-                op = _CANONICAL.get(token, token)
+                op = CANONICAL_OPERATORS.get(token, token)
             elif token[0] == "-":
                 # A minus glued to the number after it: here it is the binary operator.
                 if least > 10:
@@ -264,7 +245,7 @@ class _Reader:
         elif kind == _STRING:
             self.at = at + 1
             node = _literal(token[1:-1])
-        elif token in _UNARY:
+        elif token in UNARY_OPERATORS:
             self.at = at + 1
             self.enter(1)
             inner = self.operand()
@@ -331,7 +312,7 @@ class _Reader:
     def primary(self) -> ast.Node:
         tokens = self.tokens
         token = tokens[self.at]
-        if token in _UNARY:
+        if token in UNARY_OPERATORS:
             raise _GiveUp
         kind = _FIRST.get(token[0])
         if kind == _NAME:

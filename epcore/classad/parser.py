@@ -20,6 +20,7 @@ from typing import Final
 from epcore.classad import ast
 from epcore.classad.calls import EvalContext
 from epcore.classad.fastparse import fast_ad, fast_expression
+from epcore.classad.grammar import BINARY_PRECEDENCE, CANONICAL_OPERATORS, UNARY_OPERATORS
 from epcore.classad.lexer import (
     END,
     INT,
@@ -36,34 +37,6 @@ from epcore.classad.timetext import parse_abs_time, parse_rel_time
 from epcore.classad.values import ERROR, UNDEFINED, RelTime
 from epcore.errors import ClassAdSyntaxError
 
-_BINARY_PRECEDENCE: Final = {
-    "||": 2,
-    "&&": 3,
-    "|": 4,
-    "^": 5,
-    "&": 6,
-    "==": 7,
-    "!=": 7,
-    "=?=": 7,
-    "=!=": 7,
-    "is": 7,
-    "isnt": 7,
-    "<": 8,
-    "<=": 8,
-    ">": 8,
-    ">=": 8,
-    "<<": 9,
-    ">>": 9,
-    ">>>": 9,
-    "+": 10,
-    "-": 10,
-    "*": 11,
-    "/": 11,
-    "%": 11,
-}
-# The AST keeps one spelling per operator: =?= and =!= are the same as is and isnt.
-_CANONICAL: Final = {"=?=": "is", "=!=": "isnt"}
-_UNARY: Final = frozenset({"+", "-", "!", "~"})
 _KEYWORD_LITERALS: Final[dict[str, ast.LiteralValue]] = {
     "true": True,
     "false": False,
@@ -149,7 +122,7 @@ class Parser:
 
     def _binary_operator(self) -> str | None:
         token = self.token
-        if token.kind == OP and token.text in _BINARY_PRECEDENCE:
+        if token.kind == OP and token.text in BINARY_PRECEDENCE:
             return token.text
         if token.kind == KEYWORD and token.text in ("is", "isnt"):
             return token.text
@@ -164,7 +137,7 @@ class Parser:
                 op = self._binary_operator()
                 if op is None:
                     return left
-                precedence = _BINARY_PRECEDENCE[op]
+                precedence = BINARY_PRECEDENCE[op]
                 if precedence < min_precedence:
                     return left
                 self.advance()
@@ -173,14 +146,14 @@ class Parser:
                 self.enter(1)
                 chain += 1
                 right = self.binary(precedence + 1)
-                left = ast.Binary(_CANONICAL.get(op, op), left, right)
+                left = ast.Binary(CANONICAL_OPERATORS.get(op, op), left, right)
         finally:
             self.leave(chain)
 
     def unary(self) -> ast.Node:
         """unary := ('+' | '-' | '!' | '~') unary | postfix."""
         token = self.token
-        if token.kind == OP and token.text in _UNARY:
+        if token.kind == OP and token.text in UNARY_OPERATORS:
             self.advance()
             if token.text == "-":
                 literal = self._negative_number(token)
