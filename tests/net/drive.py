@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from epcore.net.codec import Reader
-from epcore.net.conversation import Receive, Send, Stream
+from epcore.net.conversation import Conversation, Receive, Send, Stream
 from epcore.net.dispatch import CommandContext, Handler
 from epcore.net.frames import Framer
 from epcore.net.handshake import Peer
@@ -17,7 +17,12 @@ def drive(
     receive, one per Receive; the messages it sent, as readers."""
     stream = Stream(Framer(), ("127.0.0.1", 9618), ("127.0.0.1", 40000))
     peer = Peer(("127.0.0.1", 40000), Identity(user, "example", "FS"), command)
-    conversation = handler(CommandContext(stream, peer))
+    return run_conversation(handler(CommandContext(stream, peer)), messages)
+
+
+def run_conversation(conversation: Conversation[object], messages: list[bytes]) -> list[Reader]:
+    """Feed ``messages`` to ``conversation``, one per Receive, then the end of the
+    connection (None); the messages it sent, as readers."""
     pending = list(messages)
     sent: list[Reader] = []
     try:

@@ -10,9 +10,10 @@ from epcore.classad import ClassAd
 from epcore.interfaces import Requester
 from epcore.net import qmgmt_protocol as qmgmt
 from epcore.net.codec import Reader, Writer
-from epcore.net.conversation import Send, Stream
+from epcore.net.conversation import Stream
 from epcore.net.frames import Framer
 from epcore.schedd.qmgmt import QueueSession, queue_conversation
+from tests.net.drive import run_conversation
 
 ALICE = Requester(1000, "alice", False)
 LOG = logging.getLogger("test.qmgmt")
@@ -60,20 +61,7 @@ def call(number: int, *arguments: int | str, flags: int | None = None) -> bytes:
 def drive(session: QueueSession, messages: list[bytes]) -> list[Reader]:
     """Feed ``messages`` to the conversation, then the end of the connection; the replies."""
     stream = Stream(Framer(), ("127.0.0.1", 1), ("127.0.0.1", 2))
-    conversation = queue_conversation(stream, session)
-    replies: list[Reader] = []
-    feed = iter(messages)
-    try:
-        step = next(conversation)
-        while True:
-            if isinstance(step, Send):
-                replies.append(Reader(step.message))
-                step = conversation.send(None)
-            else:
-                step = conversation.send(next(feed, None))
-    except StopIteration:
-        pass
-    return replies
+    return run_conversation(queue_conversation(stream, session), messages)
 
 
 def session(

@@ -13,12 +13,13 @@ from epcore.interfaces import Requester
 from epcore.net import commands
 from epcore.net import qmgmt_protocol as qp
 from epcore.net.codec import Reader, Writer
-from epcore.net.conversation import Send, Stream
+from epcore.net.conversation import Stream
 from epcore.net.dispatch import CommandContext, Handler
 from epcore.net.frames import Framer
 from epcore.net.handshake import Peer
 from epcore.net.methods import Identity
 from epcore.schedd.cedar import cedar_handlers, peer_requester
+from tests.net.drive import run_conversation
 
 ROOT_NAME = pwd.getpwuid(0).pw_name
 
@@ -45,20 +46,7 @@ class FakePool:
 def drive(handler: Handler, peer: Peer, messages: list[bytes]) -> list[Reader]:
     """Run ``handler`` for ``peer`` with ``messages``, then the end; the replies."""
     stream = Stream(Framer(), ("127.0.0.1", 1), ("127.0.0.1", 2))
-    conversation = handler(CommandContext(stream, peer))
-    replies: list[Reader] = []
-    feed = iter(messages)
-    try:
-        step = next(conversation)
-        while True:
-            if isinstance(step, Send):
-                replies.append(Reader(step.message))
-                step = conversation.send(None)
-            else:
-                step = conversation.send(next(feed, None))
-    except StopIteration:
-        pass
-    return replies
+    return run_conversation(handler(CommandContext(stream, peer)), messages)
 
 
 def handlers(pool: FakePool) -> dict[int, Handler]:
