@@ -2,34 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import attrs
-import pytest
 
 from epcore.classad import ClassAd
-from epcore.startd.main import build_startd
 from epcore.startd.startd import Startd
-
-
-@pytest.fixture
-def startd(tmp_path: Path) -> Iterator[Startd]:
-    """A startd of two static slots (no loop), its slots Unclaimed."""
-    local = tmp_path / "local"
-    local.mkdir()
-    config = tmp_path / "condor_config"
-    config.write_text(
-        f"LOCAL_DIR = {local}\nRUNBENCHMARKS = False\nIS_OWNER = False\nNUM_CPUS = 2\n"
-        "MEMORY = 512\nNUM_SLOTS = 2\nSTART = True\n"
-    )
-    made = build_startd(str(config))
-    now = made.clock()
-    made.take(made.engine.poll(made.state, now), now)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _views(ads: dict[str, ClassAd]) -> dict[str, dict[str, str]]:

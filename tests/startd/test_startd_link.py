@@ -3,35 +3,12 @@ drain go through it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from epcore.classad import ClassAd
 from epcore.runtime.control import ControlError
 from epcore.startd.link import LocalStartdLink
-from epcore.startd.main import build_startd
 from epcore.startd.startd import Startd
-
-
-@pytest.fixture
-def startd(tmp_path: Path) -> Iterator[Startd]:
-    """A startd of two static slots (no loop: only its requests)."""
-    local = tmp_path / "local"
-    local.mkdir()
-    config = tmp_path / "condor_config"
-    config.write_text(
-        f"LOCAL_DIR = {local}\nRUNBENCHMARKS = False\nIS_OWNER = False\nNUM_CPUS = 2\n"
-        "MEMORY = 512\nNUM_SLOTS = 2\nSTART = True\n"
-    )
-    made = build_startd(str(config))
-    now = made.clock()
-    made.take(made.engine.poll(made.state, now), now)  # Owner -> Unclaimed, as the loop does
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _job() -> ClassAd:
