@@ -19,6 +19,7 @@ from slot_ad_fixtures import (
 )
 
 from epcore.classad import ClassAd, parse_expr
+from epcore.config import Config
 from epcore.slots.ads import SlotAdBuilder, build_slot_ads
 from epcore.slots.model import Slot, SlotLayout
 from epcore.slots.slot_status import (
@@ -29,7 +30,7 @@ from epcore.slots.slot_status import (
     RunningJob,
     SlotStatus,
 )
-from epcore.types import HostReadings, MachineAttribute
+from epcore.types import HostReadings, MachineAttribute, MachineInventory
 
 CONFIGS = (
     "",
@@ -138,6 +139,40 @@ def _view(ad: ClassAd) -> dict[str, str]:
     return {name.lower(): f"{name} = {ad.lookup(name)}" for name in ad}
 
 
+def _kept(builder: SlotAdBuilder, step: Step, now: float, fold: bool) -> list[ClassAd]:
+    """The builder's ads after ``step``."""
+    return builder.build(
+        step.layout,
+        step.readings,
+        step.statuses,
+        now,
+        extra_attributes=step.extra,
+        benchmarks=step.benchmarks,
+        draining=step.draining,
+        fold_requirements=fold,
+    )
+
+
+def _fresh(
+    config: Config, inventory: MachineInventory, step: Step, now: float, fold: bool
+) -> list[ClassAd]:
+    """The ads a build from nothing gives for ``step``."""
+    return build_slot_ads(
+        config,
+        inventory,
+        step.layout,
+        step.readings,
+        step.statuses,
+        now,
+        host_name=HOST,
+        extra_attributes=step.extra,
+        started_at=NOW - 1000,
+        benchmarks=step.benchmarks,
+        draining=step.draining,
+        fold_requirements=fold,
+    )
+
+
 @settings(max_examples=60, deadline=None)
 @given(config_text=st.sampled_from(CONFIGS), steps=st.lists(_step(), min_size=1, max_size=6))
 def test_updated_ads_equal_fresh_ads(config_text: str, steps: Sequence[Step]) -> None:
@@ -149,30 +184,8 @@ def test_updated_ads_equal_fresh_ads(config_text: str, steps: Sequence[Step]) ->
     now = float(NOW)
     for step in steps:
         now += step.advance
-        kept = builder.build(
-            step.layout,
-            step.readings,
-            step.statuses,
-            now,
-            extra_attributes=step.extra,
-            benchmarks=step.benchmarks,
-            draining=step.draining,
-            fold_requirements=step.fold,
-        )
-        fresh = build_slot_ads(
-            config,
-            inventory,
-            step.layout,
-            step.readings,
-            step.statuses,
-            now,
-            host_name=HOST,
-            extra_attributes=step.extra,
-            started_at=NOW - 1000,
-            benchmarks=step.benchmarks,
-            draining=step.draining,
-            fold_requirements=step.fold,
-        )
+        kept = _kept(builder, step, now, step.fold)
+        fresh = _fresh(config, inventory, step, now, step.fold)
         assert [_view(ad) for ad in kept] == [_view(ad) for ad in fresh]
 
 
@@ -191,32 +204,10 @@ def test_refolded_ads_equal_fresh_ads_of_the_other_flavour(
         now += step.advance
         for fold in (step.fold, not step.fold):
             if fold == step.fold:
-                kept = builder.build(
-                    step.layout,
-                    step.readings,
-                    step.statuses,
-                    now,
-                    extra_attributes=step.extra,
-                    benchmarks=step.benchmarks,
-                    draining=step.draining,
-                    fold_requirements=fold,
-                )
+                kept = _kept(builder, step, now, fold)
             else:
                 kept = builder.refold(step.layout, now, fold_requirements=fold)
-            fresh = build_slot_ads(
-                config,
-                inventory,
-                step.layout,
-                step.readings,
-                step.statuses,
-                now,
-                host_name=HOST,
-                extra_attributes=step.extra,
-                started_at=NOW - 1000,
-                benchmarks=step.benchmarks,
-                draining=step.draining,
-                fold_requirements=fold,
-            )
+            fresh = _fresh(config, inventory, step, now, fold)
             assert [_view(ad) for ad in kept] == [_view(ad) for ad in fresh]
 
 
