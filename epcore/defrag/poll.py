@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from epcore.classad import ClassAd, EvalContext
+from epcore.classad import ClassAd, EvalContext, Expr
 from epcore.defrag.settings import DefragSettings
 from epcore.defrag.state import DefragState, arrivals, record_cancel, record_drain
 
@@ -96,10 +96,7 @@ def number_to_drain(settings: DefragSettings, prev: int, now: int) -> tuple[int,
     return count, real
 
 
-def _matching(
-    slots: Sequence[ClassAd], settings: DefragSettings, which: str, context: EvalContext | None
-) -> list[ClassAd]:
-    expr = getattr(settings, which)
+def _matching(slots: Sequence[ClassAd], expr: Expr, context: EvalContext | None) -> list[ClassAd]:
     return [ad for ad in slots if expr.evaluate(ad, context=context) is True]
 
 
@@ -197,8 +194,8 @@ def plan(
     equal rank (None: they keep the ads' order)."""
     to_drain, real_to_drain = number_to_drain(settings, state.last_poll, now)
     state = attrs.evolve(state, last_poll=now)
-    draining = _machines(_matching(slots, settings, "draining", context))
-    whole = _machines(_matching(slots, settings, "whole_machine", context))
+    draining = _machines(_matching(slots, settings.draining, context))
+    whole = _machines(_matching(slots, settings.whole_machine, context))
     state = arrivals(state, draining, whole, now)
     badput, unclaimed = draining_cost(slots)
     state = attrs.evolve(state, avg_draining_badput=badput, avg_draining_unclaimed=unclaimed)
@@ -206,8 +203,7 @@ def plan(
     cancels: list[Candidate] = []
     if settings.cancel is not None:
         cancelled: set[str] = set()
-        matching = [ad for ad in slots if settings.cancel.evaluate(ad, context=context) is True]
-        for ad in _ordered(matching, settings, rng, context):
+        for ad in _ordered(_matching(slots, settings.cancel, context), settings, rng, context):
             candidate = _candidate(ad)
             if candidate.machine not in cancelled:
                 cancelled.add(candidate.machine)
@@ -237,7 +233,7 @@ def plan(
             f"{len(whole)} whole machines."
         )
     skipped = {c.machine for c in cancels} | whole
-    matching = _matching(slots, settings, "candidates", context)
+    matching = _matching(slots, settings.candidates, context)
     candidates = [
         _candidate(ad, check_expression(ad, settings))
         for ad in _ordered(matching, settings, rng, context)
