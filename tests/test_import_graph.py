@@ -2,7 +2,7 @@
 
 The rules (ARCHITECTURE.md draws them): pure packages import only pure packages; the runtime
 layer knows no role; the interfaces between roles know only pure packages and the runtime; a
-role (collector, negotiator, schedd, startd) never imports another role, only the layers
+role (collector, negotiator, schedd, startd, defrag) never imports another role, only the layers
 beneath it; only the assembly (``epcore.pool``, ``epcore.cli``) puts roles together; runtime
 code never imports ``epcore.testing``; and plugins import only the published API. Every
 import counts, also one inside a function or under ``TYPE_CHECKING``: each is a dependency.
@@ -31,7 +31,7 @@ PURE = frozenset(
 #: network face; roles use both, neither knows a role.
 RUNTIME = frozenset({"runtime", "net"})
 INTERFACES = frozenset({"interfaces"})
-ROLES = frozenset({"collector", "negotiator", "schedd", "startd"})
+ROLES = frozenset({"collector", "negotiator", "schedd", "startd", "defrag"})
 #: The startd's own child process: only the startd (and the shared shell) may start it.
 STARTER = frozenset({"starter"})
 #: Shell modules every role may use: the package itself, the plugin manager, the built-in

@@ -1,10 +1,11 @@
 """``ep status``: the pool's slots (and other ads), as condor_status shows them.
 
 When a pool runs (``ep run``) the ads come from its collector: the slots as the startd
-advertised them, and with ``-schedd``, ``-submitters``, ``-negotiator`` or ``-any`` the other
-daemons' ads; ``-absent`` shows the absent ads of machines that stopped reporting. When no
-pool answers, the machine's slot ads are computed on the spot, the way the startd would
-compute them at startup (every slot in the state a startd starts in, Owner/Idle).
+advertised them, and with ``-schedd``, ``-submitters``, ``-negotiator``, ``-defrag`` or
+``-any`` the other daemons' ads; ``-absent`` shows the absent ads of machines that stopped
+reporting. When no pool answers, the machine's slot ads are computed on the spot, the way
+the startd would compute them at startup (every slot in the state a startd starts in,
+Owner/Idle).
 
 Options follow condor_status (one dash, as it spells them; two dashes work too): ``-l``
 (``-long``) prints every attribute, ``-af ATTR...`` (``-autoformat``) the values of the
@@ -50,6 +51,7 @@ _AD_TYPES = {
     "-submitters": "Submitter",
     "-negotiator": "Negotiator",
     "-collector": "Collector",
+    "-defrag": "Defrag",
     "-any": None,
 }
 _ABSENT = frozenset({"-absent"})
@@ -252,7 +254,7 @@ def status_command(args: tuple[str, ...]) -> None:
 
     \b
     ep status                      the default table
-    ep status -schedd | -submitters | -negotiator | -any | -absent
+    ep status -schedd | -submitters | -negotiator | -defrag | -any | -absent
     ep status -l                   every attribute of every slot
     ep status -af Name Cpus State  values of attributes or expressions
     ep status -constraint 'Cpus > 1'
@@ -306,8 +308,14 @@ _QUERY_COMMANDS = {
     "Submitter": 12,
     "Collector": 20,
     "Negotiator": 50,
+    # Ads of other types are generic: the query names the type (condor_status -defrag).
+    "Defrag": 74,
     None: 48,
 }
+
+
+#: The ad types asked for with QUERY_GENERIC_ADS, which names them in TargetType.
+_GENERIC = {"Defrag": "Defrag"}
 
 
 def remote_ads(request: StatusRequest) -> list[ClassAd]:
@@ -339,7 +347,7 @@ def remote_ads(request: StatusRequest) -> list[ClassAd]:
             _QUERY_COMMANDS[request.my_type],
             config,
             constraint="Absent =?= true" if request.absent else None,
-            target_type="Any" if request.my_type is None else None,
+            target_type="Any" if request.my_type is None else _GENERIC.get(request.my_type),
         )
     except (EpError, OSError) as error:
         raise StatusFailure(f"cannot query the collector at {address}: {error}") from None

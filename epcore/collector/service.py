@@ -64,6 +64,10 @@ class CollectorService(TimedService):
         """Daemon ads of any MyType (schedd, submitter, negotiator ads)."""
         self.collector.update(ads, now)
 
+    def invalidate_ads(self, my_type: str, names: Sequence[str], now: float) -> None:
+        """Daemon ads of ``my_type`` withdrawn by their daemon."""
+        self.collector.invalidate(my_type, names, now)
+
     def query(
         self,
         my_type: str | None,

@@ -44,3 +44,8 @@ class CollectorLink(AdSink, AdQuery, Protocol):
     def update(self, ads: Sequence[ClassAd], now: float) -> None:
         """Store daemon ads of any MyType (schedd, submitter, negotiator ads)."""
         ...
+
+    def invalidate_ads(self, my_type: str, names: Sequence[str], now: float) -> None:
+        """Remove the daemon ads of this MyType and these Names (a daemon that shuts down
+        withdraws its ad, as INVALIDATE_ADS_GENERIC does)."""
+        ...

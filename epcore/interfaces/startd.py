@@ -41,8 +41,19 @@ class StartdLink(Protocol):
         """Vacate ``slot`` (None: every claimed slot); the names of the slots vacated."""
         ...
 
-    def drain(self, how: str, check: str | None = None, start: str | None = None) -> None:
-        """Drain the machine (``how``: graceful, quick, fast)."""
+    def drain(
+        self,
+        how: str,
+        check: str | None = None,
+        start: str | None = None,
+        *,
+        reason: str | None = None,
+        resume: bool = False,
+    ) -> None:
+        """Drain the machine (``how``: graceful, quick, fast); ``check`` must be TRUE on every
+        slot, ``start`` admits jobs meanwhile, ``reason`` is the DrainReason the slots
+        advertise, ``resume`` returns the machine to service once drained
+        (DRAIN_RESUME_ON_COMPLETION)."""
         ...
 
     def cancel_drain(self) -> None:

@@ -14,6 +14,7 @@ its jobs and (as the startd does) its running jobs.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from epcore.collector.collector import Collector
 from epcore.collector.collector_log import read_persistent_ads
 from epcore.collector.service import CollectorService
 from epcore.config import Config
+from epcore.defrag.service import DefragService
 from epcore.interfaces import JobSource, Locator, RequestHandler, StartdLink
 from epcore.negotiator import Accountant
 from epcore.negotiator.cedar import cedar_handlers as negotiator_cedar_handlers
@@ -34,6 +36,7 @@ from epcore.plugins import Plugins, load_plugins
 from epcore.pool.network import PLATFORM, build_listener
 from epcore.pool.roles import (
     COLLECTOR,
+    DEFRAG,
     NEGOTIATOR,
     SCHEDD,
     STARTD,
@@ -134,6 +137,7 @@ def build_pool(
             (SCHEDD, "SCHEDD", paths.schedd_log),
             (COLLECTOR, "COLLECTOR", paths.collector_daemon_log),
             (NEGOTIATOR, "NEGOTIATOR", paths.negotiator_log),
+            (DEFRAG, "DEFRAG", _defrag_log(config)),
         )
         if daemon in daemons
     }
@@ -188,6 +192,13 @@ def build_pool(
         if startd is not None:
             startd.job_results = schedd
         handlers.update(schedd.handlers())
+    defrag = None
+    if DEFRAG in daemons:
+        assert collector is not None  # check_reachable saw to it
+        defrag = DefragService(
+            config=shared, collector=collector, startds=startds, log=logs[DEFRAG], clock=clock
+        )
+        defrag.contact = {"Machine": host_name, "MyAddress": f"<unix:{paths.control_socket}>"}
     running = role_names(daemons)
     # The requests' failures go to the SchedLog, as the schedd answers most of them.
     requests_log = logs.get(SCHEDD, log)
@@ -220,7 +231,7 @@ def build_pool(
     )
     services: list[Service] = [StartdService(startd)] if startd is not None else []
     services.extend((router, listener))
-    services.extend(s for s in (schedd, collector, negotiator) if s is not None)
+    services.extend(s for s in (schedd, collector, negotiator, defrag) if s is not None)
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
 
@@ -257,6 +268,10 @@ def _negotiator(
         log=log,
         clock=clock,
     )
+
+
+def _defrag_log(config: Config) -> str:
+    return config.get("DEFRAG_LOG") or os.path.join(config.get("LOG") or ".", "DefragLog")
 
 
 def _make_private(paths: PoolPaths, daemons: frozenset[str], log: logging.Logger) -> None:

@@ -42,7 +42,7 @@ from epcore.net.listener import CedarListener
 from epcore.net.methods import default_registry
 from epcore.net.policy import VERSION
 from epcore.net.sinful import SinfulError, parse_sinful
-from epcore.pool.roles import COLLECTOR, NEGOTIATOR, SCHEDD, STARTD
+from epcore.pool.roles import COLLECTOR, DEFRAG, NEGOTIATOR, SCHEDD, STARTD
 from epcore.runtime.loop import LoopHandle
 
 #: HTCondor's collector port, when COLLECTOR_HOST names a host without one (COLLECTOR_PORT).
@@ -58,6 +58,7 @@ _SUBSYSTEMS: Final = {
     SCHEDD: "SCHEDD",
     STARTD: "STARTD",
     NEGOTIATOR: "NEGOTIATOR",
+    DEFRAG: "DEFRAG",
 }
 
 

@@ -11,6 +11,9 @@ a set of daemons that needs a peer running elsewhere is refused with the knob th
 peer, rather than started as half a pool. What can run alone does: a startd with its control
 socket (its ads stay in ``$(SPOOL)/startd_ads``), a collector with a negotiator answering
 queries.
+
+The defrag daemon runs only when DAEMON_LIST names DEFRAG, as in HTCondor (no role has it by
+default); with ``--role`` it joins a role that runs the collector it needs.
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ COLLECTOR = "collector"
 NEGOTIATOR = "negotiator"
 SCHEDD = "schedd"
 STARTD = "startd"
+DEFRAG = "defrag"
 #: Every daemon ``ep run`` can run, in the order their services run in a turn.
-DAEMONS = (STARTD, SCHEDD, COLLECTOR, NEGOTIATOR)
+DAEMONS = (STARTD, SCHEDD, COLLECTOR, NEGOTIATOR, DEFRAG)
+#: Daemons that run only when DAEMON_LIST names them.
+OPTIONAL = frozenset({DEFRAG})
 
 #: The daemons of each role.
 ROLES: dict[str, frozenset[str]] = {
-    "personal": frozenset(DAEMONS),
+    "personal": frozenset({STARTD, SCHEDD, COLLECTOR, NEGOTIATOR}),
     "central-manager": frozenset({COLLECTOR, NEGOTIATOR}),
     "submit": frozenset({SCHEDD}),
     "execute": frozenset({STARTD}),
@@ -39,20 +45,23 @@ ROLES: dict[str, frozenset[str]] = {
 _NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     SCHEDD: ((COLLECTOR, "COLLECTOR_HOST"), (NEGOTIATOR, "NEGOTIATOR_HOST")),
     NEGOTIATOR: ((COLLECTOR, "COLLECTOR_HOST"),),
+    DEFRAG: ((COLLECTOR, "COLLECTOR_HOST"),),
 }
 
 
 def daemons_of(role: str | None, config: Config) -> frozenset[str]:
     """The daemons to run for ``role`` (None: as the configuration's DAEMON_LIST says)."""
+    listed = {name.lower() for name in config.get_list("DAEMON_LIST")}
+    optional = listed & OPTIONAL
     if role is not None:
         try:
-            return ROLES[role]
+            daemons = ROLES[role]
         except KeyError:
             known = ", ".join(ROLES)
             raise PoolError(f"no role {role!r}; the roles are {known}") from None
-    listed = {name.lower() for name in config.get_list("DAEMON_LIST")}
-    chosen = frozenset(listed & set(DAEMONS))
-    return chosen or ROLES["personal"]
+        return daemons | optional if COLLECTOR in daemons else daemons
+    chosen = frozenset(listed & set(DAEMONS) - OPTIONAL)
+    return (chosen or ROLES["personal"]) | optional
 
 
 def check_reachable(daemons: Collection[str], config: Config) -> None:

@@ -286,6 +286,13 @@ class LayerMaker:
             ad["KFlops"] = int(benchmarks.kflops)
         ad["TotalMachineDrainingUnclaimedTime"] = int(draining.unclaimed_time)
         ad["TotalMachineDrainingBadput"] = int(draining.badput)
+        ad["Draining"] = draining.draining
+        if draining.reason is not None:
+            ad["DrainReason"] = draining.reason
+        ad["ExpectedMachineGracefulDrainingCompletion"] = int(draining.graceful_completion)
+        ad["ExpectedMachineGracefulDrainingBadput"] = int(draining.graceful_badput)
+        ad["ExpectedMachineQuickDrainingCompletion"] = int(draining.quick_completion)
+        ad["ExpectedMachineQuickDrainingBadput"] = int(draining.quick_badput)
         for extra in extra_attributes:
             ad[extra.name] = self._plugin_value(extra)
         return ad

@@ -62,6 +62,7 @@ Presence = Literal[
     "job",
     "cross-slot",
     "timed",
+    "draining",
 ]
 
 
@@ -278,6 +279,38 @@ SLOT_ATTRIBUTES: tuple[SlotAttribute, ...] = (
         "int",
         "Core-seconds of job run time thrown away by draining evictions.",
         source=_POLICY,
+    ),
+    _a("Draining", "bool", "Whether the machine is draining.", source="issue 28"),
+    _a(
+        "DrainReason",
+        "string",
+        'Why the machine drains ("Defrag <name>" for condor_defrag\'s drains).',
+        "draining",
+        "issue 28",
+    ),
+    _a(
+        "ExpectedMachineGracefulDrainingCompletion",
+        "int",
+        "When a graceful drain started now would be done (the running jobs retired).",
+        source="issue 28",
+    ),
+    _a(
+        "ExpectedMachineGracefulDrainingBadput",
+        "int",
+        "Core-seconds of job run time a graceful drain started now would throw away.",
+        source="issue 28",
+    ),
+    _a(
+        "ExpectedMachineQuickDrainingCompletion",
+        "int",
+        "When a quick drain started now would be done.",
+        source="issue 28",
+    ),
+    _a(
+        "ExpectedMachineQuickDrainingBadput",
+        "int",
+        "Core-seconds of job run time a quick drain started now would throw away.",
+        source="issue 28",
     ),
     # -- platform ------------------------------------------------------------------------------
     _a("Arch", "string", 'The architecture, from ARCH ("X86_64").'),

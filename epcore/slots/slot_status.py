@@ -103,7 +103,17 @@ class Benchmarks:
 @attrs.frozen
 class DrainingTotals:
     """TotalMachineDrainingUnclaimedTime and TotalMachineDrainingBadput: core-seconds left
-    unused while draining, and core-seconds of job run time draining threw away."""
+    unused while draining, and core-seconds of job run time draining threw away; whether the
+    machine drains (Draining) and why (DrainReason); and what a drain would cost now
+    (ExpectedMachine{Graceful,Quick}Draining{Completion,Badput}: when it would be done,
+    core-seconds of job run time it would throw away), which condor_defrag ranks and checks
+    machines by."""
 
     unclaimed_time: float = 0.0
     badput: float = 0.0
+    draining: bool = False
+    reason: str | None = None
+    graceful_completion: float = 0.0
+    graceful_badput: float = 0.0
+    quick_completion: float = 0.0
+    quick_badput: float = 0.0

@@ -3,7 +3,7 @@ dc_startd.cpp, htcondor2's Startd), carried out by the handlers the pool's local
 use (:mod:`epcore.startd.requests`, on the startd's :class:`~epcore.interfaces.StartdLink`):
 
 - DRAIN_JOBS: a request ad (HowFast 0/10/20 for graceful, quick, fast; CheckExpr,
-  StartExpr, DrainReason, ResumeOnCompletion 0: nothing, the only one carried out); the
+  StartExpr, DrainReason, ResumeOnCompletion 0: nothing or 1: resume, the two carried out); the
   answer is an ad with Result, RequestID and, on failure, ErrorCode and ErrorString.
   CANCEL_DRAIN_JOBS: an ad (RequestID, ignored: a startd drains once at a time) and the
   same kind of answer.
@@ -127,13 +127,17 @@ def cedar_handlers(
         completion = request.evaluate("ResumeOnCompletion")
         if how is None:
             reply = _reply(False, f"HowFast {speed!r} is not 0, 10 or 20")
-        elif "ResumeOnCompletion" in request and completion != 0:
-            # The startd does nothing when a drain completes (HTCondor's default); resuming,
-            # exiting or restarting then is not carried out, so it is refused, not ignored.
+        elif "ResumeOnCompletion" in request and completion not in (0, 1):
+            # Doing nothing (0) or resuming service (1, condor_defrag's) when a drain
+            # completes are carried out; exiting or restarting then are not, so they are
+            # refused, not ignored.
             reply = _reply(
-                False, f"ResumeOnCompletion {completion!r}: only 0 (nothing) is carried out here"
+                False,
+                f"ResumeOnCompletion {completion!r}: only 0 (nothing) and 1 (resume) are "
+                "carried out here",
             )
         else:
+            reason = request.evaluate("DrainReason")
             try:
                 _local(
                     startd,
@@ -142,6 +146,8 @@ def cedar_handlers(
                     How=how,
                     Check=_expr_text(request, "CheckExpr"),
                     Start=_expr_text(request, "StartExpr"),
+                    Reason=reason if isinstance(reason, str) else None,
+                    Resume=completion == 1,
                 )
             except EpError as error:
                 reply = _reply(False, str(error))

@@ -71,8 +71,16 @@ class LocalStartdLink:
             done.append(name)
         return done
 
-    def drain(self, how: str, check: str | None = None, start: str | None = None) -> None:
-        self.startd.drain(how, check, start)
+    def drain(
+        self,
+        how: str,
+        check: str | None = None,
+        start: str | None = None,
+        *,
+        reason: str | None = None,
+        resume: bool = False,
+    ) -> None:
+        self.startd.drain(how, check, start, reason=reason, resume=resume)
 
     def cancel_drain(self) -> None:
         self.startd.cancel_drain()

@@ -19,7 +19,13 @@ def _vacate(startd: StartdLink, requester: Requester, request: ClassAd) -> Class
 
 def _drain(startd: StartdLink, requester: Requester, request: ClassAd) -> ClassAd:
     how = text_argument(request, "How")
-    startd.drain(how, expression_argument(request, "Check"), expression_argument(request, "Start"))
+    startd.drain(
+        how,
+        expression_argument(request, "Check"),
+        expression_argument(request, "Start"),
+        reason=optional_text(request, "Reason"),
+        resume=flag(request, "Resume"),
+    )
     return answer(True)
 
 

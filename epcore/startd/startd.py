@@ -607,10 +607,21 @@ class Startd:
         except EngineError as error:
             raise ControlError(str(error)) from error
 
-    def drain(self, how: str, check: str | None = None, start: str | None = None) -> None:
+    def drain(
+        self,
+        how: str,
+        check: str | None = None,
+        start: str | None = None,
+        *,
+        reason: str | None = None,
+        resume: bool = False,
+    ) -> None:
         now = self.clock()
         try:
-            self._run(self.engine.drain(self.state, how, now, check=check, start=start), now)
+            outcome = self.engine.drain(
+                self.state, how, now, check=check, start=start, finalize=resume, reason=reason
+            )
+            self._run(outcome, now)
         except EngineError as error:
             raise ControlError(str(error)) from error
 

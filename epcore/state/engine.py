@@ -539,6 +539,7 @@ class Engine:
         check: str | None = None,
         start: str | None = None,
         finalize: bool = False,
+        reason: str | None = None,
     ) -> Outcome:
         """condor_drain: graceful (retirement honoured), quick (vacate) or fast (kill).
 
@@ -547,7 +548,7 @@ class Engine:
         (evaluated with TARGET = the job) on idle slots until then, or until the last job
         that was running when the drain began has left, when they are evicted too;
         ``finalize`` sends the slots back to Owner when draining is done (34) instead of
-        leaving them Drained/Idle.
+        leaving them Drained/Idle; ``reason`` is the DrainReason advertised meanwhile.
         """
         if how not in DRAIN_KINDS:
             raise EngineError(f"drain how = {how!r}: expected one of {', '.join(DRAIN_KINDS)}")
@@ -568,7 +569,7 @@ class Engine:
                 parse_expr(start)
             except ClassAdSyntaxError as error:
                 raise EngineError(f"drain start {start!r} does not parse: {error}") from error
-        w.drain = Drain(how, start, finalize, now, now)
+        w.drain = Drain(how, start, finalize, now, now, reason)
         for name in list(w.slots):
             if w.slots[name].place.state in (State.CLAIMED, State.BACKFILL, State.MATCHED):
                 self._evict(w, name, how == "fast", f"draining ({how})", retire=how == "graceful")

@@ -8,6 +8,7 @@ Everything here is frozen. The engine never changes a record; each event returns
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 
 import attrs
@@ -173,6 +174,8 @@ class Drain:
     finalize: bool = False
     since: float = 0.0
     deadline: float = 0.0
+    #: DrainReason the slots advertise meanwhile (condor_defrag finds its own drains by it).
+    reason: str | None = None
 
 
 @attrs.frozen
@@ -228,8 +231,43 @@ class EngineState:
         return {record.name: record.status(self.accepting) for record in self.slots}
 
     def draining_totals(self, now: float) -> DrainingTotals:
-        """TotalMachineDrainingUnclaimedTime and TotalMachineDrainingBadput at ``now``."""
-        return DrainingTotals(self.unclaimed_core_seconds(now), self.draining_badput)
+        """The machine's draining figures at ``now`` (:class:`DrainingTotals`).
+
+        The expected figures count the jobs running now: a quick drain ends now and throws
+        away their run time so far; a graceful one ends when the last of them has retired
+        (its deadline once set, else its own MaxJobRetirementTime; the startd's
+        MAXJOBRETIREMENTTIME needs the slot ad and is left out) and throws away their run
+        time up to then.
+        """
+        graceful_end = now
+        graceful_badput = quick_badput = 0.0
+        for record in self.slots:
+            if record.job_start is None:
+                continue
+            slot = self.layout.find(record.slot_id, record.sub_id)
+            cpus = float(slot.resources.cpus) if slot is not None else 1.0
+            end = record.preempt_deadline
+            if end is None:
+                job = record.claim.job if record.claim is not None else None
+                own = job.evaluate("MaxJobRetirementTime") if job is not None else None
+                retire = own if isinstance(own, int | float) and not isinstance(own, bool) else 0
+                end = record.job_start + max(float(retire), 0.0)
+            if not math.isfinite(end):
+                end = now  # a peaceful shutdown's endless retirement: no drain is to come
+            end = max(end, now)
+            graceful_end = max(graceful_end, end)
+            graceful_badput += cpus * (end - record.job_start)
+            quick_badput += cpus * (now - record.job_start)
+        return DrainingTotals(
+            self.unclaimed_core_seconds(now),
+            self.draining_badput,
+            draining=self.drain is not None,
+            reason=self.drain.reason if self.drain is not None else None,
+            graceful_completion=graceful_end,
+            graceful_badput=graceful_badput,
+            quick_completion=now,
+            quick_badput=quick_badput,
+        )
 
 
 def initial_record(

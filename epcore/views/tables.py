@@ -441,7 +441,8 @@ def _slot_summary(ads: Sequence[ClassAd]) -> list[str]:
 
 
 #: The columns ``ep status`` shows for the daemons' ads, as condor_status -schedd,
-#: -submitters and -negotiator show theirs.
+#: -submitters, -negotiator and -defrag show theirs (-defrag: HTCondor's Draining, Peak and
+#: TotalDrained, then the whole machines and the drains sent).
 AD_COLUMNS: dict[str | None, tuple[str, ...]] = {
     "Scheduler": ("Name", "Machine", "TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs"),
     "Submitter": ("Name", "ScheddName", "RunningJobs", "IdleJobs", "HeldJobs"),
@@ -451,6 +452,15 @@ AD_COLUMNS: dict[str | None, tuple[str, ...]] = {
         "LastNegotiationCycleNumIdleJobs0",
         "LastNegotiationCycleMatches0",
         "LastNegotiationCycleDuration0",
+    ),
+    "Defrag": (
+        "Name",
+        "MachinesDraining",
+        "MachinesDrainingPeak",
+        "DrainedMachines",
+        "WholeMachines",
+        "DrainSuccesses",
+        "DrainFailures",
     ),
     None: ("MyType", "Name"),
 }

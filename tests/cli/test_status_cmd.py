@@ -181,3 +181,37 @@ def test_pool_option_names_the_collector_that_cannot_be_asked() -> None:
     result = CliRunner().invoke(ep, ["status", "-pool", "127.0.0.1:http"])
     assert result.exit_code == 1 and "not a number" in result.output
     assert status_cmd.parse_arguments(["-pool", "cm:9620", "-schedd"]).pool == "cm:9620"
+
+
+def test_defrag_option_shows_the_defrag_ads_in_a_table_and_as_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """-defrag asks the pool for the Defrag ads and shows condor_status -defrag's columns
+    (and the whole machines and drains), or the ads as JSON."""
+    ad = (
+        '[ MyType = "Defrag"; Name = "DEFRAG@cm"; MachinesDraining = 1; MachinesDrainingPeak = 2;'
+        " DrainedMachines = 3; WholeMachines = 4; DrainSuccesses = 5; DrainFailures = 0 ]"
+    )
+    asked: list[str | None] = []
+
+    def pool_ads(request: status_cmd.StatusRequest) -> list[object]:
+        asked.append(request.my_type)
+        return list(parse_ads(ad))
+
+    monkeypatch.setattr(status_cmd, "pool_ads", pool_ads)
+    table = status("-defrag")
+    assert table.exit_code == 0, table.output
+    header, row = table.stdout.splitlines()
+    assert header.split() == [
+        "Name",
+        "MachinesDraining",
+        "MachinesDrainingPeak",
+        "DrainedMachines",
+        "WholeMachines",
+        "DrainSuccesses",
+        "DrainFailures",
+    ]
+    assert row.split() == ["DEFRAG@cm", "1", "2", "3", "4", "5", "0"]
+    (document,) = json.loads(status("-defrag", "--json").stdout)
+    assert (document["MyType"], document["DrainSuccesses"]) == ("Defrag", 5)
+    assert asked == ["Defrag", "Defrag"]

@@ -48,6 +48,34 @@ def test_an_unknown_role_is_refused_with_the_known_ones() -> None:
         daemons_of("submitter", _config(""))
 
 
+@pytest.mark.parametrize(
+    ("role", "text", "expected"),
+    [
+        (None, "", ROLES["personal"]),
+        (None, "DAEMON_LIST = MASTER, DEFRAG", ROLES["personal"] | {"defrag"}),
+        (None, "use ROLE: CentralManager\nDAEMON_LIST = $(DAEMON_LIST) DEFRAG", None),
+        ("personal", "DAEMON_LIST = MASTER DEFRAG", ROLES["personal"] | {"defrag"}),
+        ("central-manager", "DAEMON_LIST = MASTER DEFRAG", {"collector", "negotiator", "defrag"}),
+        ("execute", "DAEMON_LIST = MASTER DEFRAG", {"startd"}),
+        ("central-manager", "", ROLES["central-manager"]),
+    ],
+)
+def test_defrag_runs_only_when_daemon_list_names_it(
+    role: str | None, text: str, expected: frozenset[str] | None
+) -> None:
+    """No role runs the defrag daemon by default; DAEMON_LIST naming DEFRAG adds it to the
+    daemons it chooses, or to a role given that runs the collector it needs."""
+    want = ROLES["central-manager"] | {"defrag"} if expected is None else expected
+    assert daemons_of(role, _config(text)) == want
+
+
+def test_defrag_without_a_collector_names_the_knob() -> None:
+    """A defrag daemon listed without a collector in the process cannot reach one yet."""
+    config = _config("DAEMON_LIST = MASTER STARTD DEFRAG")
+    with pytest.raises(PoolError, match=r"the defrag needs a collector.*COLLECTOR_HOST"):
+        check_reachable(daemons_of(None, config), config)
+
+
 @pytest.mark.parametrize("role", ["personal", "central-manager", "execute"])
 def test_roles_that_need_no_other_process_may_run(role: str) -> None:
     """The whole pool, a central manager and an execute point each run on their own."""

@@ -137,6 +137,7 @@ def expected_present(spec: SlotAttribute, slot: Slot, status: SlotStatus | None)
         "preempting": status is not None and status.preempting is not None,
         "job": status is not None and status.job is not None,
         "timed": status is not None and bool(status.time_totals),
+        "draining": False,  # the scenario's startd is not draining
     }
     return rules.get(spec.presence, True)
 

@@ -27,10 +27,19 @@ class RecordingLink:
         self.calls: list[tuple[object, ...]] = []
         self.fail = fail
 
-    def drain(self, how: str, check: str | None = None, start: str | None = None) -> None:
+    def drain(
+        self,
+        how: str,
+        check: str | None = None,
+        start: str | None = None,
+        *,
+        reason: str | None = None,
+        resume: bool = False,
+    ) -> None:
         if self.fail:
             raise ControlError(self.fail)
         self.calls.append(("drain", how, check, start))
+        self.drain_extras = (reason, resume)
 
     def cancel_drain(self) -> None:
         self.calls.append(("cancel",))
@@ -60,11 +69,23 @@ def test_drain_request_maps_howfast_and_expressions_and_answers_result() -> None
     assert link.calls == [("drain", "quick", "Cpus > 0", "false")]
 
 
+def test_drain_request_carries_reason_and_resume_on_completion() -> None:
+    """condor_defrag's drain (ResumeOnCompletion 1, a DrainReason) reaches the startd with its
+    reason and with resuming service once drained."""
+    link = RecordingLink()
+    handler = _handlers(link)[commands.DRAIN_JOBS]
+    request = '[ HowFast = 0; ResumeOnCompletion = 1; DrainReason = "Defrag cm" ]'
+    (answer,) = drive(handler, commands.DRAIN_JOBS.number, [_ad(request)])
+    assert answer.get_classad().evaluate("Result") is True
+    assert link.calls == [("drain", "graceful", None, None)]
+    assert link.drain_extras == ("Defrag cm", True)
+
+
 @pytest.mark.parametrize(
     ("request_text", "fail", "error"),
     [
         ("[ HowFast = 5 ]", None, "HowFast 5"),
-        ("[ HowFast = 0; ResumeOnCompletion = 1 ]", None, "ResumeOnCompletion 1"),
+        ("[ HowFast = 0; ResumeOnCompletion = 2 ]", None, "ResumeOnCompletion 2"),
         ("[ HowFast = 0 ]", "the check failed on slot1", "the check failed on slot1"),
     ],
 )

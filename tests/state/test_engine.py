@@ -287,3 +287,34 @@ def test_client_machine_comes_from_the_claim_or_the_global_job_id() -> None:
     named = engine.claim(state, "slot1", JOB, 10, client="ap.example.org")
     claim = named.state.statuses()["slot1"].claim
     assert claim is not None and claim.client_machine == "ap.example.org"
+
+
+def test_drain_advertises_its_reason_and_expected_figures() -> None:
+    """A drain's reason is the machine's DrainReason while it drains; before it, the expected
+    figures count the running job: a quick drain ends now and loses its run time, a graceful
+    one ends when the job's own retirement does."""
+    retiring = parse_ad('[Owner = "jones"; ClusterId = 7; ProcId = 1; MaxJobRetirementTime = 100]')
+    engine, state = _setup("NUM_CPUS = 1\nMAXJOBRETIREMENTTIME = 1000\n")
+    claimed = engine.claim(state, "slot1", retiring, 10)
+    assert claimed.claim_id is not None
+    state = engine.activate(claimed.state, claimed.claim_id, 20).state
+    before = state.draining_totals(50)
+    assert (before.draining, before.reason) == (False, None)
+    assert (before.quick_completion, before.quick_badput) == (50, 30)
+    assert (before.graceful_completion, before.graceful_badput) == (120, 100)
+    drained = engine.drain(state, "graceful", 60, reason="Defrag cm").state
+    during = drained.draining_totals(60)
+    assert (during.draining, during.reason) == (True, "Defrag cm")
+
+
+def test_drain_resuming_on_completion_returns_the_slot_to_service() -> None:
+    """A drain that resumes on completion (condor_defrag's) sends the slot back to Owner (34)
+    and on to Unclaimed once its job is gone, and the machine stops draining; one that does
+    not leaves it Drained."""
+    for resume, place in ((True, "Unclaimed/Idle"), (False, "Drained/Idle")):
+        engine, state, _ = _running()
+        state = engine.drain(state, "fast", 30, finalize=resume).state
+        state = engine.job_gone(state, "slot1", 31).state
+        state = engine.poll(state, 32).state
+        assert _place(state) == place
+        assert (state.drain is None) is resume
