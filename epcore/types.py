@@ -305,6 +305,10 @@ class ContainerJob:
     :meth:`ContainerRuntime.sweep` and :meth:`ContainerRuntime.reclaim` find them after the
     starter is gone. ``kill_signal`` is the job's KillSig; ``vacate_seconds`` how long a
     vacated job has after it before it is killed. ``job`` and ``machine`` are copies.
+    ``child_setup`` is what a process must do to join the job's tracking (the cgroups the
+    startd prepared for it): a runtime whose job is the starter's own child (apptainer)
+    applies it before the job's program runs, so that the job is tracked, limited and
+    frozen like any other; one whose job a daemon starts (docker) ignores it.
     """
 
     job_key: str
@@ -324,6 +328,7 @@ class ContainerJob:
     kill_signal: int
     vacate_seconds: float
     extra_gids: tuple[int, ...] = ()
+    child_setup: ChildSetup = ChildSetup()
 
 
 class RunningContainer(JobTracking, Protocol):

@@ -31,7 +31,7 @@ from epcore.starter.transfer import (
     transfer_in,
     transfer_out,
 )
-from epcore.types import ContainerJob, ContainerRuntime, RunningContainer
+from epcore.types import ChildSetup, ContainerJob, ContainerRuntime, RunningContainer
 
 #: Job attributes by which a job asks for a container.
 CONTAINER_WISHES = ("WantDocker", "WantContainer")
@@ -141,10 +141,13 @@ def launch_container(
         argv += command.arguments
     before = stamps(sandbox.path)
     environment = starter.environment(attrs.evolve(command, iwd=sandbox.path))
+    setup = ChildSetup()
     if request.prepared is not None:
-        # The container daemon makes the job's groups: the prepared ones are not used.
+        # A container daemon makes the job's groups; a runtime whose job is the starter's own
+        # child puts it in the prepared ones (child_setup). The supervisor is not used.
         request.prepared.supervisor.abandon()
         starter.trackings.append(request.prepared.tracking)
+        setup = request.prepared.tracking.child_setup()
     machine = request.machine()
     vacate = vacate_seconds(request.config, machine, job, starter.clock())
     container = runtime.start(
@@ -165,6 +168,7 @@ def launch_container(
             memory_mb=request.memory_mb,
             kill_signal=command.kill_signal,
             vacate_seconds=vacate,
+            child_setup=setup,
         ),
         starter.log,
     )
