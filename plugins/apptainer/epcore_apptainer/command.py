@@ -108,7 +108,7 @@ def command_line(plan: ContainerPlan) -> list[str]:
     return [plan.runtime, plan.verbosity, action, *action_options(plan), plan.image, *argv]
 
 
-def test_command_line(plan: ContainerPlan) -> list[str]:
+def pre_job_test_line(plan: ContainerPlan) -> list[str]:
     """The pre-job test: ``<runtime> <verbosity> -q test <same options> <image>``."""
     return [plan.runtime, plan.verbosity, "-q", "test", *action_options(plan), plan.image]
 

@@ -112,7 +112,7 @@ def _exits_37(settings: Settings, image: str, pid_namespaces: bool) -> RunResult
     return run(argv, settings.probe_timeout)
 
 
-def test_images(settings: Settings, directory: Path, log: logging.Logger) -> tuple[str, str]:
+def probe_images(settings: Settings, directory: Path, log: logging.Logger) -> tuple[str, str]:
     """The sandbox (SINGULARITY_TEST_SANDBOX when it exists, else made in ``directory``) and
     the SIF built from it by the runtime (again when the sandbox is newer)."""
     assert settings.runtime is not None
@@ -145,7 +145,7 @@ def probe(settings: Settings, directory: Path, log: logging.Logger) -> Probe:
         log.error("%s --version failed: %s", settings.runtime, last_line(version.output))
         return Probe(None)
     directory.mkdir(parents=True, exist_ok=True)
-    sandbox, sif = test_images(settings, directory, log)
+    sandbox, sif = probe_images(settings, directory, log)
     pid_namespaces = settings.pid_namespaces != "false"
     tried = _exits_37(settings, sandbox, pid_namespaces)
     if tried.status != EXPECTED_STATUS and settings.pid_namespaces == "auto":

@@ -31,7 +31,7 @@ from epcore_apptainer.command import (
     ContainerPlan,
     command_line,
     job_environment,
-    test_command_line,
+    pre_job_test_line,
 )
 from epcore_apptainer.detect import last_line, probe
 from epcore_apptainer.process import ApptainerProcess
@@ -203,7 +203,7 @@ class ApptainerRuntime:
         """Run ``<runtime> test`` on the image as the job's user; a failure sends the job
         back to idle (code 45, subcode -1000, as HTCondor 25.x; 23.9 did the same by an
         exception of the starter)."""
-        argv = test_command_line(plan)
+        argv = pre_job_test_line(plan)
         try:
             done = subprocess.run(
                 argv,
