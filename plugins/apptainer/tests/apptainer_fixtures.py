@@ -67,6 +67,9 @@ def runtime_dir() -> Iterator[Path]:
             shutil.copy(STANDIN, directory / "apptainer")
             (directory / "apptainer").chmod(0o755)
             (directory / "singularity").symlink_to("apptainer")
+            # Its cache of unpacked SIFs, one directory per user, goes with the directory.
+            (directory / ".cache").mkdir()
+            (directory / ".cache").chmod(0o1777)
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
