@@ -54,7 +54,8 @@ ROOT = Path(__file__).resolve().parents[1]
 JOB_OWNER = "nobody"
 RATIO_TARGET = 1.3
 BUSYBOX = Path("/bin/busybox")
-STANDIN = ROOT / "plugins" / "apptainer" / "tests" / "standin" / "apptainer"
+#: Where the apptainer plugin's tests keep the stand-in and the code that installs it.
+STANDIN_TESTS = ROOT / "plugins" / "apptainer" / "tests"
 PLUGIN = ROOT / "plugins" / "apptainer"
 
 POOL_EXTRA = """\
@@ -106,13 +107,10 @@ def runtime_program(directory: Path) -> str:
     for tool in ("bwrap", "mksquashfs", "unsquashfs", "siftool"):
         if shutil.which(tool) is None:
             raise SystemExit(f"no apptainer, and the stand-in needs {tool}")
-    program = directory / "apptainer"
-    shutil.copy(STANDIN, program)
-    program.chmod(0o755)
-    # The stand-in keeps the SIFs it unpacked there (it cannot mount them).
-    (directory / ".cache").mkdir()
-    (directory / ".cache").chmod(0o1777)
-    return str(program)
+    sys.path.insert(0, str(STANDIN_TESTS))
+    from apptainer_fixtures import install_standin
+
+    return str(install_standin(directory))
 
 
 def make_image(runtime: str, directory: Path) -> str:

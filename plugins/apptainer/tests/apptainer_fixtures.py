@@ -34,6 +34,7 @@ from epcore.testing.system import missing
 HERE = Path(__file__).resolve().parent
 PLUGIN_ROOT = HERE.parent
 STANDIN = HERE / "standin" / "apptainer"
+STANDIN_MODULE = HERE / "standin" / "apptainer_standin.py"
 #: What the test image's /etc/os-release says (the job prints it).
 OS_RELEASE = 'NAME="epcore test image"\nID=epcore-test\nVERSION_ID="1"\n'
 #: The busybox applets the image's /bin has.
@@ -47,6 +48,23 @@ def _tools_missing() -> str | None:
             packages = "bubblewrap squashfs-tools siftool"
             return f"the apptainer stand-in needs {tool} (apt-get install {packages})"
     return None
+
+
+def install_standin(directory: Path) -> Path:
+    """Copy the stand-in into ``directory`` (its command, its module compiled for the
+    interpreter it runs with, and a cache for the SIFs it unpacks, one directory per user);
+    the command's path."""
+    program = directory / "apptainer"
+    shutil.copy(STANDIN, program)
+    program.chmod(0o755)
+    module = directory / STANDIN_MODULE.name
+    shutil.copy(STANDIN_MODULE, module)
+    module.chmod(0o644)
+    interpreter = STANDIN.read_text().splitlines()[0].removeprefix("#!").split()[0]
+    subprocess.run([interpreter, "-m", "py_compile", str(module)], check=True)
+    (directory / ".cache").mkdir()
+    (directory / ".cache").chmod(0o1777)
+    return program
 
 
 @pytest.fixture(scope="session")
@@ -64,12 +82,8 @@ def runtime_dir() -> Iterator[Path]:
             problem = _tools_missing()
             if problem is not None:
                 missing(problem)
-            shutil.copy(STANDIN, directory / "apptainer")
-            (directory / "apptainer").chmod(0o755)
+            install_standin(directory)
             (directory / "singularity").symlink_to("apptainer")
-            # Its cache of unpacked SIFs, one directory per user, goes with the directory.
-            (directory / ".cache").mkdir()
-            (directory / ".cache").chmod(0o1777)
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
