@@ -31,7 +31,13 @@ from epcore.starter.transfer import (
     transfer_in,
     transfer_out,
 )
-from epcore.types import ChildSetup, ContainerJob, ContainerRuntime, RunningContainer
+from epcore.types import (
+    ChildSetup,
+    ContainerJob,
+    ContainerRuntime,
+    RunningContainer,
+    tracked_by_starter,
+)
 
 #: Job attributes by which a job asks for a container.
 CONTAINER_WISHES = ("WantDocker", "WantContainer")
@@ -142,12 +148,18 @@ def launch_container(
     before = stamps(sandbox.path)
     environment = starter.environment(attrs.evolve(command, iwd=sandbox.path))
     setup = ChildSetup()
-    if request.prepared is not None:
-        # A container daemon makes the job's groups; a runtime whose job is the starter's own
-        # child puts it in the prepared ones (child_setup). The supervisor is not used.
+    if tracked_by_starter(runtime):
+        # The job is the starter's child: tracked by the isolation backends as a vanilla job
+        # (its prepared groups when the startd made them), which the runtime's process joins.
+        starter.start_tracking()
+        for tracking in starter.trackings:
+            setup = setup.merged(tracking.child_setup())
+        if request.prepared is not None:
+            request.prepared.supervisor.abandon()
+    elif request.prepared is not None:
+        # The container daemon makes the job's groups: the prepared ones are not used.
         request.prepared.supervisor.abandon()
         starter.trackings.append(request.prepared.tracking)
-        setup = request.prepared.tracking.child_setup()
     machine = request.machine()
     vacate = vacate_seconds(request.config, machine, job, starter.clock())
     container = runtime.start(

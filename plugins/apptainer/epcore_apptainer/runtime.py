@@ -53,6 +53,8 @@ class ApptainerRuntime:
     """The apptainer runtime of one startd (see the module docstring)."""
 
     name = NAME
+    #: The runtime is the starter's child: the job is tracked and limited as a vanilla job.
+    tracked_by_starter = True
 
     def __init__(self, config: Config, log: logging.Logger | None = None) -> None:
         self.config = config

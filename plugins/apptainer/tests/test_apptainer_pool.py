@@ -196,3 +196,39 @@ def test_broken_runtime_is_advertised_offline(
     )
     assert re.search(r'^SingularityVersion = "apptainer version 0.0-broken"$', status.stdout, re.M)
     assert os.path.exists(pool.socket)
+
+
+CGROUP = """\
+universe = container
+container_image = {image}
+executable = /bin/sh
+transfer_executable = false
+arguments = "-c 'grep memory /proc/self/cgroup'"
+output = job.out
+error = job.err
+request_cpus = 1
+request_memory = 64
+queue
+"""
+
+
+def test_container_job_is_in_the_jobs_cgroup(
+    pool_factory: Callable[..., PoolProcess],
+    plugin_visible: None,
+    runtime_program: str,
+    sandbox_image: str,
+    slot_users: tuple[SlotUser, ...],
+    shared_dir: Path,
+) -> None:
+    """The job in its container is in the memory cgroup the startd made for it under
+    BASE_CGROUP, so it is tracked and limited like any other job."""
+    pool = _pool(pool_factory, runtime_program)
+    base = pool.ep("config", "BASE_CGROUP")
+    assert base.status == 0, base.stderr
+    user = slot_users[2]
+    home = submit_as(pool, user, shared_dir, CGROUP.format(image=sandbox_image))
+    _gone(pool)
+    line = (home / "job.out").read_text().strip()
+    path = line.split(":", 2)[2]
+    assert path.startswith("/" + base.stdout.strip().strip("/") + "/"), (line, base.stdout)
+    _nothing_left(pool, user)
