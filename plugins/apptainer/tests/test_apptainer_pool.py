@@ -232,3 +232,54 @@ def test_container_job_is_in_the_jobs_cgroup(
     path = line.split(":", 2)[2]
     assert path.startswith("/" + base.stdout.strip().strip("/") + "/"), (line, base.stdout)
     _nothing_left(pool, user)
+
+
+LONG = """\
+universe = container
+container_image = {image}
+executable = /bin/sh
+transfer_executable = false
+arguments = "-c 'echo started > started.txt; while :; do sleep 1; done'"
+output = job.out
+error = job.err
+request_cpus = 1
+request_memory = 64
+queue
+"""
+
+
+def _running(pool: PoolProcess) -> bool:
+    jobs = pool.jobs()
+    return bool(jobs) and jobs[0].evaluate("JobStatus") == 2
+
+
+@pytest.mark.parametrize("how", ["vacate", "rm"])
+def test_vacated_or_removed_container_job_leaves_nothing(
+    how: str,
+    pool_factory: Callable[..., PoolProcess],
+    plugin_visible: None,
+    runtime_program: str,
+    sandbox_image: str,
+    slot_users: tuple[SlotUser, ...],
+    shared_dir: Path,
+) -> None:
+    """A running container job that is vacated goes back to idle, one that is removed leaves
+    the queue; either way no process, container or scratch directory of it is left."""
+    pool = _pool(pool_factory, runtime_program, "MachineMaxVacateTime = 2\n")
+    user = slot_users[0] if how == "vacate" else slot_users[1]
+    submit_as(pool, user, shared_dir, LONG.format(image=sandbox_image))
+    pool.wait_for(lambda: _running(pool), 60, "the job to run")
+    pool.wait_for(lambda: user_processes(user.name) != [], 30, "the job's processes")
+    if how == "vacate":
+        assert pool.ep("vacate").status == 0
+        # Back to idle, and perhaps matched again at once: its last outcome says so.
+        pool.wait_for(
+            lambda: any(j.evaluate("JobLastOutcome") == "evicted" for j in pool.jobs()),
+            60,
+            "the job to be evicted back to the queue",
+        )
+        assert pool.ep("rm", "-all", user=user).status == 0
+    else:
+        assert pool.ep("rm", "-all", user=user).status == 0
+    _gone(pool)
+    _nothing_left(pool, user)
