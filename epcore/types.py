@@ -305,6 +305,10 @@ class ContainerJob:
     :meth:`ContainerRuntime.sweep` and :meth:`ContainerRuntime.reclaim` find them after the
     starter is gone. ``kill_signal`` is the job's KillSig; ``vacate_seconds`` how long a
     vacated job has after it before it is killed. ``job`` and ``machine`` are copies.
+    ``child_setup`` is what a process must do to join the job's tracking (its cgroups, for a
+    runtime that is ``tracked_by_starter``): such a runtime applies it before the job's
+    program runs, so that the job is tracked, limited and frozen like any other; a runtime
+    whose job a daemon starts (docker) gets an empty one.
     """
 
     job_key: str
@@ -324,6 +328,7 @@ class ContainerJob:
     kill_signal: int
     vacate_seconds: float
     extra_gids: tuple[int, ...] = ()
+    child_setup: ChildSetup = ChildSetup()
 
 
 class RunningContainer(JobTracking, Protocol):
@@ -358,6 +363,12 @@ class ContainerRuntime(Protocol):
 
     Built once by the startd from its :class:`ContainerRuntimeSpec` factory, then inherited by every
     starter it forks (an object holding a connection must open its own in each process).
+
+    A runtime whose job is the starter's own child (apptainer, not a daemon's like docker's)
+    sets the class attribute ``tracked_by_starter = True`` (read with
+    :func:`tracked_by_starter`; absent means False): its jobs get their cgroups prepared and
+    are tracked by the starter's isolation backends as a vanilla job, and the runtime joins
+    them through :attr:`ContainerJob.child_setup`.
     """
 
     name: str
@@ -423,6 +434,12 @@ class IsolationBackendSpec:
 
     name: str
     factory: Callable[[Config], IsolationBackend]
+
+
+def tracked_by_starter(runtime: ContainerRuntime) -> bool:
+    """True when ``runtime``'s jobs are the starter's children, tracked like vanilla jobs
+    (an optional attribute, so that a runtime written before it still conforms)."""
+    return getattr(runtime, "tracked_by_starter", False) is True
 
 
 @attrs.frozen

@@ -73,3 +73,5 @@ class VacateCode(enum.IntEnum):
     JOB_POLICY = 1000
     #: A SYSTEM_PERIODIC_VACATE expression.
     SYSTEM_POLICY = 1001
+    #: The starter could not start the job (a container runtime's setup failed); requeued.
+    JOB_NOT_STARTED = 1003

@@ -24,7 +24,7 @@ from epcore.startd.zygote import PrepareFailed, PrepareOrder, Zygote
 from epcore.starter.starter import cgroup_key, tracking_request
 from epcore.state.records import EngineState
 from epcore.state.rules import BUSY, CLAIMED_IDLE
-from epcore.types import ContainerRuntime, IsolationBackend
+from epcore.types import ContainerRuntime, IsolationBackend, tracked_by_starter
 
 #: The isolation backends whose groups a supervisor can join ahead of its job.
 PREPARED_BACKENDS = ("cgroup",)
@@ -62,7 +62,8 @@ class Preparations:
     ) -> None:
         """Prepare the next job of every claim that has nothing prepared yet, Claimed/Idle or
         Claimed/Busy; drop what no claim needs now. A claim whose job runs in a container
-        (one of ``containers`` runs it) gets nothing: its container daemon makes its groups.
+        (one of ``containers`` runs it) gets nothing, its container daemon makes its groups,
+        unless the runtime's job is the starter's child (``tracked_by_starter``).
 
         A busy claim is prepared for its next job while its job runs: a schedd that reuses the
         claim at once when the job ends finds that job's cgroups made and joined, instead of
@@ -84,7 +85,9 @@ class Preparations:
             if claim_id in self.ready:
                 continue
             job = record.claim.job if record.claim is not None else None
-            if job is not None and any(runtime.runs(job) for runtime in containers):
+            if job is not None and any(
+                runtime.runs(job) and not tracked_by_starter(runtime) for runtime in containers
+            ):
                 continue
             slot = state.layout.find(record.slot_id, record.sub_id)
             if slot is None:

@@ -31,7 +31,13 @@ from epcore.starter.transfer import (
     transfer_in,
     transfer_out,
 )
-from epcore.types import ContainerJob, ContainerRuntime, RunningContainer
+from epcore.types import (
+    ChildSetup,
+    ContainerJob,
+    ContainerRuntime,
+    RunningContainer,
+    tracked_by_starter,
+)
 
 #: Job attributes by which a job asks for a container.
 CONTAINER_WISHES = ("WantDocker", "WantContainer")
@@ -141,7 +147,16 @@ def launch_container(
         argv += command.arguments
     before = stamps(sandbox.path)
     environment = starter.environment(attrs.evolve(command, iwd=sandbox.path))
-    if request.prepared is not None:
+    setup = ChildSetup()
+    if tracked_by_starter(runtime):
+        # The job is the starter's child: tracked by the isolation backends as a vanilla job
+        # (its prepared groups when the startd made them), which the runtime's process joins.
+        starter.start_tracking()
+        for tracking in starter.trackings:
+            setup = setup.merged(tracking.child_setup())
+        if request.prepared is not None:
+            request.prepared.supervisor.abandon()
+    elif request.prepared is not None:
         # The container daemon makes the job's groups: the prepared ones are not used.
         request.prepared.supervisor.abandon()
         starter.trackings.append(request.prepared.tracking)
@@ -165,6 +180,7 @@ def launch_container(
             memory_mb=request.memory_mb,
             kill_signal=command.kill_signal,
             vacate_seconds=vacate,
+            child_setup=setup,
         ),
         starter.log,
     )

@@ -55,7 +55,19 @@ class Ending:
             ad["HoldReason"] = self.reason
             ad["HoldReasonCode"] = int(self.hold_code)
             ad["HoldReasonSubCode"] = self.hold_subcode
+        elif self.outcome == REQUEUED and self.hold_code:
+            # A starter error HTCondor's shadow turns into a vacate keeps its codes there.
+            ad["VacateReason"] = self.reason
+            ad["VacateReasonCode"] = int(self.hold_code)
+            ad["VacateReasonSubCode"] = self.hold_subcode
         return ad
+
+
+def vacates_instead(code: int, subcode: int) -> bool:
+    """True when a starter error with hold ``code`` and ``subcode`` sends the job back to idle
+    instead of holding it: HTCondor's shadow vacates for codes of 1000 and up and for
+    subcodes of -1000 and below (the apptainer pre-job test fails with 45 and -1000)."""
+    return code >= 1000 or subcode <= -1000
 
 
 def _signal_name(number: int) -> str:

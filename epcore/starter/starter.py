@@ -40,7 +40,7 @@ from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser
 from epcore.starter.launch import PreparedSupervisor
-from epcore.starter.outcome import HELD, Ending, decide
+from epcore.starter.outcome import HELD, REQUEUED, Ending, decide, vacates_instead
 from epcore.starter.sandbox import (
     Sandbox,
     SandboxError,
@@ -415,7 +415,10 @@ class Starter:
                 self.channel.flush()
 
     def setup_failure(self, error: JobSetupError) -> Ending:
-        """The ending of a job that could not be started."""
+        """The ending of a job that could not be started (requeued for the codes HTCondor's
+        shadow vacates for)."""
+        if vacates_instead(error.hold_code, error.hold_subcode):
+            return Ending(REQUEUED, error.reason, None, None, error.hold_code, error.hold_subcode)
         return Ending(HELD, error.reason, None, None, error.hold_code, error.hold_subcode)
 
     def ending(self, exit_code: int | None, exit_signal: int | None, oom_before: int) -> Ending:

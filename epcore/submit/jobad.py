@@ -30,7 +30,12 @@ from epcore.jobs.codes import HoldCode
 from epcore.jobs.syntax import Environment
 from epcore.submit.macros import Located, SubmitMacros
 from epcore.submit.model import SubmitContext, SubmitHost
-from epcore.submit.requests import RequirementsInputs, job_requirements, resource_requests
+from epcore.submit.requests import (
+    CONTAINER_OFFERS,
+    RequirementsInputs,
+    job_requirements,
+    resource_requests,
+)
 from epcore.submit.simple_commands import apply_simple_commands
 from epcore.submit.values import (
     arguments_to_v2,
@@ -370,12 +375,19 @@ def _containers(job: _Job, universe: str) -> str | None:
         network = job.get("docker_network_type")
         if network is not None:
             ad["DockerNetworkType"] = network.text
-    if universe == "container":
-        image = job.get("container_image")
-        if image is None:
-            raise job.fault("universe container needs a container_image")
+    image = job.get("container_image")
+    if image is not None and job.get("docker_image") is not None:
+        raise job.fault("cannot declare both docker_image and container_image", image)
+    if universe == "container" and image is None:
+        raise job.fault("universe container needs a container_image")
+    if image is not None and universe != "docker":
+        # A vanilla job with a container_image is a container job too, as in condor_submit.
         ad["WantContainer"] = True
         ad["ContainerImage"] = image.text
+        ad[container_image_kind(image.text)] = True
+        target = job.get("container_target_dir")
+        if target is not None:
+            ad["ContainerTargetDir"] = target.text
     if universe != "vm":
         return None
     vm_type = job.get("vm_type")
@@ -390,6 +402,16 @@ def _containers(job: _Job, universe: str) -> str | None:
         ad[attribute] = job.integer(command, found)
     ad["JobVMNetworking"] = job.flag("vm_networking", False)
     return vm_type.text.lower()
+
+
+def container_image_kind(image: str) -> str:
+    """The attribute condor_submit sets for a container image: a ``docker:`` reference, a
+    ``.sif`` file, else a sandbox directory (any other path)."""
+    if image.startswith("docker:"):
+        return "WantDockerImage"
+    if image.endswith(".sif"):
+        return "WantSIF"
+    return "WantSandboxImage"
 
 
 def constant_attributes() -> ClassAd:
@@ -446,6 +468,7 @@ def build_job_ad(
         requests=requests,
         should_transfer_files=should_transfer,
         docker=name == "docker",
+        container=_container_kind(job.ad),
         docker_network=_text_of(job.get("docker_network_type")) if name == "docker" else None,
         vm_type=vm_type,
         generate_custom=context.config.get_bool(
@@ -459,6 +482,13 @@ def build_job_ad(
         where = Located(expanded, extra.line, extra.source)
         job.ad[extra.name] = job.expression(f"+{extra.name}", where)
     return job.ad
+
+
+def _container_kind(ad: ClassAd) -> str | None:
+    for wish, offer in CONTAINER_OFFERS.items():
+        if ad.evaluate(wish) is True:
+            return offer
+    return None
 
 
 def _text_of(found: Located | None) -> str | None:

@@ -88,6 +88,15 @@ def _mentions(expression: str, attribute: str) -> bool:
     )
 
 
+#: The slot attribute a container job needs for each kind of image it names (condor_submit's
+#: clause beside TARGET.HasContainer).
+CONTAINER_OFFERS = {
+    "WantDockerImage": "HasDockerURL",
+    "WantSIF": "HasSIF",
+    "WantSandboxImage": "HasSandboxImage",
+}
+
+
 @attrs.frozen
 class RequirementsInputs:
     """What the default clauses of ``Requirements`` depend on."""
@@ -100,6 +109,8 @@ class RequirementsInputs:
     #: docker_network_type: a network other than none or host must be one the machine offers.
     docker_network: str | None = None
     vm_type: str | None = None
+    #: A container job's image offer (HasSIF, HasSandboxImage, HasDockerURL), else None.
+    container: str | None = None
     generate_custom: bool = True
 
 
@@ -129,6 +140,9 @@ def job_requirements(user: str | None, inputs: RequirementsInputs) -> str:
         if network is not None and network.strip().lower() not in ("none", "host"):
             quoted = network.strip().replace("\\", "\\\\").replace('"', '\\"')
             add("DockerNetworks", f'stringListIMember("{quoted}", TARGET.DockerNetworks)')
+    if inputs.container is not None:
+        add("HasContainer", "(TARGET.HasContainer)")
+        add(inputs.container, f"(TARGET.{inputs.container})")
     add("Disk", "(TARGET.Disk >= RequestDisk)")
     add("Memory", "(TARGET.Memory >= RequestMemory)")
     if "RequestCpus" in inputs.requests.explicit:

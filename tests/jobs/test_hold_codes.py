@@ -24,9 +24,11 @@ def test_codes_have_htcondors_numbers() -> None:
         HoldCode.FAILED_TO_ACCESS_USER_ACCOUNT,
         HoldCode.SYSTEM_POLICY,
         HoldCode.JOB_OUT_OF_RESOURCES,
+        HoldCode.SINGULARITY_TEST_FAILED,
         VacateCode.JOB_POLICY,
         VacateCode.SYSTEM_POLICY,
-    ] == [1, 3, 6, 7, 8, 12, 13, 14, 15, 19, 22, 23, 26, 34, 1000, 1001]
+        VacateCode.JOB_NOT_STARTED,
+    ] == [1, 3, 6, 7, 8, 12, 13, 14, 15, 19, 22, 23, 26, 34, 45, 1000, 1001, 1003]
 
 
 def test_a_setup_error_carries_a_plain_integer_code() -> None:

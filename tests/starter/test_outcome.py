@@ -17,6 +17,7 @@ from epcore.starter.outcome import (
     REQUEUED,
     Ending,
     decide,
+    vacates_instead,
 )
 
 KILL = int(signal.SIGKILL)
@@ -159,8 +160,12 @@ def test_memory_limit_hold_has_code_34() -> None:
         ),
         (Ending(EVICTED, "vacated", None, 15), {"JobOutcome": "evicted", "ExitSignal": 15}),
         (Ending(REQUEUED, "oom", None, 9), {"JobOutcome": "requeued", "ExitBySignal": True}),
+        (
+            Ending(REQUEUED, "test failed", None, None, 45, -1000),
+            {"VacateReason": "test failed", "VacateReasonCode": 45, "VacateReasonSubCode": -1000},
+        ),
     ],
-    ids=["exit-code", "signal", "held-oom", "held-hook", "evicted", "requeued"],
+    ids=["exit-code", "signal", "held-oom", "held-hook", "evicted", "requeued", "vacated"],
 )
 def test_ending_attributes(ending: Ending, expected: dict[str, object]) -> None:
     """Ending.attributes() carries HTCondor's names, with the hold ones only when held."""
@@ -183,3 +188,13 @@ def test_every_outcome_has_a_hook_argument() -> None:
         "evicted": "evict",
         "requeued": "evict",
     }
+
+
+@pytest.mark.parametrize(
+    ("code", "subcode", "vacates"),
+    [(45, -1000, True), (45, 0, False), (1021, 0, True), (6, 2, False), (999, -999, False)],
+)
+def test_vacate_codes_requeue_instead_of_holding(code: int, subcode: int, vacates: bool) -> None:
+    """A starter error of code 1000 and up or subcode -1000 and below requeues the job, as
+    HTCondor's shadow does (shouldVacateJobBasedOnCodes); any other holds it."""
+    assert vacates_instead(code, subcode) is vacates

@@ -54,6 +54,8 @@ BUILD_ERRORS = [
     (f"{EXE}concurrency_limits = a:b\nqueue\n", 2, "concurrency_limits"),
     (f'{EXE}concurrency_limits = a\nconcurrency_limits_expr = "a"\nqueue\n', 3, "both"),
     ("universe = docker\nqueue\n", 2, "docker_image"),
+    ("universe = container\nqueue\n", 2, "container_image"),
+    (f"{EXE}docker_image = a\ncontainer_image = b.sif\nqueue\n", 3, "both docker_image"),
     ("universe = vm\nvm_type = kvm\nqueue\n", 3, "vm_memory"),
     (f"{EXE}if $(A) == $(B)\nendif\nqueue\n", 2, "condition"),
     (f"{EXE}A = $(A)$(B)\nB = $(A)\narguments = $(B)\nqueue\n", 4, "does not terminate"),

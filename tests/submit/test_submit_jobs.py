@@ -113,6 +113,14 @@ ATTRIBUTE_CASES = [
     ("universe = docker\ndocker_image = debian:12", "WantDocker", True),
     ("universe = docker\ndocker_image = debian:12", "DockerImage", "debian:12"),
     ("universe = docker\ndocker_image = debian:12", "JobUniverse", 5),
+    ("universe = container\ncontainer_image = /img/os.sif", "WantContainer", True),
+    ("universe = container\ncontainer_image = /img/os.sif", "WantSIF", True),
+    ("universe = container\ncontainer_image = /img/os.sif", "ContainerImage", "/img/os.sif"),
+    ("universe = container\ncontainer_image = /img/os.sif", "JobUniverse", 5),
+    ("universe = container\ncontainer_image = /img/root/", "WantSandboxImage", True),
+    ("universe = container\ncontainer_image = docker://a/b:1", "WantDockerImage", True),
+    ("container_image = /img/os.sif", "WantContainer", True),
+    ("container_image = x.sif\ncontainer_target_dir = /srv", "ContainerTargetDir", "/srv"),
     ("universe = vm\nvm_type = kvm\nvm_memory = 512", "JobUniverse", 13),
     ("universe = vm\nvm_type = KVM\nvm_memory = 512", "JobVMType", "kvm"),
     ("universe = vm\nvm_type = kvm\nvm_memory = 512", "JobVMMemory", 512),
@@ -199,6 +207,26 @@ REQUIREMENT_CASES = [
     (
         "universe = docker\ndocker_image = x\nshould_transfer_files = YES",
         f"{ARCH_OS} && (TARGET.HasDocker) && {RESOURCES} && (TARGET.HasFileTransfer)",
+    ),
+    (
+        "universe = container\ncontainer_image = /i.sif\nshould_transfer_files = YES",
+        f"{ARCH_OS} && (TARGET.HasContainer) && (TARGET.HasSIF) && {RESOURCES} && "
+        "(TARGET.HasFileTransfer)",
+    ),
+    (
+        "universe = container\ncontainer_image = /i/\nshould_transfer_files = YES",
+        f"{ARCH_OS} && (TARGET.HasContainer) && (TARGET.HasSandboxImage) && {RESOURCES} && "
+        "(TARGET.HasFileTransfer)",
+    ),
+    (
+        "container_image = docker://r/i:1\nshould_transfer_files = YES",
+        f"{ARCH_OS} && (TARGET.HasContainer) && (TARGET.HasDockerURL) && {RESOURCES} && "
+        "(TARGET.HasFileTransfer)",
+    ),
+    (
+        "container_image = /i.sif\nrequirements = HasSIF\nshould_transfer_files = YES",
+        f"(HasSIF) && {ARCH_OS} && (TARGET.HasContainer) && {RESOURCES} && "
+        "(TARGET.HasFileTransfer)",
     ),
     (
         f"{DOCKER_X}docker_network_type = host\nshould_transfer_files = YES",

@@ -1,0 +1,99 @@
+"""The startup probe: the version, the two test containers the plugin builds, the PID namespace
+retry, and what a missing or broken runtime advertises."""
+
+from __future__ import annotations
+
+import logging
+import platform
+import subprocess
+from pathlib import Path
+
+import pytest
+from epcore_apptainer.detect import Probe, last_line, probe
+from epcore_apptainer.settings import read_settings
+from epcore_apptainer.testimages import exit_program, make_sandbox
+
+from epcore.config import Config
+
+LOG = logging.getLogger("epcore.apptainer.test")
+
+
+def _settings(runtime: str, **knobs: str) -> object:
+    text = f"SINGULARITY = {runtime}\n" + "".join(f"{k} = {v}\n" for k, v in knobs.items())
+    return read_settings(Config.from_text(text))
+
+
+def _attributes(found: Probe) -> dict[str, object]:
+    return {a.name: a.value for a in found.attributes()}
+
+
+def test_exit_program_exits_37(tmp_path: Path) -> None:
+    """The test sandbox's /exit_37, written byte by byte, runs on this machine and exits 37."""
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip(f"no exit_37 recipe for {platform.machine()}")
+    sandbox = make_sandbox(tmp_path / "sandbox")
+    assert subprocess.run([str(sandbox / "exit_37")], check=False).returncode == 37
+    assert exit_program("x86_64")[:4] == b"\x7fELF"
+
+
+@pytest.mark.system
+def test_working_runtime_advertises_everything(
+    runtime_program: str, tmp_path: Path, as_root: None
+) -> None:
+    """A working runtime: HasSingularity, HasContainer, HasSIF, HasSandboxImage, HasDockerURL,
+    HasPidNamespaces and its version line; the SIF is built by the runtime."""
+    found = probe(_settings(runtime_program), tmp_path, LOG)
+    attributes = _attributes(found)
+    assert attributes["HasSingularity"] is True
+    for name in ("HasContainer", "HasSIF", "HasSandboxImage", "HasDockerURL", "HasPidNamespaces"):
+        assert attributes[name] is True, name
+    version = attributes["SingularityVersion"]
+    assert isinstance(version, str) and " version " in version
+    assert (tmp_path / "exit_37.sif").stat().st_size > 0
+
+
+@pytest.mark.system
+def test_pid_namespace_retry(runtime_program: str, tmp_path: Path, as_root: None) -> None:
+    """auto: a runtime that fails with -C is tried again without a PID namespace; both
+    containers then run and HasPidNamespaces is false."""
+    wrapper = tmp_path / "no-pid-ns"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = -C ] && '
+        '{ echo "FATAL:   no PID namespace" >&2; exit 255; }; done\n'
+        f'exec {runtime_program} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    attributes = _attributes(probe(_settings(str(wrapper)), tmp_path, LOG))
+    assert attributes["HasSingularity"] is True
+    assert attributes["HasPidNamespaces"] is False
+    assert attributes["HasSIF"] is True
+
+
+def test_missing_runtime_advertises_nothing(tmp_path: Path) -> None:
+    """No runtime (ENOENT, or none configured): no attribute at all, as HTCondor."""
+    assert probe(_settings("/no/such/apptainer-x"), tmp_path, LOG).attributes() == []
+    assert probe(_settings('""'), tmp_path, LOG).attributes() == []
+
+
+def test_broken_runtime_is_offline_with_its_reason(tmp_path: Path) -> None:
+    """A runtime that cannot run either container: HasSingularity = false and the reason, with
+    its last words stripped of colour codes."""
+    broken = tmp_path / "broken"
+    broken.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = --version ] && { echo "apptainer version 9"; exit 0; }\n'
+        "printf '\\033[31mFATAL:   kaput\\033[0m\\n' >&2; exit 255\n"
+    )
+    broken.chmod(0o755)
+    attributes = _attributes(probe(_settings(str(broken)), tmp_path / "p", LOG))
+    assert attributes == {
+        "HasSingularity": False,
+        "SingularityOfflineReason": "Both SIF and Sandbox tests on startup failed : FATAL:   kaput",
+        "SingularityVersion": "apptainer version 9",
+    }
+
+
+def test_last_line_strips_colours() -> None:
+    """The runtime's last non-empty line, ANSI codes removed."""
+    assert last_line("a\n\x1b[31mFATAL: b\x1b[0m\n\n") == "FATAL: b"

@@ -1,0 +1,132 @@
+"""Each knob's effect seen from inside a real container (the stand-in or a real apptainer)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from apptainer_helpers import job_ad, make_runtime, request_for, run_to_end, sandbox_dir
+
+from epcore.api import HoldCode
+from epcore.classad import ClassAd
+from epcore.errors import JobSetupError
+
+pytestmark = pytest.mark.system
+
+
+def _run(runtime_program: str, spool: Path, image: str, script: str, **knobs: str) -> str:
+    runtime = make_runtime(runtime_program, spool, knobs)
+    with sandbox_dir() as sandbox:
+        done = run_to_end(runtime, request_for(sandbox, job_ad(image), ("/bin/sh", "-c", script)))
+        assert done.code == 0, done.stderr
+        return done.stdout.replace(str(sandbox), "<scratch>")
+
+
+def test_target_dir(
+    runtime_program: str, sandbox_image: str, tmp_path: Path, as_root: None
+) -> None:
+    """SINGULARITY_TARGET_DIR: the job starts in that directory, which is its scratch directory."""
+    out = _run(
+        runtime_program, tmp_path, sandbox_image, "pwd; echo x > f; ls /srv/target | grep -v job",
+        SINGULARITY_TARGET_DIR="/srv/target",
+    )  # fmt: skip
+    assert out.split() == ["/srv/target", "f"]
+
+
+def test_bind_expr(runtime_program: str, sandbox_image: str, tmp_path: Path, as_root: None) -> None:
+    """SINGULARITY_BIND_EXPR: a host directory appears in the container (read-only with :ro);
+    a bind whose source is missing is skipped and the job still runs."""
+    shared = Path(f"/tmp/ep_apptainer_share_{uuid.uuid4().hex[:8]}")
+    shared.mkdir()
+    try:
+        (shared / "note").write_text("shared\n")
+        shared.chmod(0o755)
+        (shared / "note").chmod(0o644)
+        out = _run(
+            runtime_program, tmp_path, sandbox_image,
+            "cat /data/note; touch /data/x 2>/dev/null || echo ro",
+            SINGULARITY_BIND_EXPR=f'"{shared}:/data:ro /no/such/dir"',
+        )  # fmt: skip
+    finally:
+        for entry in shared.iterdir():
+            entry.unlink()
+        shared.rmdir()
+    assert out.split() == ["shared", "ro"]
+
+
+def test_mount_under_scratch(
+    runtime_program: str, sandbox_image: str, tmp_path: Path, as_root: None
+) -> None:
+    """MOUNT_UNDER_SCRATCH: the job's /tmp is its own, not the host's."""
+    name = f"ep_apptainer_{uuid.uuid4().hex[:8]}"
+    out = _run(
+        runtime_program, tmp_path, sandbox_image, f"echo x > /tmp/{name}; ls /tmp",
+        MOUNT_UNDER_SCRATCH="/tmp",
+    )  # fmt: skip
+    # Beside the job's file only the way to its scratch directory, which is under /tmp here.
+    assert name in out.split()
+    assert not os.path.exists(f"/tmp/{name}")
+
+
+@pytest.mark.parametrize("use", ["true", "false"])
+def test_use_pid_namespaces(
+    use: str, runtime_program: str, sandbox_image: str, tmp_path: Path, as_root: None
+) -> None:
+    """SINGULARITY_USE_PID_NAMESPACES: with it the job sees only its own few processes,
+    without it the machine's."""
+    out = _run(
+        runtime_program, tmp_path, sandbox_image, "ls /proc | grep -c '^[0-9]'",
+        SINGULARITY_USE_PID_NAMESPACES=use,
+    )  # fmt: skip
+    seen = int(out.strip())
+    assert (seen < 10) is (use == "true"), seen
+
+
+def test_extra_arguments_reach_the_runtime(
+    runtime_program: str, sandbox_image: str, tmp_path: Path, as_root: None
+) -> None:
+    """SINGULARITY_EXTRA_ARGUMENTS are passed to the runtime (here --env sets a variable)."""
+    out = _run(
+        runtime_program, tmp_path, sandbox_image, "echo $FROM_EXTRA",
+        SINGULARITY_EXTRA_ARGUMENTS='"--env FROM_EXTRA=yes"',
+    )  # fmt: skip
+    assert out.split() == ["yes"]
+
+
+def test_extra_arguments_the_runtime_refuses(
+    runtime_program: str, sandbox_image: str, tmp_path: Path, as_root: None
+) -> None:
+    """Extra arguments the runtime cannot honour fail the pre-job test: the job is requeued
+    with the runtime's words about them."""
+    runtime = make_runtime(
+        runtime_program, tmp_path, {"SINGULARITY_EXTRA_ARGUMENTS": '"--no-such-option"'}
+    )
+    with sandbox_dir() as sandbox, pytest.raises(JobSetupError) as raised:
+        runtime.start(request_for(sandbox, job_ad(sandbox_image), ("/bin/true",)), runtime.log)
+    assert raised.value.hold_code == HoldCode.SINGULARITY_TEST_FAILED
+    assert "--no-such-option" in raised.value.reason
+
+
+def test_singularity_named_by_its_name(
+    runtime_dir: Path,
+    sandbox_image: str,
+    tmp_path: Path,
+    as_root: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SINGULARITY = singularity is looked up on PATH; the job's variables reach the job with
+    whichever prefix the runtime's version says."""
+    monkeypatch.setenv("PATH", f"{runtime_dir}:{os.environ['PATH']}")
+    runtime = make_runtime("singularity", tmp_path)
+    assert runtime.settings.runtime == str(runtime_dir / "singularity")
+    attributes = {a.name: a.value for a in runtime.machine_attributes()}
+    assert attributes["HasSingularity"] is True
+    with sandbox_dir() as sandbox:
+        request = request_for(
+            sandbox, job_ad(sandbox_image), ("/bin/sh", "-c", "echo $COLOUR"),
+            machine=ClassAd(), environment=(("COLOUR", "green"),),
+        )  # fmt: skip
+        done = run_to_end(runtime, request)
+    assert done.stdout.split() == ["green"]
