@@ -73,3 +73,5 @@ class VacateCode(enum.IntEnum):
     JOB_POLICY = 1000
     #: A SYSTEM_PERIODIC_VACATE expression.
     SYSTEM_POLICY = 1001
+    #: The startd ended the claim to put the machine to sleep (HTCondor's StartdHibernate).
+    STARTD_HIBERNATE = 1016
