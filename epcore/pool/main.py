@@ -21,6 +21,7 @@ from pathlib import Path
 from epcore.collector.cedar import cedar_handlers
 from epcore.collector.collector import Collector
 from epcore.collector.collector_log import read_persistent_ads
+from epcore.collector.rooster import Rooster
 from epcore.collector.service import CollectorService
 from epcore.config import Config
 from epcore.interfaces import JobSource, Locator, RequestHandler, StartdLink
@@ -35,6 +36,7 @@ from epcore.pool.network import PLATFORM, build_listener
 from epcore.pool.roles import (
     COLLECTOR,
     NEGOTIATOR,
+    ROOSTER,
     SCHEDD,
     STARTD,
     check_reachable,
@@ -134,6 +136,7 @@ def build_pool(
             (SCHEDD, "SCHEDD", paths.schedd_log),
             (COLLECTOR, "COLLECTOR", paths.collector_daemon_log),
             (NEGOTIATOR, "NEGOTIATOR", paths.negotiator_log),
+            (ROOSTER, "ROOSTER", _rooster_log(config)),
         )
         if daemon in daemons
     }
@@ -221,8 +224,15 @@ def build_pool(
     services: list[Service] = [StartdService(startd)] if startd is not None else []
     services.extend((router, listener))
     services.extend(s for s in (schedd, collector, negotiator) if s is not None)
+    if ROOSTER in daemons:
+        assert collector is not None  # check_reachable saw to it
+        services.append(Rooster(collector, config=shared, log=logs[ROOSTER], clock=clock))
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
+
+
+def _rooster_log(config: Config) -> str:
+    return config.get("ROOSTER_LOG") or str(Path(config.get("LOG") or ".") / "RoosterLog")
 
 
 def _collector(

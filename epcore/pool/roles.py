@@ -24,12 +24,14 @@ COLLECTOR = "collector"
 NEGOTIATOR = "negotiator"
 SCHEDD = "schedd"
 STARTD = "startd"
+#: The rooster (power management) runs only when DAEMON_LIST names it, as in HTCondor.
+ROOSTER = "rooster"
 #: Every daemon ``ep run`` can run, in the order their services run in a turn.
-DAEMONS = (STARTD, SCHEDD, COLLECTOR, NEGOTIATOR)
+DAEMONS = (STARTD, SCHEDD, COLLECTOR, NEGOTIATOR, ROOSTER)
 
 #: The daemons of each role.
 ROLES: dict[str, frozenset[str]] = {
-    "personal": frozenset(DAEMONS),
+    "personal": frozenset({STARTD, SCHEDD, COLLECTOR, NEGOTIATOR}),
     "central-manager": frozenset({COLLECTOR, NEGOTIATOR}),
     "submit": frozenset({SCHEDD}),
     "execute": frozenset({STARTD}),
@@ -39,6 +41,7 @@ ROLES: dict[str, frozenset[str]] = {
 _NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     SCHEDD: ((COLLECTOR, "COLLECTOR_HOST"), (NEGOTIATOR, "NEGOTIATOR_HOST")),
     NEGOTIATOR: ((COLLECTOR, "COLLECTOR_HOST"),),
+    ROOSTER: ((COLLECTOR, "COLLECTOR_HOST"),),
 }
 
 
