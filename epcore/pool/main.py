@@ -204,7 +204,7 @@ def build_pool(
     # The CEDAR port answers HTCondor's clients for every daemon here (epcore.pool.network).
     listener = build_listener(
         shared,
-        daemons,
+        daemons - {ROOSTER},  # the rooster answers no command: no address file of its own
         collector_handlers=cedar_handlers(collector) if collector is not None else None,
         collector=collector,
         role_handlers=cedar,
