@@ -80,6 +80,8 @@ class LinuxPower:
         self.run = run
         #: The method detected by the last :meth:`supported_states` ("NONE" before).
         self.detected = "NONE"
+        #: What the last :meth:`supported_states` answered (None: never asked).
+        self.offered: tuple[str, ...] | None = None
 
     def _program(self, path: str) -> str:
         return str(self.programs / path.lstrip("/"))
@@ -98,10 +100,12 @@ class LinuxPower:
                     f"{', '.join(METHODS)}; hibernation disabled"
                 )
             wanted = (forced,)
+        self.offered = ()
         for method in wanted:
             states = self._detect(method)
             if states is not None:
                 self.detected = method
+                self.offered = states
                 return states
         self.detected = "NONE"
         if self.method is not None:
@@ -152,10 +156,18 @@ class LinuxPower:
 
     # -- switching ------------------------------------------------------------------------
 
+    def _check_offered(self, state: str) -> None:
+        """PowerError unless ``state`` is one the last detection offered (detected now if
+        never): a state nobody announced is never entered (S5 would power the machine off)."""
+        offered = self.offered if self.offered is not None else self.supported_states()
+        if state not in offered:
+            shown = ",".join(offered) or "none"
+            raise PowerError(f"this machine does not offer {state} (it offers {shown})")
+
     def enter(self, state: str) -> None:
-        """Enter ``state`` by the detected method; PowerError when it fails."""
-        if self.detected == "NONE":
-            self.supported_states()
+        """Enter ``state`` by the detected method; PowerError when it is not offered or
+        entering it fails."""
+        self._check_offered(state)
         try:
             self._enter(state)
         except OSError as error:
@@ -251,6 +263,7 @@ class ScriptPower(LinuxPower):
         if code != 0:
             raise PowerError(f"hibernation plugin {self.plugin} exited with {code}")
         self.detected = "plugin"
+        self.offered = ()
         if not output.strip():
             return ()
         try:
@@ -264,10 +277,12 @@ class ScriptPower(LinuxPower):
         bad = [s for s in states if s not in _STATES]
         if bad:
             raise PowerError(f"hibernation plugin: invalid '{bad[0]}' in supported states")
-        return tuple(s for s in _STATES if s in states)
+        self.offered = tuple(s for s in _STATES if s in states)
+        return self.offered
 
     def enter(self, state: str) -> None:
         """``PLUGIN [-d] [ARGS] set STATE``; PowerError when it fails."""
+        self._check_offered(state)
         argv = [self.plugin, *(["-d"] if self.debug else []), *self.args, "set", state]
         try:
             self._must_run(argv)
