@@ -19,7 +19,7 @@ from epcore.startd.hibernation import hibernate_level, power_attributes
 from epcore.startd.main import build_startd
 from epcore.startd.publish import MemorySink
 from epcore.startd.startd import Startd
-from epcore.types import PowerBackend, PowerBackendSpec, WakeOnLanFacts
+from epcore.types import PowerBackendSpec, WakeOnLanFacts
 
 WAKEABLE = WakeOnLanFacts("eth7", "00:1a:2b:3c:4d:5e", "255.255.255.0", "10.0.0.7", 0x20, 0x20)
 DEAF = WakeOnLanFacts("eth7", "00:1a:2b:3c:4d:5e", "255.255.255.0", "10.0.0.7", 0, 0)
@@ -195,7 +195,7 @@ def test_unhibernate_is_published_from_its_knob(make_startd: Make) -> None:
 
 def test_without_a_check_interval_there_is_no_power_management(make_startd: Make) -> None:
     """HIBERNATE_CHECK_INTERVAL = 0: no backend is built and no power attribute published."""
-    startd = make_startd("HIBERNATE_CHECK_INTERVAL = 0\nHIBERNATE = \"RAM\"\n")
+    startd = make_startd('HIBERNATE_CHECK_INTERVAL = 0\nHIBERNATE = "RAM"\n')
     assert startd.hibernation.backend is None
     assert "HibernationState" not in startd.query()[0]
     assert startd.hibernation.check(startd.clock()) is False
