@@ -1,14 +1,15 @@
 """The rooster (condor_rooster): wakes sleeping machines that work is waiting for.
 
 It runs beside the collector when DAEMON_LIST names ROOSTER (it only needs to query the
-collector, as HTCondor's may run anywhere that can). Every ROOSTER_INTERVAL seconds (a
-negative interval: never) it asks the collector for the machine ads ROOSTER_UNHIBERNATE
-selects (``Offline && Unhibernate``: a sleeping machine whose offline ad a job matched),
-orders them by ROOSTER_UNHIBERNATE_RANK (higher first; evaluated with a rank ad as MY and
-the machine's ad as TARGET), and runs ROOSTER_WAKEUP_CMD once per machine (by ``Machine``)
-with the machine's ad on standard input, until ROOSTER_MAX_UNHIBERNATE commands (0: no
-limit) succeeded. The command's output goes to the RoosterLog. epcore's waker is
-``ep power wake -i``; HTCondor's default names ``$(BIN)/condor_power``.
+collector, as HTCondor's may run anywhere that can). Every ROOSTER_INTERVAL seconds (0,
+which the parameter table's minimum also makes of a negative value: never) it asks the
+collector for the machine ads ROOSTER_UNHIBERNATE selects (``Offline && Unhibernate``: a
+sleeping machine whose offline ad a job matched), orders them by ROOSTER_UNHIBERNATE_RANK
+(higher first; evaluated with a rank ad as MY and the machine's ad as TARGET), and runs
+ROOSTER_WAKEUP_CMD once per machine (by ``Machine``) with the machine's ad on standard
+input, until ROOSTER_MAX_UNHIBERNATE commands (0: no limit) succeeded. The command's output
+goes to the RoosterLog. epcore's waker is ``ep power wake -i``; HTCondor's default names
+``$(BIN)/condor_power``.
 """
 
 from __future__ import annotations
@@ -95,15 +96,15 @@ class Rooster(TimedService):
         self.next_poll = self.monotonic() + max(interval, 0.0)
 
     def timeout(self) -> float:
-        if self._interval() < 0:
+        if self._interval() <= 0:
             return 3600.0
         return max(self.next_poll - self.monotonic(), 0.0)
 
     def tick(self) -> None:
         interval = self._interval()
-        if interval < 0 or self.monotonic() < self.next_poll:
+        if interval <= 0 or self.monotonic() < self.next_poll:
             return
-        self.next_poll = self.monotonic() + max(interval, 1.0)
+        self.next_poll = self.monotonic() + interval
         try:
             self.poll(self.clock())
         except PoolError as error:
