@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from epcore.builtin.wol import wol_flags
 from epcore.classad import ClassAd, parse_expr
-from epcore.errors import ClassAdSyntaxError, EpError, PluginError
+from epcore.errors import ClassAdSyntaxError, EpError
 from epcore.jobs.codes import VacateCode
 from epcore.types import WAKE_MAGIC, MachineAttribute, PowerBackend, WakeOnLanFacts
 
@@ -144,8 +144,8 @@ class Hibernation:
             states = backend.supported_states()
             facts = backend.wake_on_lan()
         except (EpError, OSError) as error:
-            level = "error" if not isinstance(error, PluginError) else "critical"
-            getattr(log, level)("hibernation disabled: %s", error)
+            # A PluginError (a backend breaking its contract) too: the machine stays awake.
+            log.error("hibernation disabled: %s", error)
             return
         self.backend, self.states, self.facts = backend, states, facts
         if facts is None:

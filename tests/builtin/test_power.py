@@ -310,3 +310,22 @@ class TestLinuxPowerContractOnThisMachine(PowerBackendContract):
     @pytest.fixture
     def plugin(self) -> object:
         return epcore.builtin.power
+
+
+def test_the_method_and_the_proc_and_program_roots_are_knobs(tmp_path: Path) -> None:
+    """LINUX_HIBERNATION_METHOD, POWER_PROC_ROOT and POWER_PROGRAM_ROOT reach the backend."""
+    sleep = tmp_path / "proc" / "acpi" / "sleep"
+    sleep.parent.mkdir(parents=True)
+    sleep.write_text("S3\n")
+    probe = tmp_path / "root" / "usr" / "bin" / "pm-is-supported"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("")
+    config = Config.from_text(
+        f"LINUX_HIBERNATION_METHOD = /PROC\nPOWER_PROC_ROOT = {tmp_path / 'proc'}\n"
+        f"POWER_PROGRAM_ROOT = {tmp_path / 'root'}\nPOWER_SYSFS_ROOT = {tmp_path / 'none'}\n"
+    )
+    backend = power_backend(config)
+    assert isinstance(backend, LinuxPower)
+    assert backend.supported_states() == ("S3",)
+    assert backend.detected == "/proc"
+    assert backend.programs == tmp_path / "root"
