@@ -60,8 +60,9 @@ def wake_target(ad: ClassAd, port: int | None) -> tuple[bytes, str, int]:
         raise PowerFailure(str(error)) from None
 
 
-def _pool_ad(name: str) -> ClassAd:
-    """The collector's ad of slot or machine ``name``; PowerFailure when none answers."""
+def _pool_ad(name: str, config_file: str | None) -> ClassAd:
+    """The collector's ad of slot or machine ``name`` in the pool ``config_file`` (None: the
+    configuration HTCondor would read) runs; PowerFailure when none answers."""
     import os
 
     from epcore.config import Config
@@ -69,7 +70,7 @@ def _pool_ad(name: str) -> ClassAd:
     from epcore.pool.requests import PoolClient
     from epcore.pool.setup import PoolPaths
 
-    path, _ = config_file_for(None, os.environ, uid=os.getuid(), home=os.environ.get("HOME"))
+    path, _ = config_file_for(config_file, os.environ, uid=os.getuid(), home=os.environ.get("HOME"))
     try:
         config = Config.load(path, subsystem="TOOL")
         client = PoolClient(PoolPaths.from_config(config).control_socket, timeout=10)
@@ -94,6 +95,7 @@ def power_command() -> None:
 @click.option("-s", "subnet", default="0.0.0.0", show_default=True, help="The subnet mask.")
 @click.option("-p", "port", type=click.IntRange(1, 65535), help="UDP port (default 9).")
 @click.option("-a", "address", help="Send to this address instead of the subnet's broadcast.")
+@click.option("--config", "config_file", help="The pool's configuration, to look NAME up.")
 @click.argument("name", required=False)
 def wake_command(
     debug: bool,
@@ -102,6 +104,7 @@ def wake_command(
     subnet: str,
     port: int | None,
     address: str | None,
+    config_file: str | None,
     name: str | None,
 ) -> None:
     """Send the magic packet that wakes a sleeping machine (by -m MAC, -i, or NAME)."""
@@ -113,7 +116,7 @@ def wake_command(
         except ClassAdSyntaxError as error:
             raise PowerFailure(f"the machine ad does not parse: {error}") from None
     elif name is not None:
-        ad = _pool_ad(name)
+        ad = _pool_ad(name, config_file)
     else:
         ad = ClassAd()
         ad["HardwareAddress"] = mac

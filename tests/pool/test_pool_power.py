@@ -108,7 +108,7 @@ def test_a_job_submitted_while_asleep_wakes_the_machine(
     """The idle startd publishes its slots offline and writes mem to power/state; a job
     submitted meanwhile matches an offline ad, the rooster's magic packet reaches the
     listener with the machine's MAC, the machine wakes, its live slots return and the job
-    runs."""
+    runs; idle again, it sleeps again and ``ep power wake SLOT`` wakes it."""
     sysfs = _fake_sysfs(shared_dir)
     nic = SleepingNic(sysfs)
     nic.thread.start()
@@ -131,11 +131,18 @@ def test_a_job_submitted_while_asleep_wakes_the_machine(
         user = slot_users[0]
         submit_as(pool, user, shared_dir, "executable = /bin/true\nqueue\n")
         pool.wait_for(lambda: pool.jobs("JobStatus == 4", history=True), 60, "the job to run")
+        # Idle again, the machine sleeps again; ep power wake by slot name wakes it.
+        pool.wait_for(lambda: len(nic.written) == 1 and bool(_offline(pool)), 30, "sleep again")
+        port = str(nic.port)
+        woken = pool.ep("power", "wake", slots[0], "-a", BROADCAST, "-p", port)
+        assert woken.status == 0, woken.stderr
+        pool.wait_for(lambda: len(nic.written) == 2, 30, "the second wake")
     finally:
         nic.stop.set()
     magic = b"\xff" * 6 + bytes.fromhex(MAC.replace(":", "")) * 16
     assert nic.packets and nic.packets[0] == magic
-    assert nic.written[0] == "mem"
+    assert nic.written == ["mem", "mem"]
+    assert all(packet == magic for packet in nic.packets)
     assert "(offline)" in pool.log("NegotiatorLog")
     assert "Sending wake request" in pool.log("RoosterLog")
     assert "woke up from S3" in pool.log("StartLog")
