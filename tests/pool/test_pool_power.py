@@ -58,7 +58,7 @@ class SleepingNic:
         fd = os.open(self.state, os.O_RDONLY | os.O_NONBLOCK)
         data = b""
         try:
-            for _ in range(50):
+            for _ in range(20):
                 select.select([fd], [], [], 0.1)
                 try:
                     chunk = os.read(fd, 64)
@@ -132,16 +132,19 @@ def test_a_job_submitted_while_asleep_wakes_the_machine(
         submit_as(pool, user, shared_dir, "executable = /bin/true\nqueue\n")
         pool.wait_for(lambda: pool.jobs("JobStatus == 4", history=True), 60, "the job to run")
         # Idle again, the machine sleeps again; ep power wake by slot name wakes it.
-        pool.wait_for(lambda: len(nic.written) == 1 and bool(_offline(pool)), 30, "sleep again")
+        # (The rooster may have sent more than one packet for the first sleep: one per
+        # negotiation cycle that matched the offline ad; the later ones find it awake.)
+        pool.wait_for(lambda: bool(_offline(pool)), 30, "the machine to sleep again")
+        sleeps = nic.written.count("mem")
         port = str(nic.port)
         woken = pool.ep("power", "wake", slots[0], "-a", BROADCAST, "-p", port)
         assert woken.status == 0, woken.stderr
-        pool.wait_for(lambda: len(nic.written) == 2, 30, "the second wake")
+        pool.wait_for(lambda: nic.written.count("mem") == sleeps + 1, 30, "the second wake")
     finally:
         nic.stop.set()
     magic = b"\xff" * 6 + bytes.fromhex(MAC.replace(":", "")) * 16
     assert nic.packets and nic.packets[0] == magic
-    assert nic.written == ["mem", "mem"]
+    assert nic.written[0] == "mem"
     assert all(packet == magic for packet in nic.packets)
     assert "(offline)" in pool.log("NegotiatorLog")
     assert "Sending wake request" in pool.log("RoosterLog")
