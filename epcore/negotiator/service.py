@@ -163,7 +163,7 @@ class NegotiatorService(TimedService):
             if offline:
                 for match in offline:
                     self.log.info("Matched %s to %s (offline)", match.job_id, match.slot_name)
-                self.collector.update(offline_match_ads(offline, now), now)
+                self.collector.update(offline_match_ads(offline, slots, now), now)
             self._hand_out(live, owners, now)
         self.save_accountant()
         tick = self.monotonic()

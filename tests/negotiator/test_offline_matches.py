@@ -25,7 +25,23 @@ def test_matches_to_offline_slots_are_recorded_not_handed_out() -> None:
     live, offline = split_offline(matches)
     assert [m.job_id for m in live] == ["2.0"]
     assert [m.job_id for m in offline] == ["1.0", "3.0"]
-    [record] = offline_match_ads(offline, T0)
+    [record] = offline_match_ads(offline, [], T0)
     assert record.evaluate("MachineLastMatchTime") == T0
     assert record.evaluate("MachineMatchCount") == 2
     assert record.evaluate("Offline") is True
+
+
+def test_the_primary_slot_records_which_slot_was_matched() -> None:
+    """slot<N>_MachineLastMatchTime goes to the machine's offline slot 1 (or the slot its
+    OfflinePrimarySlotName names)."""
+    first = ClassAd({"MyType": "Machine", "Name": "slot1@a", "Machine": "a", "SlotID": 1})
+    second = ClassAd({"MyType": "Machine", "Name": "slot2@a", "Machine": "a", "SlotID": 2})
+    for ad in (first, second):
+        ad["Offline"] = True
+    records = offline_match_ads([_match(second, "1.0")], [first, second], T0)
+    by_name = {str(ad.evaluate("Name")): ad for ad in records}
+    assert by_name["slot1@a"].evaluate("slot2_MachineLastMatchTime") == T0
+    assert by_name["slot2@a"].evaluate("MachineLastMatchTime") == T0
+    second["OfflinePrimarySlotName"] = "slot2@a"
+    [own] = offline_match_ads([_match(second, "1.0")], [first, second], T0)
+    assert own.evaluate("slot2_MachineLastMatchTime") == T0
