@@ -53,6 +53,11 @@ class PluginError(EpError):
     """A plugin that cannot be loaded or that breaks a hook's contract."""
 
 
+class PowerError(EpError):
+    """A power backend that cannot say which sleep states the machine has, or cannot put it
+    into one; the startd stays awake and logs this message."""
+
+
 class IsolationError(EpError):
     """An isolation backend that cannot track or limit a job (no free tracking GID, a cgroup
     that cannot be made); the starter refuses the job with this message."""

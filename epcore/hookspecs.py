@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         MachineAttribute,
         MachineHost,
         MachineInventory,
+        PowerBackendSpec,
         PythonCronJob,
         SlotStateChange,
     )
@@ -103,6 +104,16 @@ def ep_container_runtimes() -> Sequence[ContainerRuntimeSpec] | None:
     it builds a :class:`~epcore.types.ContainerRuntime` (built objects must not start
     anything). The runtimes' machine attributes join every slot ad, and a starter runs a job
     in the first runtime whose ``runs(job)`` is true.
+    """
+
+
+@hookspec
+def ep_power_backends() -> Sequence[PowerBackendSpec] | None:
+    """All results: backends that put the machine to sleep and describe its Wake-on-LAN.
+
+    The startd builds the last one offered (a later plugin's replaces a built-in one of any
+    name) when HIBERNATE_CHECK_INTERVAL turns power management on, and asks it for the sleep
+    states, the network interface and, when HIBERNATE says so, to enter a state.
     """
 
 

@@ -44,6 +44,8 @@ from epcore.types import (
     MachineAttribute,
     MachineHost,
     MachineInventory,
+    PowerBackend,
+    PowerBackendSpec,
     PythonCronJob,
     SlotStateChange,
 )
@@ -56,11 +58,12 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "epcore.builtin.detection",
     "epcore.builtin.nvidia",
     "epcore.builtin.isolation",
+    "epcore.builtin.power",
 )
 
 _log = logging.getLogger("epcore.plugins")
 _T = TypeVar("_T")
-_S = TypeVar("_S", IsolationBackendSpec, ContainerRuntimeSpec)
+_S = TypeVar("_S", IsolationBackendSpec, ContainerRuntimeSpec, PowerBackendSpec)
 
 #: Hooks whose results are ignored; each plugin gets them even when another one fails.
 NOTIFICATION_HOOKS = ("ep_slot_state_changed", "ep_job_started", "ep_job_finished")
@@ -370,10 +373,24 @@ class Plugins:
             return built
         raise self._misbuilt("ep_container_runtimes", spec, built, ContainerRuntime)
 
+    def power_backends(self) -> list[PowerBackendSpec]:
+        """The power backends offered, one per name (the later plugin wins)."""
+        specs = self._collect("ep_power_backends", PowerBackendSpec, named=True)
+        return _last_wins(self._callable_factories("ep_power_backends", specs))
+
+    def build_power_backend(self, spec: PowerBackendSpec, config: Config) -> PowerBackend:
+        """The backend ``spec``'s factory builds for ``config``; one that is not a
+        :class:`~epcore.types.PowerBackend` of the spec's name is a PluginError naming the
+        plugin. What the factory raises goes through."""
+        built = spec.factory(config)
+        if isinstance(built, PowerBackend) and built.name == spec.name:
+            return built
+        raise self._misbuilt("ep_power_backends", spec, built, PowerBackend)
+
     def _misbuilt(
         self,
         hook: str,
-        spec: IsolationBackendSpec | ContainerRuntimeSpec,
+        spec: IsolationBackendSpec | ContainerRuntimeSpec | PowerBackendSpec,
         built: object,
         protocol: type,
     ) -> PluginError:

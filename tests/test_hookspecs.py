@@ -25,6 +25,7 @@ COVERAGE = {
     "container runtimes": "ep_container_runtimes",
     "cron jobs": "ep_cron_jobs",
     "fetch-work sources": "ep_fetch_work_sources",
+    "power backends (sleep states, Wake-on-LAN)": "ep_power_backends",
     "extra ClassAd functions": "ep_classad_functions",
     "notification: slot state changed": "ep_slot_state_changed",
     "notification: job started": "ep_job_started",
@@ -53,6 +54,9 @@ END_TO_END = {
     "ep_fetch_work_sources": (
         "tests/startd/test_fetch_work_source.py"
         "::test_source_jobs_run_and_claims_are_reused_then_evicted"
+    ),
+    "ep_power_backends": (
+        "tests/pool/test_pool_power.py::test_a_job_submitted_while_asleep_wakes_the_machine"
     ),
     **{
         hook: (

@@ -95,6 +95,10 @@ COMMANDS: dict[str, LazyCommand] = {
         _CLI + "token_cmd:token_command",
         "Make IDTOKENS for remote users, like condor_token_create.",
     ),
+    "power": LazyCommand(
+        _CLI + "power_cmd:power_command",
+        "Power management: wake sleeping machines, like condor_power.",
+    ),
     "drain": LazyCommand(
         _CLI + "pool_admin_cmd:drain_command",
         "Drain the machine's slots, or cancel a drain, like condor_drain.",

@@ -3,9 +3,9 @@
 When a pool runs (``ep run``) the ads come from its collector: the slots as the startd
 advertised them, and with ``-schedd``, ``-submitters``, ``-negotiator``, ``-defrag`` or
 ``-any`` the other daemons' ads; ``-absent`` shows the absent ads of machines that stopped
-reporting. When no pool answers, the machine's slot ads are computed on the spot, the way
-the startd would compute them at startup (every slot in the state a startd starts in,
-Owner/Idle).
+reporting, ``-offline`` the offline ads of machines that went to sleep (HIBERNATE). When no
+pool answers, the machine's slot ads are computed on the spot, the way the startd would
+compute them at startup (every slot in the state a startd starts in, Owner/Idle).
 
 Options follow condor_status (one dash, as it spells them; two dashes work too): ``-l``
 (``-long``) prints every attribute, ``-af ATTR...`` (``-autoformat``) the values of the
@@ -55,6 +55,9 @@ _AD_TYPES = {
     "-any": None,
 }
 _ABSENT = frozenset({"-absent"})
+_OFFLINE = frozenset({"-offline"})
+#: What ``-offline`` adds to the constraint: the ads a sleeping machine left in the collector.
+OFFLINE_CONSTRAINT = "Offline =?= true"
 
 
 class StatusFailure(click.ClickException):
@@ -94,7 +97,7 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
     names: list[str] = []
     autoformat: list[str] = []
     my_type: str | None = "Machine"
-    absent = False
+    absent = offline = False
     pool: str | None = None
     position = 0
     while position < len(args):
@@ -109,6 +112,8 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
             my_type = _AD_TYPES[option]
         elif option in _ABSENT:
             absent = True
+        elif option in _OFFLINE:
+            offline = True
         elif option in _AUTOFORMAT:
             # Like condor_status, -af takes every following argument that is not an option.
             start = position
@@ -131,6 +136,9 @@ def parse_arguments(args: Sequence[str]) -> StatusRequest:
             raise StatusFailure(f"unknown option {arg}")
         else:
             names.append(arg)
+    if offline:
+        wanted = OFFLINE_CONSTRAINT
+        constraint = wanted if constraint is None else f"({wanted}) && ({constraint})"
     return StatusRequest(
         long=long,
         json=as_json,
@@ -254,7 +262,7 @@ def status_command(args: tuple[str, ...]) -> None:
 
     \b
     ep status                      the default table
-    ep status -schedd | -submitters | -negotiator | -defrag | -any | -absent
+    ep status -schedd | -submitters | -negotiator | -defrag | -any | -absent | -offline
     ep status -l                   every attribute of every slot
     ep status -af Name Cpus State  values of attributes or expressions
     ep status -constraint 'Cpus > 1'

@@ -37,6 +37,9 @@ from epcore.interfaces.queries import (
 if TYPE_CHECKING:
     from epcore.interfaces import AdSink
 
+#: HTCondor's INT_MAX: "idle for ever", "kept for ever".
+_INT_MAX = 2**31 - 1
+
 __all__ = [
     "AdState",
     "Collector",
@@ -138,11 +141,36 @@ class Collector:
             state = AdState.LIVE
             if key[0] == MACHINE_TYPE.lower() and attribute_is_true(stored, "Offline"):
                 state = AdState.OFFLINE
+                self._make_offline(stored, heard)
+                if previous is not None and previous.state is AdState.OFFLINE:
+                    # Another offline copy (the negotiator's match record merged in): the
+                    # machine was last heard when it went to sleep, and expires from then.
+                    heard = int(previous.last_heard)
+                    stored["LastHeardFrom"] = heard
             if state is not AdState.LIVE or (
                 previous is not None and previous.state is not AdState.LIVE
             ):
                 self._persistent_generation += 1
             self._entries[key] = _Entry(stored, state, heard, self._expiry(stored, state, heard))
+
+    def _make_offline(self, ad: ClassAd, heard: int) -> None:
+        """What HTCondor's offline plugin does to the last ad of a machine going to sleep:
+        Unclaimed and Idle, loads zeroed, never busy, idle for ever, and the ad's lifetime
+        OFFLINE_EXPIRE_ADS_AFTER (a sleeping machine sends no updates)."""
+        ad["Offline"] = True
+        ad["State"] = "Unclaimed"
+        ad["Activity"] = "Idle"
+        ad["EnteredCurrentState"] = 0
+        ad["EnteredCurrentActivity"] = 0
+        ad["MyCurrentTime"] = heard
+        for load in ("LoadAvg", "CondorLoadAvg", "TotalLoadAvg", "TotalCondorLoadAvg"):
+            ad[load] = 0.0
+        ad["CpuIsBusy"] = False
+        ad["CpuBusyTime"] = 0
+        ad["KeyboardIdle"] = _INT_MAX
+        ad["ConsoleIdle"] = _INT_MAX
+        lifetime = self._settings.offline_expire_after
+        ad["ClassAdLifetime"] = int(lifetime) if lifetime is not None else _INT_MAX
 
     def invalidate(self, my_type: str, names: Sequence[str], now: float) -> list[Departure]:
         """Remove the live or offline ads of these Names (absent ads stay: the machine is

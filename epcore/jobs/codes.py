@@ -75,3 +75,5 @@ class VacateCode(enum.IntEnum):
     SYSTEM_POLICY = 1001
     #: The starter could not start the job (a container runtime's setup failed); requeued.
     JOB_NOT_STARTED = 1003
+    #: The startd ended the claim to put the machine to sleep (HTCondor's StartdHibernate).
+    STARTD_HIBERNATE = 1016

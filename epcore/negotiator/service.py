@@ -28,6 +28,7 @@ from epcore.interfaces import (
 from epcore.interfaces.requests import bind_handlers
 from epcore.negotiator.accountant import Accountant
 from epcore.negotiator.cycle import negotiate
+from epcore.negotiator.offline import offline_match_ads, split_offline
 from epcore.negotiator.requests import HANDLERS
 from epcore.negotiator.settings import significance
 from epcore.runtime.loop import LoopHandle, TimedService
@@ -158,7 +159,12 @@ class NegotiatorService(TimedService):
                     match.slot_name,
                     match.reason,
                 )
-            self._hand_out(cycle.matches, owners, now)
+            live, offline = split_offline(cycle.matches)
+            if offline:
+                for match in offline:
+                    self.log.info("Matched %s to %s (offline)", match.job_id, match.slot_name)
+                self.collector.update(offline_match_ads(offline, slots, now), now)
+            self._hand_out(live, owners, now)
         self.save_accountant()
         tick = self.monotonic()
         self.cycles += 1

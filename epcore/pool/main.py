@@ -22,6 +22,7 @@ from pathlib import Path
 from epcore.collector.cedar import cedar_handlers
 from epcore.collector.collector import Collector
 from epcore.collector.collector_log import read_persistent_ads
+from epcore.collector.rooster import Rooster
 from epcore.collector.service import CollectorService
 from epcore.config import Config
 from epcore.defrag.service import DefragService
@@ -38,6 +39,7 @@ from epcore.pool.roles import (
     COLLECTOR,
     DEFRAG,
     NEGOTIATOR,
+    ROOSTER,
     SCHEDD,
     STARTD,
     check_reachable,
@@ -138,6 +140,7 @@ def build_pool(
             (COLLECTOR, "COLLECTOR", paths.collector_daemon_log),
             (NEGOTIATOR, "NEGOTIATOR", paths.negotiator_log),
             (DEFRAG, "DEFRAG", _defrag_log(config)),
+            (ROOSTER, "ROOSTER", _rooster_log(config)),
         )
         if daemon in daemons
     }
@@ -212,7 +215,7 @@ def build_pool(
     # The CEDAR port answers HTCondor's clients for every daemon here (epcore.pool.network).
     listener = build_listener(
         shared,
-        daemons,
+        daemons - {ROOSTER},  # the rooster answers no command: no address file of its own
         collector_handlers=cedar_handlers(collector) if collector is not None else None,
         collector=collector,
         role_handlers=cedar,
@@ -232,8 +235,15 @@ def build_pool(
     services: list[Service] = [StartdService(startd)] if startd is not None else []
     services.extend((router, listener))
     services.extend(s for s in (schedd, collector, negotiator, defrag) if s is not None)
+    if ROOSTER in daemons:
+        assert collector is not None  # check_reachable saw to it
+        services.append(Rooster(collector, config=shared, log=logs[ROOSTER], clock=clock))
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
+
+
+def _rooster_log(config: Config) -> str:
+    return config.get("ROOSTER_LOG") or str(Path(config.get("LOG") or ".") / "RoosterLog")
 
 
 def _collector(

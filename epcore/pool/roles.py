@@ -12,8 +12,9 @@ peer, rather than started as half a pool. What can run alone does: a startd with
 socket (its ads stay in ``$(SPOOL)/startd_ads``), a collector with a negotiator answering
 queries.
 
-The defrag daemon runs only when DAEMON_LIST names DEFRAG, as in HTCondor (no role has it by
-default); with ``--role`` it joins a role that runs the collector it needs.
+The defrag daemon and the rooster run only when DAEMON_LIST names them (DEFRAG, ROOSTER), as
+in HTCondor (no role has them by default); with ``--role`` each joins a role that runs the
+collector it needs.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ NEGOTIATOR = "negotiator"
 SCHEDD = "schedd"
 STARTD = "startd"
 DEFRAG = "defrag"
+#: The rooster (power management) runs only when DAEMON_LIST names it, as in HTCondor.
+ROOSTER = "rooster"
 #: Every daemon ``ep run`` can run, in the order their services run in a turn.
-DAEMONS = (STARTD, SCHEDD, COLLECTOR, NEGOTIATOR, DEFRAG)
+DAEMONS = (STARTD, SCHEDD, COLLECTOR, NEGOTIATOR, DEFRAG, ROOSTER)
 #: Daemons that run only when DAEMON_LIST names them.
-OPTIONAL = frozenset({DEFRAG})
+OPTIONAL = frozenset({DEFRAG, ROOSTER})
 
 #: The daemons of each role.
 ROLES: dict[str, frozenset[str]] = {
@@ -46,6 +49,7 @@ _NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     SCHEDD: ((COLLECTOR, "COLLECTOR_HOST"), (NEGOTIATOR, "NEGOTIATOR_HOST")),
     NEGOTIATOR: ((COLLECTOR, "COLLECTOR_HOST"),),
     DEFRAG: ((COLLECTOR, "COLLECTOR_HOST"),),
+    ROOSTER: ((COLLECTOR, "COLLECTOR_HOST"),),
 }
 
 

@@ -47,7 +47,9 @@ class PoolPaths:
             queue_database=config.get("JOB_QUEUE_DATABASE") or os.path.join(spool, "job_queue.db"),
             accountant_file=config.get("ACCOUNTANT_STATE_FILE")
             or os.path.join(spool, "accountant.ads"),
+            # OFFLINE_LOG is the knob's old name, still read when the new one is unset.
             collector_log=config.get("COLLECTOR_PERSISTENT_AD_LOG")
+            or config.get("OFFLINE_LOG")
             or os.path.join(spool, "collector_persistent.ads"),
             schedd_log=config.get("SCHEDD_LOG") or os.path.join(log_dir, "SchedLog"),
             negotiator_log=config.get("NEGOTIATOR_LOG") or os.path.join(log_dir, "NegotiatorLog"),

@@ -73,7 +73,12 @@ class StartdService:
         parts: Sequence[LoopCompanion] = (),
     ) -> None:
         self.startd = startd
-        self.parts: tuple[LoopCompanion, ...] = (startd.cron, startd.fetch_work, *parts)
+        self.parts: tuple[LoopCompanion, ...] = (
+            startd.cron,
+            startd.fetch_work,
+            startd.hibernation,
+            *parts,
+        )
         self.monotonic = monotonic
         self.selector: selectors.BaseSelector | None = None
         self.control: socket.socket | None = None
@@ -252,6 +257,10 @@ class StartdService:
 
     def _timers(self) -> None:
         startd = self.startd
+        if startd.hibernation.asleep:
+            # A sleeping machine neither evaluates its policy nor publishes: the collector
+            # keeps its offline ads until it wakes.
+            return
         now = startd.clock()
         tick = self.monotonic()
         timer = startd.engine.next_timer(startd.state, now)

@@ -30,6 +30,7 @@ from epcore.slots.layout import plan_slots
 from epcore.startd import backends, recovery
 from epcore.startd.cron import StartdCron
 from epcore.startd.fetch_work import FetchWork
+from epcore.startd.hibernation import Hibernation
 from epcore.startd.prepare import Preparations
 from epcore.startd.publish import MemorySink
 from epcore.startd.setup import StartdPaths, restart_changes
@@ -98,6 +99,8 @@ class Startd:
         self.containers = backends.container_runtimes(plugins, config, log)
         self._last_readings: tuple[int, HostReadings] | None = None
         self._ads_memo: tuple[EngineState, float, bool, dict[str, ClassAd]] | None = None
+        #: Power management (a companion of the startd's loop).
+        self.hibernation = Hibernation(self)
         #: The cron jobs and benchmarks (a companion of the startd's loop).
         self.cron = StartdCron(self)
         #: The fetch-work hooks and Python sources (a companion of the startd's loop).
@@ -204,7 +207,7 @@ class Startd:
             readings,
             self.statuses.statuses(state),
             now,
-            extra_attributes=self.extra_attributes,
+            extra_attributes=(*self.extra_attributes, *self.hibernation.attributes()),
             benchmarks=self.cron.benchmarks.published(state.last_benchmark),
             draining=state.draining_totals(now),
             fold_requirements=published,
@@ -233,6 +236,11 @@ class Startd:
         if self._last_readings is None or self._last_readings[0] != second:
             self._last_readings = (second, self.plugins.host_readings(self.config, self.host, now))
         return self._last_readings[1]
+
+    def power_changed(self) -> None:
+        """The power attributes changed (the target state, a reconfiguration): the ads are
+        built again."""
+        self._ads_memo = None
 
     def policy_ads(self, state: EngineState, now: float) -> dict[str, ClassAd]:
         """The engine's ad source."""
@@ -539,6 +547,8 @@ class Startd:
     # -- the control requests (StartdControl) ----------------------------------------------
 
     def claim(self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False) -> str:
+        if self.hibernation.asleep:
+            raise ControlError("the machine is asleep (hibernating)")
         now = self.clock()
         try:
             outcome = self._run(
@@ -651,6 +661,7 @@ class Startd:
         self.zygote.reconfig(new)
         self.engine, self.builder = self._policy(new)
         self.cron.reconfig(new)
+        self.hibernation.configure()
         self._ads_memo = None
         self.publish_wanted = True
         self.log.info("reconfigured")

@@ -27,7 +27,8 @@ Overridable fixtures: ``host`` (the machine, default a 4-core FakeMachineHost), 
 ``config_text`` on ``host``, with the knobs the plugin adds), ``inventory``, ``slot_ad``.
 The classes are named ``...Contract`` so pytest collects only the ``Test...`` subclasses.
 The backend contracts (:class:`IsolationBackendContract`, :class:`ContainerRuntimeContract`)
-live in :mod:`epcore.testing.backend_contracts` and are importable from here too.
+live in :mod:`epcore.testing.backend_contracts`, the power backends' (:class:`PowerBackendContract`)
+in :mod:`epcore.testing.power_contracts`; all are importable from here too.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from epcore.testing.contract_base import (
     is_plain,
 )
 from epcore.testing.host import FakeMachineHost
+from epcore.testing.power_contracts import PowerBackendContract
 from epcore.types import (
     STANDARD_RESOURCES,
     DetectedResource,
@@ -69,6 +71,7 @@ __all__ = [
     "IsolationBackendContract",
     "MachineAttributesContract",
     "PluginContract",
+    "PowerBackendContract",
     "check_attribute",
     "check_device",
     "check_resource",

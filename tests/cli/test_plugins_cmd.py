@@ -73,8 +73,9 @@ def test_table_lists_the_builtins_first() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["NAME", "DISTRIBUTION", "VERSION", "HOOKS"]
-    # The detectors find resources; the isolation plugin offers process trackers.
-    hooks = {"isolation": "ep_isolation_backends"}
+    # The detectors find resources; the isolation plugin offers process trackers, the power
+    # plugin the Linux power backend.
+    hooks = {"isolation": "ep_isolation_backends", "power": "ep_power_backends"}
     for line, name in zip(lines[1:], BUILTIN_NAMES, strict=False):
         assert line.split()[:3] == [name, "epcore", epcore.__version__]
         assert hooks.get(name, "ep_detect_resources") in line

@@ -145,3 +145,24 @@ def test_the_installed_ep_script_runs_the_pool_and_stops_on_sigterm(
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("OFFLINE_LOG = /srv/old.ads\n", "/srv/old.ads"),
+        (
+            "OFFLINE_LOG = /srv/old.ads\nCOLLECTOR_PERSISTENT_AD_LOG = /srv/new.ads\n",
+            "/srv/new.ads",
+        ),
+        ("", "/srv/ep/spool/collector_persistent.ads"),
+    ],
+)
+def test_offline_log_is_read_when_collector_persistent_ad_log_is_unset(
+    text: str, path: str
+) -> None:
+    """COLLECTOR_PERSISTENT_AD_LOG wins; its old name OFFLINE_LOG is read in its absence."""
+    config = Config.from_text(
+        f"LOCAL_DIR = /srv/ep\nSPOOL = /srv/ep/spool\nLOG = /srv/ep/log\n{text}"
+    )
+    assert PoolPaths.from_config(config).collector_log == path

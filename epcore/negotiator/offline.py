@@ -1,0 +1,64 @@
+"""Matches to offline slot ads: the machine sleeps, so no claim is made.
+
+HTCondor's negotiator records such a match in the collector instead (MERGE_STARTD_AD):
+``MachineLastMatchTime`` and ``MachineMatchCount`` join the offline ad, which makes the
+rooster's default ROOSTER_UNHIBERNATE (``Offline && Unhibernate``, UNHIBERNATE being
+``MY.MachineLastMatchTime =!= UNDEFINED``) true for it, and the job waits for the machine to
+wake and advertise its live slots. The machine's primary slot ad (the one its
+``OfflinePrimarySlotName`` names, else its slot 1), when offline too, gets
+``slot<N>_MachineLastMatchTime`` for the matched slot N.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from epcore.classad import ClassAd
+from epcore.interfaces.queries import attribute_is_true, number_attribute
+from epcore.interfaces.records import Match
+
+
+def split_offline(matches: Sequence[Match]) -> tuple[list[Match], list[Match]]:
+    """(matches to live slots, matches to offline slots), each in the cycle's order."""
+    live = [m for m in matches if not attribute_is_true(m.slot, "Offline")]
+    offline = [m for m in matches if attribute_is_true(m.slot, "Offline")]
+    return live, offline
+
+
+def offline_match_ads(
+    matches: Sequence[Match], slots: Sequence[ClassAd], now: float
+) -> list[ClassAd]:
+    """The offline ads with each match recorded, one per slot, for the collector to keep;
+    ``slots`` are the cycle's slot ads, where each machine's primary slot is found."""
+    merged: dict[str, ClassAd] = {}
+
+    def record(name: str, ad: ClassAd) -> ClassAd:
+        if name not in merged:
+            merged[name] = ad.copy()
+        return merged[name]
+
+    for match in matches:
+        ad = record(match.slot_name, match.slot)
+        ad["MachineLastMatchTime"] = int(now)
+        ad["MachineMatchCount"] = int(number_attribute(ad, "MachineMatchCount") or 0) + 1
+        slot_id = number_attribute(match.slot, "SlotID")
+        primary = _primary(match.slot, slots)
+        if slot_id is not None and primary is not None:
+            name = str(primary.evaluate("Name"))
+            record(name, primary)[f"slot{int(slot_id)}_MachineLastMatchTime"] = int(now)
+    return list(merged.values())
+
+
+def _primary(slot: ClassAd, slots: Sequence[ClassAd]) -> ClassAd | None:
+    """The offline primary slot ad of ``slot``'s machine, or None."""
+    named = slot.evaluate("OfflinePrimarySlotName")
+    machine = slot.evaluate("Machine")
+    for ad in slots:
+        if not attribute_is_true(ad, "Offline"):
+            continue
+        if isinstance(named, str):
+            if ad.evaluate("Name") == named:
+                return ad
+        elif ad.evaluate("Machine") == machine and number_attribute(ad, "SlotID") == 1:
+            return ad
+    return None
