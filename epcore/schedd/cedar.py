@@ -15,7 +15,8 @@ schedd's rules about who may act on which job hold unchanged.
   answer is the result ad (ActionResult, and ``result_total_<n>`` per outcome, or, when the
   client asks for AR_LONG, ``job_<cluster>_<proc>`` per job); when something
   can be done the client confirms with an integer and the schedd acts, then says OK.
-- QUERY_SCHEDD_HISTORY: an ad (Requirements, Projection as a list, NumJobMatches); the
+- QUERY_SCHEDD_HISTORY: an ad (Requirements, Projection as a list, NumJobMatches, Since:
+  the scan stops at the newest job it is true of); the
   answer is one message holding each ad of the history, newest first, then the end ad
   (``Owner = 0``, NumJobMatches, MalformedAds, ErrorCode).
 - RESCHEDULE: a negotiation cycle soon.
@@ -232,6 +233,7 @@ def cedar_handlers(
         reader = yield from context.receive("the history request")
         ad = reader.get_classad("the history request")
         requirements = ad.lookup("Requirements")
+        since = ad.lookup("Since")
         limit = ad.evaluate("NumJobMatches")
         names = _names(ad.evaluate("Projection"))
         source = ad.evaluate("HistoryRecordSource")
@@ -247,6 +249,7 @@ def cedar_handlers(
             Constraint=None if requirements is None else str(requirements),
             Projection=names,
             Limit=limit if type(limit) is int and limit > 0 else None,
+            Since=None if since is None else str(since),
         )
         if reply.evaluate("Ok") is not True:
             end = ClassAd({"Owner": 0, "ErrorCode": 1, "ErrorString": str(reply.evaluate("Error"))})

@@ -176,7 +176,12 @@ def _query_jobs(service: ScheddService, requester: Requester, request: ClassAd) 
     queue = service.schedd.queue
     if flag(request, "History"):
         limit = argument(request, "Limit", int, required=False)
-        ads = queue.history(constraint, projection, limit if isinstance(limit, int) else None)
+        ads = queue.history(
+            constraint,
+            projection,
+            limit if isinstance(limit, int) else None,
+            since=expression_argument(request, "Since"),
+        )
     else:
         ads = queue.jobs(constraint, projection)
     for ad in ads:

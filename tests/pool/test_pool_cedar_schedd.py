@@ -184,6 +184,16 @@ result = {{"held": dict(held), "released": dict(released), "removed": dict(remov
     history = _ep_q(pool, "-history")
     assert _ids(answer["history"]) == _ids(history) == [f"{cluster}.48", f"{cluster}.49"]
     assert {ad["RemoveReason"] for ad in answer["history"]} == {"Python-initiated action"}
+    # Since: the jobs recorded after the named one (newest first), that one left out.
+    newer, older = (f"{ad['ClusterId']}.{ad['ProcId']}" for ad in answer["history"])
+    code = f"""
+s = htcondor2.Schedd()
+def ids(since):
+    found = s.history(None, ["ClusterId", "ProcId"], since=since)
+    return [f"{{ad['ClusterId']}}.{{ad['ProcId']}}" for ad in found]
+result = [ids("{older}"), ids("{newer}"), ids(classad2.ExprTree("ProcId >= 48"))]
+"""
+    assert _as(pool, user, code) == [[newer], [], []]
     words = sorted(ad["Args"] for ad in local.values() if ad["ClusterId"] == answer["items"])
     assert words == ["alpha", "beta", "gamma"]
 
