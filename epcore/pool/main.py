@@ -29,6 +29,7 @@ from epcore.negotiator.cedar import cedar_handlers as negotiator_cedar_handlers
 from epcore.negotiator.service import NegotiatorService
 from epcore.net.commands import Command
 from epcore.net.dispatch import Handler
+from epcore.net.methods import uid_domain
 from epcore.net.policy import VERSION
 from epcore.plugins import Plugins, load_plugins
 from epcore.pool.network import PLATFORM, build_listener
@@ -46,6 +47,7 @@ from epcore.pool.setup import PoolPaths
 from epcore.runtime.loop import EventLoop, Service
 from epcore.runtime.persist import make_private, read_ad_lines, read_history
 from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
+from epcore.schedd.cedar import qualified_super_users
 from epcore.schedd.jobqueue import JobQueue
 from epcore.schedd.schedd import Schedd
 from epcore.schedd.service import ScheddService
@@ -208,7 +210,7 @@ def build_pool(
         schedd_handlers=(
             schedd_cedar_handlers(
                 router.handle,
-                lambda: super_users(shared()),
+                lambda: qualified_super_users(super_users(shared()), uid_domain(shared())),
                 log=logs[SCHEDD],
                 clock=clock,
             )

@@ -54,9 +54,25 @@ REASONS: Final = {"Hold": "HoldReason", "Release": "ReleaseReason", "Remove": "R
 _STATUS_NAMES: Final = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held"}
 
 
+def qualified_super_users(names: Collection[str], uid_domain: str) -> frozenset[str]:
+    """QUEUE_SUPER_USERS as authenticated names: a bare name is that user of UID_DOMAIN,
+    ``user@domain`` is itself (HTCondor's ContainsUserName with ASSUME_UID_DOMAIN); domains
+    compared without case."""
+    return frozenset(
+        _folded(name if "@" in name else f"{name}@{uid_domain}") for name in names if name
+    )
+
+
+def _folded(fqu: str) -> str:
+    user, _, domain = fqu.rpartition("@")
+    return f"{user}@{domain.lower()}"
+
+
 def peer_requester(peer: Peer, super_users: Collection[str]) -> Requester | None:
     """The local user an authenticated peer acts as (None when unauthenticated); a name
-    with no local account acts with uid -1 (it can own jobs, never run as anyone)."""
+    with no local account acts with uid -1. A super user is an authenticated name
+    ``super_users`` holds (:func:`qualified_super_users`), whatever its account: a token or
+    CLAIMTOBE naming root, or root of another domain, is not one unless listed."""
     if peer.identity is None:
         return None
     name = peer.identity.user
@@ -64,7 +80,7 @@ def peer_requester(peer: Peer, super_users: Collection[str]) -> Requester | None
         uid = pwd.getpwnam(name).pw_uid
     except KeyError:
         uid = -1
-    return Requester(uid, name, name in super_users or uid == 0)
+    return Requester(uid, name, _folded(peer.identity.fqu) in super_users)
 
 
 def cedar_handlers(
@@ -75,7 +91,8 @@ def cedar_handlers(
     clock: Callable[[], float],
 ) -> dict[Command, Handler]:
     """The schedd's handlers by command (module docstring); ``route`` answers the pool's
-    requests, ``super_users`` names QUEUE_SUPER_USERS as configured now."""
+    requests, ``super_users`` names QUEUE_SUPER_USERS as configured now, qualified
+    (:func:`qualified_super_users`)."""
 
     def requester(context: CommandContext) -> Requester | None:
         return peer_requester(context.peer, super_users())
