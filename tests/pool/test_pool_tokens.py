@@ -118,3 +118,37 @@ def test_htcondor2_with_only_a_token_reads_the_pool_and_bad_tokens_are_refused(
         log = (pool.directory / "log" / "CollectorLog").read_text()
         assert reason in log, name
     assert "refused QUERY_STARTD_ADS (5) from unauthenticated at <127.0.0.1:" in log
+
+
+SUBMIT = """
+sub = htcondor2.Submit({"executable": "/bin/true", "hold": "true"})
+htcondor2.Schedd().submit(sub, count=1)
+"""
+
+
+@pytest.mark.system
+def test_a_token_naming_no_local_account_cannot_submit_where_jobs_run_as_their_owner(
+    pool_factory: Callable[..., PoolProcess], tmp_path: Path
+) -> None:
+    """In a pool that runs jobs as their owner, a submission authenticated by a token whose
+    name has no account here is refused with the reason, which htcondor2 shows; nothing is
+    queued."""
+    pool = pool_factory()
+    address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
+    settings = tokens.TokenSettings.from_lookup(Config.load(pool.config_path).get)
+    made = CliRunner().invoke(
+        ep,
+        ["token", "create", "--config", str(pool.config_path), "--identity",
+         f"no-such-account-x@{settings.trust_domain}"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.stderr
+    directory = tmp_path / "tokens"
+    directory.mkdir(mode=0o700)
+    (directory / "token").write_text(made.stdout.strip() + "\n")
+    (directory / "token").chmod(0o600)
+    config = tmp_path / "client.config"
+    config.write_text(CLIENT.format(address=address, tokens=directory))
+    with pytest.raises(Htcondor2Error) as refused:
+        run_htcondor2(str(config), SUBMIT)
+    assert "no-such-account-x has no account on this host" in str(refused.value)
+    assert pool.jobs() == []
