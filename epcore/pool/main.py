@@ -32,7 +32,7 @@ from epcore.net.dispatch import Handler
 from epcore.net.methods import uid_domain
 from epcore.net.policy import VERSION
 from epcore.plugins import Plugins, load_plugins
-from epcore.pool.network import PLATFORM, build_listener
+from epcore.pool.network import PLATFORM, build_listener, create_signing_key_if_missing
 from epcore.pool.roles import (
     COLLECTOR,
     NEGOTIATOR,
@@ -142,7 +142,7 @@ def build_pool(
     # The process's own messages (the loop's, the requests') go to the first daemon's log.
     log = startd.log if startd is not None else next(iter(logs.values()))
     _make_private(paths, daemons, log)
-    _create_signing_key(config, daemons, log)
+    create_signing_key_if_missing(config, daemons, log)
     if startd is not None and COLLECTOR not in daemons:
         log.warning(
             "the startd's ads stay in %s/startd_ads: the collector at COLLECTOR_HOST (%s) is"
@@ -278,21 +278,6 @@ def _make_private(paths: PoolPaths, daemons: frozenset[str], log: logging.Logger
                 log.info("%s was readable by others: now mode 0600", path)
         except OSError as error:
             log.error("cannot make %s private: %s", path, error)
-
-
-def _create_signing_key(config: Config, daemons: frozenset[str], log: logging.Logger) -> None:
-    """Make the pool's token signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) if it is missing,
-    as HTCondor's collector does when it starts: tokens for remote users need it."""
-    if COLLECTOR not in daemons:
-        return
-    from epcore.net.tokens import POOL, TokenSettings, create_signing_key
-
-    path = Path(TokenSettings.from_lookup(config.get).pool_key_file)
-    try:
-        if create_signing_key(path):
-            log.info("Created %s token signing key in file %s", POOL, path)
-    except OSError as error:
-        log.warning("Failed to create %s token signing key in file %s: %s", POOL, path, error)
 
 
 def run_pool(config_file: str | None, role: str | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,26 @@ def test_the_first_start_makes_a_private_signing_key_that_signs_tokens(
     pool.stop()
     pool.start()
     assert key.read_bytes() == before
+
+
+def test_a_reconfig_makes_the_signing_key_when_it_is_missing(
+    pool_factory: Callable[..., PoolProcess],
+) -> None:
+    """A reconfig (SIGHUP) makes the signing key SEC_TOKEN_POOL_SIGNING_KEY_FILE now names
+    when that file is missing, 0600, as the first start does; the old key stays as it was."""
+    pool = pool_factory()
+    old = pool.directory / "passwords.d" / "POOL"
+    before = old.read_bytes()
+    new = pool.directory / "keys" / "POOL"
+    with open(pool.config_path, "a", encoding="utf-8") as handle:
+        handle.write(f"SEC_TOKEN_POOL_SIGNING_KEY_FILE = {new}\n")
+    assert pool.process is not None
+    pool.process.send_signal(signal.SIGHUP)
+    pool.wait_for(new.is_file, 20, "the new signing key")
+    assert os.stat(new).st_mode & 0o777 == 0o600
+    assert len(new.read_bytes()) == 64 and new.read_bytes() != before
+    assert old.read_bytes() == before
+    assert f"Created POOL token signing key in file {new}" in pool.log("CollectorLog")
 
 
 #: The pool refuses FS for reading (only a token proves who reads) and revokes one token.
