@@ -53,9 +53,15 @@ FORBIDDEN_OWNERS = ("root", "LOCAL_SYSTEM")
 
 
 def _new_cluster(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
-    if requester.uid < 0 and runs_jobs_as_owner(service.config, os.geteuid()):
+    if (
+        requester.uid < 0
+        and not requester.super_user
+        and runs_jobs_as_owner(service.config, os.geteuid())
+    ):
         # Such jobs could never run as their owner: say so to the client now, rather than
         # queue them (an authenticated name from a token or CLAIMTOBE, not an account).
+        # QUEUE_SUPER_USERS are trusted with theirs: root's tools authenticate as the
+        # pool's own user (FS_ROOT_TO_CONDOR), which need not be an account here.
         raise ControlError(
             f"{requester.name} has no account on this host, and jobs here run as their "
             "owner's account (STARTER_ALLOW_RUNAS_OWNER, no SLOT<N>_USER): nothing submitted"
