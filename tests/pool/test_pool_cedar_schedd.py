@@ -395,3 +395,29 @@ result = dict(v)
     hold = f'htcondor2.Schedd().act(htcondor2.JobAction.Hold, ["{cluster}.0"])\nresult = 1'
     _as(pool, user, hold)
     assert _as(pool, user, vacate)["TotalBadStatus"] == 1
+
+
+def test_late_materialization_is_refused_with_a_reason_htcondor2_shows(
+    pool_factory, slot_users
+) -> None:
+    """A submission with max_materialize or max_idle (a submit digest) is refused at its
+    commit with the reason, which htcondor2 raises; nothing is queued, and a submission
+    without them still goes through on the same pool."""
+    pool: PoolProcess = pool_factory()
+    user = slot_users[0]
+    code = """
+result = []
+for extra in ({"max_materialize": "2"}, {"max_idle": "1"}):
+    sub = htcondor2.Submit({"executable": "/bin/true", "hold": "true", **extra})
+    try:
+        htcondor2.Schedd().submit(sub, count=5)
+        result.append("queued")
+    except htcondor2.HTCondorException as error:
+        result.append(str(error))
+"""
+    answer = _as(pool, user, code)
+    assert len(answer) == 2
+    for message in answer:
+        assert "late materialization (max_materialize, max_idle) is not supported" in message
+    assert _ep_q(pool) == []
+    assert _as(pool, user, SUBMIT_50)["cluster"] >= 1
