@@ -153,7 +153,7 @@ def test_a_token_naming_no_local_account_cannot_submit_where_jobs_run_as_their_o
 ) -> None:
     """In a pool that runs jobs as their owner, a submission authenticated by a token whose
     name has no account here is refused with the reason, which htcondor2 shows; nothing is
-    queued."""
+    queued. A super user's submission is not refused for want of an account."""
     pool = pool_factory()
     address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
     settings = tokens.TokenSettings.from_lookup(Config.load(pool.config_path).get)
@@ -173,3 +173,7 @@ def test_a_token_naming_no_local_account_cannot_submit_where_jobs_run_as_their_o
         run_htcondor2(str(config), SUBMIT)
     assert "no-such-account-x has no account on this host" in str(refused.value)
     assert pool.jobs() == []
+    # root's tools authenticate (FS) as the pool's own user, condor, a QUEUE_SUPER_USERS
+    # name, which may submit whether or not it is an account here.
+    run_htcondor2(str(pool.config_path), SUBMIT)
+    assert [job.evaluate("Owner") for job in pool.jobs()] == ["condor"]
