@@ -31,6 +31,7 @@ from epcore.interfaces.queries import (
     names_attribute,
     number_attribute,
     parse_constraint,
+    passes_everything,
     project,
 )
 
@@ -279,6 +280,8 @@ class Collector:
         them (the CEDAR answer, which keeps each ad's encoding until the ad is replaced).
         The caller must not change them."""
         expr = None if constraint is None else parse_constraint(constraint)
+        if expr is not None and passes_everything(expr):
+            expr = None
         wanted_type = None if my_type is None else my_type.lower()
         with_absent = expr is not None and names_attribute(expr.node, "Absent")
         found: list[ClassAd] = []

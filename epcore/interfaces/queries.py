@@ -7,7 +7,7 @@ import logging
 import math
 
 from epcore.classad import ClassAd, EvalContext, Expr, parse_expr
-from epcore.classad.ast import AttrRef, Node
+from epcore.classad.ast import AttrRef, Literal, Node
 from epcore.classad.functions._support import children
 from epcore.errors import ClassAdSyntaxError, PoolError
 
@@ -65,6 +65,13 @@ def names_attribute(node: Node, name: str) -> bool:
             return True
         pending.extend(children(current))
     return False
+
+
+def passes_everything(constraint: Expr) -> bool:
+    """Whether the constraint is the literal ``true`` (htcondor2 sends it when no constraint
+    was asked for): evaluating it for each of thousands of ads is then work for nothing."""
+    node = constraint.node
+    return type(node) is Literal and node.value is True
 
 
 def matches(constraint: Expr | None, ad: ClassAd, now: float | None) -> bool:

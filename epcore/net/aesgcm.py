@@ -124,7 +124,7 @@ class AesGcmStream:
         header = packet_header(end, self.sealed_size(len(plaintext)))
         return header + self.seal_body(header, plaintext)
 
-    def seal_body(self, header: bytes, plaintext: bytes) -> bytes:
+    def seal_body(self, header: bytes, plaintext: bytes | memoryview) -> bytes:
         """The sealed body of the next outgoing packet, whose ``header`` (made by the caller,
         counting :meth:`sealed_size` bytes) is authenticated with it."""
         if self.packets_sealed >= MAX_PACKETS:
@@ -206,7 +206,9 @@ class AesGcmProtection:
         first = self._stream is None or self._stream.packets_sealed == 0
         return size + TAG_SIZE + (IV_SIZE if first else 0)
 
-    def seal(self, header: bytes, body: bytes, transcript: HandshakeTranscript) -> bytes:
+    def seal(
+        self, header: bytes, body: bytes | memoryview, transcript: HandshakeTranscript
+    ) -> bytes:
         return self._of(transcript).seal_body(header, body)
 
     def open(self, header: bytes, body: bytes, transcript: HandshakeTranscript) -> bytes:

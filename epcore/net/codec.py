@@ -56,6 +56,8 @@ _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
 #: The scale of a double's fraction on the wire (stream.cpp's FRAC_CONST).
 _FRACTION_SCALE: Final = 2**31 - 1
+#: Raw parts at least this long are kept whole by a Writer rather than copied in.
+_KEEP_WHOLE: Final = 1024
 
 
 class CodecError(EpError):
@@ -82,9 +84,14 @@ class Writer:
     def __init__(self, *, encrypted: bool = False) -> None:
         self.encrypted = encrypted
         self._out = bytearray()
+        # Whole parts put by put_bytes, kept as they are: a 1,000-ad answer is then copied
+        # once, by the join in bytes(), not grown piece by piece and copied again.
+        self._parts: list[builtins.bytes] = []
 
     def bytes(self) -> bytes:
-        return bytes(self._out)
+        if not self._parts:
+            return bytes(self._out)
+        return b"".join([*self._parts, self._out])
 
     def put_int(self, value: int) -> Writer:
         if not _INT64_MIN <= value <= _INT64_MAX:
@@ -119,7 +126,13 @@ class Writer:
     def put_bytes(self, data: builtins.bytes) -> Writer:
         """Raw bytes, as HTCondor's put_bytes sends them: no length, no NUL (the length
         travels before them as an integer of its own)."""
-        self._out += data
+        if len(data) < _KEEP_WHOLE:
+            self._out += data
+            return self
+        if self._out:
+            self._parts.append(bytes(self._out))
+            self._out.clear()
+        self._parts.append(data)
         return self
 
     def put_classad(

@@ -18,6 +18,7 @@ nothing sent in the clear before can have been altered.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Final, Protocol
 
 from epcore.errors import EpError
@@ -46,7 +47,7 @@ class PacketProtection(Protocol):
         """How long a body of ``size`` bytes is once sealed."""
         ...
 
-    def seal(self, header: bytes, body: bytes, transcript: Transcript) -> bytes:
+    def seal(self, header: bytes, body: bytes | memoryview, transcript: Transcript) -> bytes:
         """``body`` sealed; ``header`` (already counting the sealed size) is authenticated
         with it."""
         ...
@@ -65,7 +66,7 @@ class Transcript:
         self.sent_bytes = 0
         self.received_bytes = 0
 
-    def add_sent(self, header: bytes, body: bytes) -> None:
+    def add_sent(self, header: bytes, body: bytes | memoryview) -> None:
         if self.sent_bytes < TRANSCRIPT_LIMIT:
             self.sent.update(header)
             self.sent.update(body)
@@ -166,18 +167,44 @@ class Framer:
 
     def frame(self, message: bytes) -> bytes:
         """The packets of one whole message, the last one ending it."""
-        out = bytearray()
-        offset = 0
-        while True:
-            body = message[offset : offset + SEND_PACKET]
-            offset += len(body)
-            end = offset >= len(message)
-            if self.protection is not None:
-                head = header(end, self.protection.sealed_size(len(body)))
-                out += head + self.protection.seal(head, body, self.transcript)
-            else:
-                head = header(end, len(body))
-                self.transcript.add_sent(head, body)
-                out += head + body
-            if end:
-                return bytes(out)
+        return b"".join(self.packets(message))
+
+    def packets(self, message: bytes) -> Iterator[bytes | memoryview]:
+        """The buffers of one whole message's packets (headers and bodies), in order.
+
+        Once protection is on, each packet is sealed only when the iterator reaches it, so
+        that a listener can send the first ones while the rest of a long answer is sealed;
+        the packets must then be taken, in order, before the next message is framed. In the
+        clear they are made now (the transcript must count them before protection starts),
+        as views of ``message``: nothing is copied."""
+        view = memoryview(message)
+        protection = self.protection
+        if protection is not None:
+            return self._sealed(view, protection)
+        parts: list[bytes | memoryview] = []
+        for body, end in _bodies(view):
+            head = header(end, len(body))
+            self.transcript.add_sent(head, body)
+            parts += (head, body)
+        return iter(parts)
+
+    def _sealed(
+        self, view: memoryview, protection: PacketProtection
+    ) -> Iterator[bytes | memoryview]:
+        for body, end in _bodies(view):
+            head = header(end, protection.sealed_size(len(body)))
+            yield head
+            yield protection.seal(head, body, self.transcript)
+
+
+def _bodies(view: memoryview) -> Iterator[tuple[memoryview, bool]]:
+    """The bodies of a message's packets (an empty message is one empty packet), each with
+    whether it ends the message."""
+    offset = 0
+    while True:
+        body = view[offset : offset + SEND_PACKET]
+        offset += len(body)
+        end = offset >= len(view)
+        yield body, end
+        if end:
+            return

@@ -425,10 +425,14 @@ class SecurityServer:
                 return identity
             order = [name for name in order if bit_of(name) != chosen.bit]
         if context.failures:
-            self.log.info(
+            # Throttled as every other refusal is: a client failing over and over from one
+            # host costs a line per period (which counts the rest), not a line per attempt.
+            reasons = "; ".join(context.failures)
+            self.throttled.warning(
+                f"authentication {stream.peer[0]} {_NUMBERS.sub('N', reasons)[:80]}",
                 "authentication of %s failed: %s",
                 stream.peer_description,
-                "; ".join(context.failures),
+                reasons,
             )
         return None
 

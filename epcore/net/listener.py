@@ -12,7 +12,15 @@ So a slow or hostile client costs its own connection only:
 - a connection that makes no progress (no byte either way) for CEDAR_CLIENT_TIMEOUT
   seconds, or that lasts beyond CEDAR_CONVERSATION_LIMIT seconds in all, is closed;
 - beyond CEDAR_MAX_CONNECTIONS connections, new ones are accepted and closed at once;
-- at most :data:`READ_PER_TURN` bytes are read from a connection per turn.
+- at most :data:`READ_PER_TURN` bytes are read from a connection per turn, and
+  :data:`WRITE_PER_TURN` written.
+
+An answer is sent as it is sealed: the listener seals a few packets, hands them to the kernel
+in one ``sendmsg``, and goes on until the socket is full, so that a client reads (and
+decrypts) the first packets of a 3 MB answer while the last ones are sealed, and nothing is
+copied into one big buffer first. Accepted sockets set TCP_NODELAY as HTCondor's do: the
+listener writes whole packets itself, and Nagle's wait for an ACK would only hold back
+an answer's last packet.
 
 Every refusal is logged with the peer's address and the reason (through
 :class:`~epcore.runtime.connection_limits.ThrottledLog`: each kind of reason from each host
@@ -22,15 +30,17 @@ the handshake's refusals also name who and which command.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
+import itertools
 import logging
 import os
 import re
 import selectors
 import socket
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Final
 
 import attrs
@@ -48,6 +58,12 @@ from epcore.runtime.loop import LoopHandle, ReadyEvent
 
 #: Bytes read at most from one connection per turn of the loop.
 READ_PER_TURN: Final = 256 * 1024
+#: Bytes written at most to one connection per turn (the rest on the next turns).
+WRITE_PER_TURN: Final = 4 * 1024 * 1024
+#: Bytes of packets handed to the kernel in one sendmsg (the rest are sealed after it).
+SEND_BATCH: Final = 256 * 1024
+#: Buffers in one sendmsg at most (well under every system's IOV_MAX).
+_IOV_MAX: Final = 64
 #: Connections accepted at most per turn (the rest wait in the kernel's backlog).
 ACCEPTS_PER_TURN: Final = 64
 #: The largest message a peer may send unless CEDAR_MAX_REQUEST_SIZE says otherwise.
@@ -88,6 +104,46 @@ def _kind(what: str, connection: _Connection, reason: str) -> str:
     return f"{what} {connection.stream.peer[0]} {_NUMBERS.sub('N', reason)[:60]}"
 
 
+class _Outbox:
+    """What a connection has yet to send: buffers ready, and the packet iterators of the
+    messages framed after them, taken in order as the socket takes what is ready."""
+
+    def __init__(self) -> None:
+        self.ready: collections.deque[bytes | memoryview] = collections.deque()
+        self.ready_bytes = 0
+        self.messages: collections.deque[Iterator[bytes | memoryview]] = collections.deque()
+
+    def __bool__(self) -> bool:
+        return bool(self.ready or self.messages)
+
+    def add(self, packets: Iterator[bytes | memoryview]) -> None:
+        self.messages.append(packets)
+
+    def fill(self, wanted: int) -> None:
+        """Take packets until ``wanted`` bytes are ready or none are left."""
+        while self.ready_bytes < wanted and self.messages:
+            buffer = next(self.messages[0], None)
+            if buffer is None:
+                self.messages.popleft()
+            elif len(buffer):
+                self.ready.append(buffer)
+                self.ready_bytes += len(buffer)
+
+    def batch(self) -> list[bytes | memoryview]:
+        return list(itertools.islice(self.ready, _IOV_MAX))
+
+    def sent(self, count: int) -> None:
+        """Forget the first ``count`` bytes ready (the kernel took them)."""
+        self.ready_bytes -= count
+        while count:
+            first = self.ready[0]
+            if count < len(first):
+                self.ready[0] = memoryview(first)[count:]
+                return
+            count -= len(first)
+            self.ready.popleft()
+
+
 @attrs.define(eq=False)
 class _Connection:
     sock: socket.socket
@@ -96,7 +152,7 @@ class _Connection:
     started: float
     last_progress: float
     waiting: Step | None = None
-    out: bytearray = attrs.Factory(bytearray)
+    out: _Outbox = attrs.Factory(_Outbox)
     done: bool = False
 
 
@@ -258,6 +314,8 @@ class CedarListener:
                 sock.close()
                 continue
             sock.setblocking(False)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             local = sock.getsockname()
             stream = Stream(Framer(self.limits.max_message), (str(local[0]), int(local[1])), peer)
             now = self.monotonic()
@@ -345,7 +403,7 @@ class CedarListener:
                         return
                     step = conversation.send(message)
                 elif isinstance(step, Send):
-                    connection.out += connection.stream.framer.frame(step.message)
+                    connection.out.add(connection.stream.framer.packets(step.message))
                     step = conversation.send(None)
         except StopIteration:
             connection.done = True
@@ -376,16 +434,30 @@ class CedarListener:
             self._close(connection)
 
     def _send(self, connection: _Connection) -> None:
-        try:
-            sent = connection.sock.send(connection.out)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except OSError as error:
-            self._drop(connection, f"send failed: {error.strerror}")
-            return
-        if sent:
-            del connection.out[:sent]
+        out = connection.out
+        written = 0
+        while written < WRITE_PER_TURN:
+            try:
+                out.fill(SEND_BATCH)
+            except EpError as error:
+                # Sealing failed (the packet counter ran out): the answer cannot go on.
+                self._drop(connection, str(error))
+                return
+            batch = out.batch()
+            if not batch:
+                break
+            try:
+                sent = connection.sock.sendmsg(batch)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as error:
+                self._drop(connection, f"send failed: {error.strerror}")
+                return
+            out.sent(sent)
+            written += sent
             connection.last_progress = self.monotonic()
+            if sent < sum(len(buffer) for buffer in batch):
+                break  # the socket is full: on when it can take more
         assert self.selector is not None
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if connection.out else 0)
         with contextlib.suppress(KeyError, ValueError):

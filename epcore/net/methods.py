@@ -87,7 +87,12 @@ class MethodContext:
 
     @property
     def uid_domain(self) -> str:
-        return self.config.get("UID_DOMAIN") or self.config.get("FULL_HOSTNAME") or "localdomain"
+        return uid_domain(self.config)
+
+
+def uid_domain(config: Config) -> str:
+    """The domain of the local users' authenticated names (UID_DOMAIN, else the host)."""
+    return config.get("UID_DOMAIN") or config.get("FULL_HOSTNAME") or "localdomain"
 
 
 class AuthMethod(Protocol):

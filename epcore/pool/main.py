@@ -32,9 +32,10 @@ from epcore.negotiator.cedar import cedar_handlers as negotiator_cedar_handlers
 from epcore.negotiator.service import NegotiatorService
 from epcore.net.commands import Command
 from epcore.net.dispatch import Handler
+from epcore.net.methods import uid_domain
 from epcore.net.policy import VERSION
 from epcore.plugins import Plugins, load_plugins
-from epcore.pool.network import PLATFORM, build_listener
+from epcore.pool.network import PLATFORM, build_listener, create_signing_key_if_missing
 from epcore.pool.roles import (
     COLLECTOR,
     DEFRAG,
@@ -51,6 +52,7 @@ from epcore.pool.setup import PoolPaths
 from epcore.runtime.loop import EventLoop, Service
 from epcore.runtime.persist import make_private, read_ad_lines, read_history
 from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
+from epcore.schedd.cedar import qualified_super_users
 from epcore.schedd.jobqueue import JobQueue
 from epcore.schedd.schedd import Schedd
 from epcore.schedd.service import ScheddService
@@ -147,7 +149,7 @@ def build_pool(
     # The process's own messages (the loop's, the requests') go to the first daemon's log.
     log = startd.log if startd is not None else next(iter(logs.values()))
     _make_private(paths, daemons, log)
-    _create_signing_key(config, daemons, log)
+    create_signing_key_if_missing(config, daemons, log)
     if startd is not None and COLLECTOR not in daemons:
         log.warning(
             "the startd's ads stay in %s/startd_ads: the collector at COLLECTOR_HOST (%s) is"
@@ -222,7 +224,7 @@ def build_pool(
         schedd_handlers=(
             schedd_cedar_handlers(
                 router.handle,
-                lambda: super_users(shared()),
+                lambda: qualified_super_users(super_users(shared()), uid_domain(shared())),
                 log=logs[SCHEDD],
                 clock=clock,
             )
@@ -301,21 +303,6 @@ def _make_private(paths: PoolPaths, daemons: frozenset[str], log: logging.Logger
                 log.info("%s was readable by others: now mode 0600", path)
         except OSError as error:
             log.error("cannot make %s private: %s", path, error)
-
-
-def _create_signing_key(config: Config, daemons: frozenset[str], log: logging.Logger) -> None:
-    """Make the pool's token signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) if it is missing,
-    as HTCondor's collector does when it starts: tokens for remote users need it."""
-    if COLLECTOR not in daemons:
-        return
-    from epcore.net.tokens import POOL, TokenSettings, create_signing_key
-
-    path = Path(TokenSettings.from_lookup(config.get).pool_key_file)
-    try:
-        if create_signing_key(path):
-            log.info("Created %s token signing key in file %s", POOL, path)
-    except OSError as error:
-        log.warning("Failed to create %s token signing key in file %s: %s", POOL, path, error)
 
 
 def run_pool(config_file: str | None, role: str | None = None) -> None:

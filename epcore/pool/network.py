@@ -27,6 +27,7 @@ import re
 import signal
 import time
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping
+from pathlib import Path
 from typing import Final
 
 from epcore.classad import ClassAd
@@ -210,6 +211,12 @@ class PoolListener(CedarListener):
             except OSError as error:
                 self.log.error("cannot write the address file %s: %s", path, error.strerror)
 
+    def reconfig(self) -> None:
+        super().reconfig()
+        # As at the start: SEC_TOKEN_POOL_SIGNING_KEY_FILE may name a new file, or the key
+        # may have been removed to be made again.
+        create_signing_key_if_missing(self.current_config(), self.daemons, self.log)
+
     def tick(self) -> None:
         super().tick()
         now = self.monotonic()
@@ -242,6 +249,24 @@ class PoolListener(CedarListener):
             with contextlib.suppress(OSError):
                 os.unlink(path)
         self.written.clear()
+
+
+def create_signing_key_if_missing(
+    config: Config, daemons: Collection[str], log: logging.Logger
+) -> None:
+    """Make the pool's token signing key (SEC_TOKEN_POOL_SIGNING_KEY_FILE) if it is missing,
+    as HTCondor's collector does when it starts and reconfigures: tokens for remote users
+    need it."""
+    if COLLECTOR not in daemons:
+        return
+    from epcore.net.tokens import POOL, TokenSettings, create_signing_key
+
+    path = Path(TokenSettings.from_lookup(config.get).pool_key_file)
+    try:
+        if create_signing_key(path):
+            log.info("Created %s token signing key in file %s", POOL, path)
+    except OSError as error:
+        log.warning("Failed to create %s token signing key in file %s: %s", POOL, path, error)
 
 
 def build_listener(

@@ -15,7 +15,8 @@ schedd's rules about who may act on which job hold unchanged.
   answer is the result ad (ActionResult, and ``result_total_<n>`` per outcome, or, when the
   client asks for AR_LONG, ``job_<cluster>_<proc>`` per job); when something
   can be done the client confirms with an integer and the schedd acts, then says OK.
-- QUERY_SCHEDD_HISTORY: an ad (Requirements, Projection as a list, NumJobMatches); the
+- QUERY_SCHEDD_HISTORY: an ad (Requirements, Projection as a list, NumJobMatches, Since:
+  the scan stops at the newest job it is true of); the
   answer is one message holding each ad of the history, newest first, then the end ad
   (``Owner = 0``, NumJobMatches, MalformedAds, ErrorCode).
 - RESCHEDULE: a negotiation cycle soon.
@@ -53,9 +54,25 @@ REASONS: Final = {"Hold": "HoldReason", "Release": "ReleaseReason", "Remove": "R
 _STATUS_NAMES: Final = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held"}
 
 
+def qualified_super_users(names: Collection[str], uid_domain: str) -> frozenset[str]:
+    """QUEUE_SUPER_USERS as authenticated names: a bare name is that user of UID_DOMAIN,
+    ``user@domain`` is itself (HTCondor's ContainsUserName with ASSUME_UID_DOMAIN); domains
+    compared without case."""
+    return frozenset(
+        _folded(name if "@" in name else f"{name}@{uid_domain}") for name in names if name
+    )
+
+
+def _folded(fqu: str) -> str:
+    user, _, domain = fqu.rpartition("@")
+    return f"{user}@{domain.lower()}"
+
+
 def peer_requester(peer: Peer, super_users: Collection[str]) -> Requester | None:
     """The local user an authenticated peer acts as (None when unauthenticated); a name
-    with no local account acts with uid -1 (it can own jobs, never run as anyone)."""
+    with no local account acts with uid -1. A super user is an authenticated name
+    ``super_users`` holds (:func:`qualified_super_users`), whatever its account: a token or
+    CLAIMTOBE naming root, or root of another domain, is not one unless listed."""
     if peer.identity is None:
         return None
     name = peer.identity.user
@@ -63,7 +80,7 @@ def peer_requester(peer: Peer, super_users: Collection[str]) -> Requester | None
         uid = pwd.getpwnam(name).pw_uid
     except KeyError:
         uid = -1
-    return Requester(uid, name, name in super_users or uid == 0)
+    return Requester(uid, name, _folded(peer.identity.fqu) in super_users)
 
 
 def cedar_handlers(
@@ -74,7 +91,8 @@ def cedar_handlers(
     clock: Callable[[], float],
 ) -> dict[Command, Handler]:
     """The schedd's handlers by command (module docstring); ``route`` answers the pool's
-    requests, ``super_users`` names QUEUE_SUPER_USERS as configured now."""
+    requests, ``super_users`` names QUEUE_SUPER_USERS as configured now, qualified
+    (:func:`qualified_super_users`)."""
 
     def requester(context: CommandContext) -> Requester | None:
         return peer_requester(context.peer, super_users())
@@ -232,6 +250,7 @@ def cedar_handlers(
         reader = yield from context.receive("the history request")
         ad = reader.get_classad("the history request")
         requirements = ad.lookup("Requirements")
+        since = ad.lookup("Since")
         limit = ad.evaluate("NumJobMatches")
         names = _names(ad.evaluate("Projection"))
         source = ad.evaluate("HistoryRecordSource")
@@ -247,6 +266,7 @@ def cedar_handlers(
             Constraint=None if requirements is None else str(requirements),
             Projection=names,
             Limit=limit if type(limit) is int and limit > 0 else None,
+            Since=None if since is None else str(since),
         )
         if reply.evaluate("Ok") is not True:
             end = ClassAd({"Owner": 0, "ErrorCode": 1, "ErrorString": str(reply.evaluate("Error"))})

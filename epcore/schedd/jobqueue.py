@@ -500,11 +500,14 @@ class JobQueue:
         constraint: str | None = None,
         projection: Sequence[str] | None = None,
         limit: int | None = None,
+        since: str | None = None,
     ) -> list[ClassAd]:
         """The ads of jobs that left the queue, newest first, passing the constraint, at most
-        ``limit`` of them; PoolError for a constraint that does not parse, QueueError for a
-        damaged history row."""
+        ``limit`` of them, and only those recorded after the newest one ``since`` is true of
+        (HTCondor's history Since: the scan stops there, that job left out); PoolError for a
+        constraint that does not parse, QueueError for a damaged history row."""
         expr = None if constraint is None else parse_constraint(constraint)
+        stop = None if since is None else parse_constraint(since)
         columns = None if projection is None else tuple(projection)
         found: list[ClassAd] = []
         if limit is not None and limit <= 0:
@@ -512,6 +515,8 @@ class JobQueue:
         rows = self._db.execute("SELECT cluster, proc, ad FROM history ORDER BY seq DESC")
         for cluster, proc, text in rows:
             ad = parse_stored_ad(text, f"history entry of job {cluster}.{proc}")
+            if stop is not None and matches(stop, ad, None):
+                break
             if matches(expr, ad, None):
                 found.append(project(ad, columns))
                 if limit is not None and len(found) >= limit:

@@ -5,7 +5,9 @@ each: the call's number, its arguments; the answer is ``rval`` (and ``errno`` wh
 negative, and the call's results). What ``htcondor2.Schedd().submit`` and ``edit`` send
 (qmgmt_send_stubs.cpp's order):
 
-- GetCapabilities -> an ad (no LateMaterialize: submissions come job by job);
+- GetCapabilities -> an ad (no LateMaterialize: submissions come job by job); a client
+  that sends a submit digest anyway (SetJobFactory, SendMaterializeData: max_materialize or
+  max_idle) has its commit refused with the reason;
 - NewCluster -> the cluster id; NewProc(cluster) -> the next proc id;
 - SetAttribute2(cluster, proc, value, name, flags): into the cluster's ad (proc -1) or a
   new job's, or, for a job already queued, an edit (condor_qedit). With the NoAck flag
@@ -62,12 +64,14 @@ from epcore.net.qmgmt_protocol import (
     NEW_PROC,
     NO_ACK,
     QUERY_ONLY,
+    SEND_MATERIALIZE_DATA,
     SET_ALLOW_PROTECTED,
     SET_ATTRIBUTE,
     SET_ATTRIBUTE2,
     SET_ATTRIBUTE_BY_CONSTRAINT,
     SET_ATTRIBUTE_BY_CONSTRAINT2,
     SET_EFFECTIVE_OWNER,
+    SET_JOB_FACTORY,
     double_parts,
 )
 
@@ -79,6 +83,12 @@ Route = Callable[[Requester, ClassAd], ClassAd]
 MAX_PROCS: Final = 100_000
 MAX_ATTRIBUTES: Final = 2_000
 MAX_EDITS: Final = 10_000
+#: Why a submission with max_materialize or max_idle (HTCondor's late materialization: the
+#: schedd makes the jobs from a submit digest as earlier ones finish) is refused.
+NO_LATE_MATERIALIZATION: Final = (
+    "late materialization (max_materialize, max_idle) is not supported by this schedd: "
+    "submit without them and every job is queued at once"
+)
 
 
 class QueueSession:
@@ -307,6 +317,28 @@ class QueueSession:
         # No LateMaterialize: htcondor2 then sends every job (itemdata too) by NewProc.
         return out.put_classad(ClassAd({"LateMaterialize": False, "UseJobsets": False}))
 
+    def _job_factory(self, reader: Reader, out: Writer) -> Writer:
+        reader.get_int32("SetJobFactory's cluster")
+        reader.get_int32("SetJobFactory's most jobs at once")
+        reader.get_string("SetJobFactory's file name")
+        reader.get_string("the submit digest")
+        reader.expect_end("SetJobFactory")
+        # Taken, so that htcondor2 goes on to its commit, whose refusal carries the reason
+        # it shows (a refusal here would reach the user as "failed to send submit digest").
+        self._refuse_late_materialization()
+        return out.put_int(0)
+
+    def _materialize_data(self, reader: Reader, out: Writer) -> Writer:
+        reader.get_int32("SendMaterializeData's cluster")
+        reader.get_int32("SendMaterializeData's flags")
+        items = reader.get_bytes(len(reader.data) - reader.offset, "the item data")
+        self._refuse_late_materialization()
+        return out.put_string("").put_int(items.count(b"\n")).put_int(0)
+
+    def _refuse_late_materialization(self) -> None:
+        if NO_LATE_MATERIALIZATION not in self.errors:
+            self.errors.append(NO_LATE_MATERIALIZATION)
+
     def _effective_owner(self, reader: Reader, out: Writer) -> Writer:
         owner = reader.get_string("the effective owner")
         reader.expect_end("SetEffectiveOwner")
@@ -440,6 +472,8 @@ class QueueSession:
         ABORT_TRANSACTION: lambda s, r, o: s._no_argument(r, o, abort=True),
         DESTROY_CLUSTER: _destroy_cluster,
         GET_CAPABILITIES: _capabilities,
+        SET_JOB_FACTORY: _job_factory,
+        SEND_MATERIALIZE_DATA: _materialize_data,
         SET_EFFECTIVE_OWNER: _effective_owner,
         SET_ALLOW_PROTECTED: _allow_protected,
         DELETE_ATTRIBUTE: _delete_attribute,

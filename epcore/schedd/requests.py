@@ -9,6 +9,8 @@ queue transaction).
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -34,6 +36,7 @@ from epcore.schedd.submit_requirements import check_submit_requirements, submit_
 from epcore.submit import SubmittedCluster
 
 if TYPE_CHECKING:
+    from epcore.config import Config
     from epcore.schedd.service import ScheddService
 
 #: Attributes of a job ad that only the pool sees (the claim is a capability).
@@ -50,7 +53,32 @@ FORBIDDEN_OWNERS = ("root", "LOCAL_SYSTEM")
 
 
 def _new_cluster(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
+    if (
+        requester.uid < 0
+        and not requester.super_user
+        and runs_jobs_as_owner(service.config, os.geteuid())
+    ):
+        # Such jobs could never run as their owner: say so to the client now, rather than
+        # queue them (an authenticated name from a token or CLAIMTOBE, not an account).
+        # QUEUE_SUPER_USERS are trusted with theirs: root's tools authenticate as the
+        # pool's own user (FS_ROOT_TO_CONDOR), which need not be an account here.
+        raise ControlError(
+            f"{requester.name} has no account on this host, and jobs here run as their "
+            "owner's account (STARTER_ALLOW_RUNAS_OWNER, no SLOT<N>_USER): nothing submitted"
+        )
     return answer(True, ClusterId=service.schedd.new_cluster(requester.uid))
+
+
+_SLOT_USER = re.compile(r"SLOT\d+_USER", re.IGNORECASE)
+
+
+def runs_jobs_as_owner(config: Config, euid: int) -> bool:
+    """Whether this pool runs each job as its Owner's account: it runs as root (otherwise
+    every job runs as the pool's own user), STARTER_ALLOW_RUNAS_OWNER is true and no slot
+    names an account of its own (SLOT<N>_USER), which a job without an owner account takes."""
+    if euid != 0 or not config.get_bool("STARTER_ALLOW_RUNAS_OWNER", True):
+        return False
+    return not any(_SLOT_USER.fullmatch(name) and config.get(name) for name in config.names())
 
 
 def _submit(service: ScheddService, requester: Requester, request: ClassAd) -> ClassAd:
@@ -176,7 +204,12 @@ def _query_jobs(service: ScheddService, requester: Requester, request: ClassAd) 
     queue = service.schedd.queue
     if flag(request, "History"):
         limit = argument(request, "Limit", int, required=False)
-        ads = queue.history(constraint, projection, limit if isinstance(limit, int) else None)
+        ads = queue.history(
+            constraint,
+            projection,
+            limit if isinstance(limit, int) else None,
+            since=expression_argument(request, "Since"),
+        )
     else:
         ads = queue.jobs(constraint, projection)
     for ad in ads:

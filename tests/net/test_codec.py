@@ -210,3 +210,12 @@ def test_security_ads_are_bounded_to_100_attributes() -> None:
     """More than 100 attributes in a security ad is refused from the count alone."""
     with pytest.raises(CodecError, match=r"out of range 0\.\.100"):
         Reader((101).to_bytes(8, "big")).get_classad("the policy", literals_only=True)
+
+
+def test_writer_keeps_long_raw_parts_whole_and_in_order() -> None:
+    """Raw parts long enough to be kept whole come out with the small values around them in
+    the order they were put."""
+    long_a, long_b = b"a" * 5000, b"b" * 3000
+    writer = Writer().put_int(1).put_bytes(long_a).put_bytes(b"xy").put_bytes(long_b).put_int(0)
+    expected = (1).to_bytes(8, "big") + long_a + b"xy" + long_b + (0).to_bytes(8, "big")
+    assert writer.bytes() == expected

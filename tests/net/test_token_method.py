@@ -25,7 +25,11 @@ from tests.net.converse import converse, streams
 
 
 def _handshake(
-    tmp_path: Path, command: int, authorizations: tuple[str, ...], key: bytes | None = None
+    tmp_path: Path,
+    command: int,
+    authorizations: tuple[str, ...],
+    key: bytes | None = None,
+    times: int = 1,
 ) -> tuple[object, object, tuple[Stream, Stream], str]:
     """epcore's client against epcore's server, TOKEN only and encryption required, in memory
     through real framing; the client's and the server's outcomes, the streams and the log."""
@@ -73,12 +77,13 @@ def _handshake(
         "SEC_CLIENT_ENCRYPTION = REQUIRED\n",
         subsystem="TOOL",
     )
-    pair = streams()
-    client, served = converse(
-        start_command(pair[0], command, client_config, key_exchange=EcdhClientKeyExchange()),
-        server.start(pair[1]),
-        pair,
-    )
+    for _ in range(times):  # the same server, one new connection each time
+        pair = streams()
+        client, served = converse(
+            start_command(pair[0], command, client_config, key_exchange=EcdhClientKeyExchange()),
+            server.start(pair[1]),
+            pair,
+        )
     return (
         client.result or client.error,
         served.result or served.error,
@@ -122,6 +127,17 @@ def test_the_server_refuses_a_forged_token_in_the_handshake(tmp_path: Path) -> N
     assert isinstance(served, Refused) and isinstance(client, Refused)
     assert "does not match this server's signing key" in log
     assert "token presented for 'bob@pool.example'" in log
+
+
+def test_repeated_authentication_failures_cost_one_log_line_per_period(tmp_path: Path) -> None:
+    """A client failing TOKEN over and over from one host is logged once (why and for whom)
+    until the period passes, as the listener's other refusals are: it cannot flood the log."""
+    _, served, _, log = _handshake(
+        tmp_path, commands.QUERY_STARTD_ADS.number, ("READ",), key=b"k" * 64, times=5
+    )
+    assert isinstance(served, Refused)
+    assert log.count("does not match this server's signing key") == 1
+    assert log.count("authentication failed (it is required)") == 1
 
 
 def test_a_server_announces_its_trust_domain_and_readable_keys(tmp_path: Path) -> None:

@@ -220,3 +220,33 @@ def test_administrator_reconfigures_and_shuts_the_pool_down(pool_factory) -> Non
     _run(pool, locate + "htcondor2.send_command(loc, htcondor2.DaemonCommand.OffPeaceful)")
     assert pool.process is not None
     assert pool.process.wait(60) == 0
+
+
+def test_send_command_vacate_all_claims_evicts_the_running_job(
+    pool_factory, slot_users, shared_dir: Path
+) -> None:
+    """``send_command(location, 447)`` by the administrator vacates the running job, which
+    runs again; the location is one htcondor2 can send to (every role answers on the one
+    port), since htcondor2 refuses a startd's own location ("Machine" reads as a slot)
+    before it connects, whatever daemon is behind it."""
+    pool = pool_factory()
+    submit_as(pool, slot_users[0], shared_dir, "executable = /bin/sleep\narguments = 300\nqueue\n")
+    pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run")
+    with pytest.raises(Htcondor2Error, match="Failed to convert ad type to daemon type"):
+        _run(
+            pool,
+            "loc = htcondor2.Collector().locate(htcondor2.DaemonType.Startd)\n"
+            "htcondor2.send_command(loc, 447)",
+        )
+    _run(
+        pool,
+        "loc = htcondor2.Collector().locate(htcondor2.DaemonType.Schedd)\n"
+        "htcondor2.send_command(loc, 447)",
+    )
+    pool.wait_for(
+        lambda: pool.jobs()[0].evaluate("NumJobStarts") == 2 and _status(pool, "1.0") == 2,
+        60,
+        "the vacated job to run a second time",
+    )
+    assert pool.jobs()[0].evaluate("JobLastOutcome") == "evicted"
+    assert "VACATE_ALL_CLAIMS (447) from condor@" in pool.log("StartLog")

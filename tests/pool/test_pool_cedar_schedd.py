@@ -184,6 +184,16 @@ result = {{"held": dict(held), "released": dict(released), "removed": dict(remov
     history = _ep_q(pool, "-history")
     assert _ids(answer["history"]) == _ids(history) == [f"{cluster}.48", f"{cluster}.49"]
     assert {ad["RemoveReason"] for ad in answer["history"]} == {"Python-initiated action"}
+    # Since: the jobs recorded after the named one (newest first), that one left out.
+    newer, older = (f"{ad['ClusterId']}.{ad['ProcId']}" for ad in answer["history"])
+    code = f"""
+s = htcondor2.Schedd()
+def ids(since):
+    found = s.history(None, ["ClusterId", "ProcId"], since=since)
+    return [f"{{ad['ClusterId']}}.{{ad['ProcId']}}" for ad in found]
+result = [ids("{older}"), ids("{newer}"), ids(classad2.ExprTree("ProcId >= 48"))]
+"""
+    assert _as(pool, user, code) == [[newer], [], []]
     words = sorted(ad["Args"] for ad in local.values() if ad["ClusterId"] == answer["items"])
     assert words == ["alpha", "beta", "gamma"]
 
@@ -385,3 +395,29 @@ result = dict(v)
     hold = f'htcondor2.Schedd().act(htcondor2.JobAction.Hold, ["{cluster}.0"])\nresult = 1'
     _as(pool, user, hold)
     assert _as(pool, user, vacate)["TotalBadStatus"] == 1
+
+
+def test_late_materialization_is_refused_with_a_reason_htcondor2_shows(
+    pool_factory, slot_users
+) -> None:
+    """A submission with max_materialize or max_idle (a submit digest) is refused at its
+    commit with the reason, which htcondor2 raises; nothing is queued, and a submission
+    without them still goes through on the same pool."""
+    pool: PoolProcess = pool_factory()
+    user = slot_users[0]
+    code = """
+result = []
+for extra in ({"max_materialize": "2"}, {"max_idle": "1"}):
+    sub = htcondor2.Submit({"executable": "/bin/true", "hold": "true", **extra})
+    try:
+        htcondor2.Schedd().submit(sub, count=5)
+        result.append("queued")
+    except htcondor2.HTCondorException as error:
+        result.append(str(error))
+"""
+    answer = _as(pool, user, code)
+    assert len(answer) == 2
+    for message in answer:
+        assert "late materialization (max_materialize, max_idle) is not supported" in message
+    assert _ep_q(pool) == []
+    assert _as(pool, user, SUBMIT_50)["cluster"] >= 1

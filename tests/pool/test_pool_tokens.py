@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,26 @@ def test_the_first_start_makes_a_private_signing_key_that_signs_tokens(
     pool.stop()
     pool.start()
     assert key.read_bytes() == before
+
+
+def test_a_reconfig_makes_the_signing_key_when_it_is_missing(
+    pool_factory: Callable[..., PoolProcess],
+) -> None:
+    """A reconfig (SIGHUP) makes the signing key SEC_TOKEN_POOL_SIGNING_KEY_FILE now names
+    when that file is missing, 0600, as the first start does; the old key stays as it was."""
+    pool = pool_factory()
+    old = pool.directory / "passwords.d" / "POOL"
+    before = old.read_bytes()
+    new = pool.directory / "keys" / "POOL"
+    with open(pool.config_path, "a", encoding="utf-8") as handle:
+        handle.write(f"SEC_TOKEN_POOL_SIGNING_KEY_FILE = {new}\n")
+    assert pool.process is not None
+    pool.process.send_signal(signal.SIGHUP)
+    pool.wait_for(new.is_file, 20, "the new signing key")
+    assert os.stat(new).st_mode & 0o777 == 0o600
+    assert len(new.read_bytes()) == 64 and new.read_bytes() != before
+    assert old.read_bytes() == before
+    assert f"Created POOL token signing key in file {new}" in pool.log("CollectorLog")
 
 
 #: The pool refuses FS for reading (only a token proves who reads) and revokes one token.
@@ -118,3 +139,41 @@ def test_htcondor2_with_only_a_token_reads_the_pool_and_bad_tokens_are_refused(
         log = (pool.directory / "log" / "CollectorLog").read_text()
         assert reason in log, name
     assert "refused QUERY_STARTD_ADS (5) from unauthenticated at <127.0.0.1:" in log
+
+
+SUBMIT = """
+sub = htcondor2.Submit({"executable": "/bin/true", "hold": "true"})
+htcondor2.Schedd().submit(sub, count=1)
+"""
+
+
+@pytest.mark.system
+def test_a_token_naming_no_local_account_cannot_submit_where_jobs_run_as_their_owner(
+    pool_factory: Callable[..., PoolProcess], tmp_path: Path
+) -> None:
+    """In a pool that runs jobs as their owner, a submission authenticated by a token whose
+    name has no account here is refused with the reason, which htcondor2 shows; nothing is
+    queued. A super user's submission is not refused for want of an account."""
+    pool = pool_factory()
+    address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
+    settings = tokens.TokenSettings.from_lookup(Config.load(pool.config_path).get)
+    made = CliRunner().invoke(
+        ep,
+        ["token", "create", "--config", str(pool.config_path), "--identity",
+         f"no-such-account-x@{settings.trust_domain}"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.stderr
+    directory = tmp_path / "tokens"
+    directory.mkdir(mode=0o700)
+    (directory / "token").write_text(made.stdout.strip() + "\n")
+    (directory / "token").chmod(0o600)
+    config = tmp_path / "client.config"
+    config.write_text(CLIENT.format(address=address, tokens=directory))
+    with pytest.raises(Htcondor2Error) as refused:
+        run_htcondor2(str(config), SUBMIT)
+    assert "no-such-account-x has no account on this host" in str(refused.value)
+    assert pool.jobs() == []
+    # root's tools authenticate (FS) as the pool's own user, condor, a QUEUE_SUPER_USERS
+    # name, which may submit whether or not it is an account here.
+    run_htcondor2(str(pool.config_path), SUBMIT)
+    assert [job.evaluate("Owner") for job in pool.jobs()] == ["condor"]

@@ -365,6 +365,24 @@ def test_finished_jobs_move_to_history_newest_first(path: Path, queue: JobQueue)
         again.close()
 
 
+def test_history_since_stops_at_the_newest_job_it_is_true_of(queue: JobQueue) -> None:
+    """With ``since``, the history is the jobs recorded after the newest one the expression is
+    true of, that one left out, as HTCondor's history Since reads; constraint and limit
+    apply to what is left."""
+    jobs = submit(queue, procs=4)
+    for offset, job in enumerate(jobs):
+        finished(queue, job, S.COMPLETED, NOW + offset)
+    procs = [ad.evaluate("ProcId") for ad in queue.history(since="ProcId == 1")]
+    assert procs == [3, 2]
+    assert [ad.evaluate("ProcId") for ad in queue.history("ProcId != 3", since="ProcId == 0")] == [
+        2,
+        1,
+    ]
+    assert [ad.evaluate("ProcId") for ad in queue.history(limit=1, since="ProcId == 0")] == [3]
+    assert queue.history(since="ProcId == 3") == []
+    assert len(queue.history(since="ProcId == 99")) == 4
+
+
 def test_history_keeps_changes_made_in_the_same_batch(queue: JobQueue) -> None:
     """A job that finishes in the batch that changed it goes to the history with those
     changes, and with its own and its cluster's attributes."""

@@ -12,6 +12,7 @@ from epcore.net import qmgmt_protocol as qmgmt
 from epcore.net.codec import Reader, Writer
 from epcore.net.conversation import Stream
 from epcore.net.frames import Framer
+from epcore.schedd import qmgmt as qmgmt_session
 from epcore.schedd.qmgmt import QueueSession, queue_conversation
 from tests.net.drive import run_conversation
 
@@ -123,6 +124,35 @@ def test_an_unacknowledged_failure_fails_the_commit_and_nothing_is_queued() -> N
     reason = commit.get_classad().evaluate("ErrorReason")
     assert isinstance(reason, str) and "Broken" in reason
     assert "Submit" not in pool.commands()
+
+
+def test_a_submit_digest_is_taken_and_its_commit_refused_with_the_reason() -> None:
+    """SetJobFactory and SendMaterializeData (late materialization) are answered as taken, so
+    the client reaches its commit, which answers -1 and an ad saying that late
+    materialization is not supported (once); nothing is queued."""
+    pool = FakePool()
+    digest = "executable=/bin/true\nQueue 5\n"
+    items = Writer().put_int(qmgmt.SEND_MATERIALIZE_DATA).put_int(7).put_int(0)
+    items.put_bytes(b"a\nb\n")
+    replies = drive(
+        session(pool),
+        [
+            call(qmgmt.NEW_CLUSTER),
+            items.bytes(),
+            call(qmgmt.SET_JOB_FACTORY, 7, 2, "", digest),
+            call(qmgmt.SET_ATTRIBUTE2, 7, -1, '"/bin/true"', "Cmd", flags=qmgmt.NO_ACK),
+            call(qmgmt.COMMIT, 0),
+        ],
+    )
+    assert replies[1].get_string() == "" and replies[1].get_int() == 2
+    assert replies[1].get_int() == 0
+    assert replies[2].get_int() == 0
+    commit = replies[3]
+    assert commit.get_int() == -1 and commit.get_int() == errno.EINVAL
+    reason = commit.get_classad().evaluate("ErrorReason")
+    assert reason == qmgmt_session.NO_LATE_MATERIALIZATION
+    assert "late materialization (max_materialize, max_idle) is not supported" in reason
+    assert pool.commands() == ["NewCluster"]
 
 
 def test_a_connection_that_ends_uncommitted_queues_nothing() -> None:

@@ -8,6 +8,8 @@ import logging
 import os
 import pwd
 
+import pytest
+
 from epcore.classad import ClassAd
 from epcore.interfaces import Requester
 from epcore.net import commands
@@ -18,7 +20,7 @@ from epcore.net.dispatch import CommandContext, Handler
 from epcore.net.frames import Framer
 from epcore.net.handshake import Peer
 from epcore.net.methods import Identity
-from epcore.schedd.cedar import cedar_handlers, peer_requester
+from epcore.schedd.cedar import cedar_handlers, peer_requester, qualified_super_users
 from tests.net.drive import run_conversation
 
 ROOT_NAME = pwd.getpwuid(0).pw_name
@@ -51,7 +53,7 @@ def drive(handler: Handler, peer: Peer, messages: list[bytes]) -> list[Reader]:
 
 def handlers(pool: FakePool) -> dict[int, Handler]:
     table = cedar_handlers(
-        pool, lambda: {"condor"}, log=logging.getLogger("test"), clock=lambda: 5000.0
+        pool, lambda: {"condor@example.org"}, log=logging.getLogger("test"), clock=lambda: 5000.0
     )
     return {command.number: handler for command, handler in table.items()}
 
@@ -61,19 +63,39 @@ def bob(command: commands.Command) -> Peer:
 
 
 def test_the_peer_acts_as_the_local_user_of_its_authenticated_name() -> None:
-    """An authenticated name maps to that local account (root a super user), a configured
-    super user is one whatever its account, a name without an account acts with uid -1, and
-    an unauthenticated peer is nobody."""
-    root = peer_requester(Peer(("h", 1), Identity(ROOT_NAME, "d", "FS"), 0), super_users=set())
-    assert root == Requester(0, ROOT_NAME, True)
+    """An authenticated name maps to that local account, a name without an account acts
+    with uid -1, and an unauthenticated peer is nobody."""
     nobody = peer_requester(Peer(("h", 1), Identity("no-such-user-x", "d", "TOKEN"), 0), {})
     assert nobody == Requester(-1, "no-such-user-x", False)
-    condor = peer_requester(Peer(("h", 1), Identity("condor", "d", "FS"), 0), {"condor"})
-    assert condor is not None and condor.super_user
-    assert peer_requester(Peer(("h", 1), None, 0), {"condor"}) is None
+    assert peer_requester(Peer(("h", 1), None, 0), {"condor@d"}) is None
     me = pwd.getpwuid(os.getuid()).pw_name
     found = peer_requester(Peer(("h", 1), Identity(me, "d", "FS"), 0), set())
     assert found is not None and found.uid == os.getuid()
+
+
+@pytest.mark.parametrize(
+    ("identity", "listed", "expected"),
+    [
+        (Identity(ROOT_NAME, "pool.example", "FS"), "root, condor", True),
+        (Identity(ROOT_NAME, "pool.example", "TOKEN"), "root, condor", True),
+        (Identity(ROOT_NAME, "elsewhere.example", "TOKEN"), "root, condor", False),
+        (Identity(ROOT_NAME, "elsewhere.example", "CLAIMTOBE"), "root, condor", False),
+        (Identity(ROOT_NAME, "pool.example", "CLAIMTOBE"), "condor", False),
+        (Identity(ROOT_NAME, "pool.example", "FS"), "condor", False),
+        (Identity("condor", "POOL.example", "FS"), "root, condor", True),
+        (Identity("alice", "elsewhere.example", "TOKEN"), "alice@elsewhere.example", True),
+        (Identity("alice", "pool.example", "TOKEN"), "alice@elsewhere.example", False),
+    ],
+)
+def test_a_super_user_is_an_authenticated_name_queue_super_users_holds(
+    identity: Identity, listed: str, expected: bool
+) -> None:
+    """QUEUE_SUPER_USERS as HTCondor reads it: a bare name is that user of UID_DOMAIN, a full
+    name is itself; an identity named root (its account uid 0 or not) is a super user only
+    when listed so, never from another domain."""
+    names = qualified_super_users(listed.replace(",", " ").split(), "pool.example")
+    requester = peer_requester(Peer(("h", 1), identity, 0), names)
+    assert requester is not None and requester.super_user is expected
 
 
 def test_a_job_query_sends_each_ad_then_the_summary() -> None:
