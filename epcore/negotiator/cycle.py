@@ -117,7 +117,11 @@ class _Run:
             if limits is not None and self._over_limits(queue, position, ident, limits):
                 continue
             self.considered += 1
-            room = limit if self.room is None else min(limit, self.room)
+            room = limit
+            if self.room is not None and (made or self.room <= EPSILON):
+                # As HTCondor's SubmitterLimitPermits, a submitter's first match of a spin
+                # may round the group's fractional room up, so no crumbs stay idle.
+                room = min(limit, self.room)
             try:
                 choice = self.chooser.choose(job, queue.first + position, queue.bidder, room)
             except Exception as error:
