@@ -358,7 +358,10 @@ def _cycle(
     policy = GroupPolicy.from_config(config)
     allocation = None
     if policy.enabled:
-        weighted_usage = {n: r.weighted_resources_used for n, r in accountant.records.items()}
+        # Group records (names without a domain) hold their members' usage: not submitters.
+        weighted_usage = {
+            n: r.weighted_resources_used for n, r in accountant.records.items() if "@" in n
+        }
         run.groups = GroupRun.build(policy, weighted_usage, (q.name for q in queues))
         slices, spins, allocation = negotiate_groups(
             policy,

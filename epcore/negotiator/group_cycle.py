@@ -76,7 +76,8 @@ def negotiate_groups(
     context: EvalContext | None = None,
 ) -> tuple[dict[str, float], int, Allocation]:
     """Negotiate every group (submitters in ``idle``'s order, with their idle demand); each
-    submitter's first slice, the spins, and the last round's allocation."""
+    submitter's first slice, the spins, and the last round's allocation (with each group's
+    demand at the start of the cycle as ``requested``)."""
     members: dict[str, list[str]] = {}
     for submitter in idle:
         members.setdefault(run.group_of.get(submitter, ROOT), []).append(submitter)
@@ -91,6 +92,7 @@ def negotiate_groups(
     for submitter, demand in idle.items():
         group = run.group_of.get(submitter, ROOT)
         requested[group] = requested.get(group, 0.0) + demand
+    demand = dict(requested)
     slices: dict[str, float] = {}
     spins = 0
     allocation = allocate(policy, pool_size, requested, weighted)
@@ -131,4 +133,6 @@ def negotiate_groups(
             used = run.usage.get(share.name, 0.0)
             if used < share.allocated:
                 requested[share.name] = used
-    return slices, spins, allocation
+    # The report shows the cycle's demand, not the last round's reduced one.
+    shares = tuple(attrs.evolve(s, requested=demand.get(s.name, 0.0)) for s in allocation.shares)
+    return slices, spins, attrs.evolve(allocation, shares=shares)

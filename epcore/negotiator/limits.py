@@ -137,3 +137,35 @@ def limit_ad_attributes(counts: Mapping[str, float]) -> dict[str, float]:
 def rejection(names: Iterable[str]) -> str:
     """The analysis reason for a job held back by concurrency limits."""
     return f"concurrency limit {', '.join(names)} reached"
+
+
+@attrs.frozen
+class MatchedLimits:
+    """The concurrency limits of a match the negotiator made (HTCondor's accountant keeps
+    them as MatchedConcurrencyLimits) until the slot's ad shows its claim."""
+
+    slot: str
+    limits: str
+    matched_at: float
+
+
+def still_pending(
+    matched: Iterable[MatchedLimits], slots: Iterable[ClassAd], now: float, timeout: float
+) -> list[MatchedLimits]:
+    """The matches whose slot ads do not show them yet, younger than ``timeout``
+    (MATCH_TIMEOUT): a slot claimed and heard from since the match counts its own
+    ConcurrencyLimits instead."""
+    by_name = {str(slot.evaluate("Name")): slot for slot in slots}
+    kept = []
+    for entry in matched:
+        if now - entry.matched_at > timeout:
+            continue
+        slot = by_name.get(entry.slot)
+        if slot is not None:
+            heard = slot.evaluate("LastHeardFrom")
+            # LastHeardFrom is in whole seconds: an ad of the match's second may show it.
+            fresh = isinstance(heard, int | float) and heard >= int(entry.matched_at)
+            if fresh and slot.evaluate("State") in ("Claimed", "Preempting"):
+                continue
+        kept.append(entry)
+    return kept
