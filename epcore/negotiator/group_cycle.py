@@ -92,7 +92,7 @@ def negotiate_groups(
     for submitter, demand in idle.items():
         group = run.group_of.get(submitter, ROOT)
         requested[group] = requested.get(group, 0.0) + demand
-    demand = dict(requested)
+    wanted = dict(requested)
     slices: dict[str, float] = {}
     spins = 0
     allocation = allocate(policy, pool_size, requested, weighted)
@@ -134,5 +134,5 @@ def negotiate_groups(
             if used < share.allocated:
                 requested[share.name] = used
     # The report shows the cycle's demand, not the last round's reduced one.
-    shares = tuple(attrs.evolve(s, requested=demand.get(s.name, 0.0)) for s in allocation.shares)
+    shares = tuple(attrs.evolve(s, requested=wanted.get(s.name, 0.0)) for s in allocation.shares)
     return slices, spins, attrs.evolve(allocation, shares=shares)
