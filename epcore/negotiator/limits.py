@@ -13,6 +13,7 @@ each match of the cycle.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -26,6 +27,7 @@ _PART = r"[A-Za-z_][A-Za-z0-9_]*"
 _NAME = re.compile(rf"{_PART}(?:\.{_PART})?")
 
 
+@functools.lru_cache(maxsize=4096)  # a cycle checks the same few strings for every job
 def parse_limits(text: str) -> tuple[tuple[str, float], ...]:
     """The (lower-cased name, increment) pairs of a ConcurrencyLimits string; tokens that are
     not limit names are left out, as the negotiator cannot count them."""
