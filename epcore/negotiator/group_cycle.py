@@ -95,8 +95,9 @@ def negotiate_groups(
     wanted = dict(requested)
     slices: dict[str, float] = {}
     spins = 0
-    allocation = allocate(policy, pool_size, requested, weighted)
-    for _ in range(policy.max_rounds):
+    rounds = 0
+    while True:
+        rounds += 1
         allocation = allocate(policy, pool_size, requested, weighted)
         if policy.root_autoregroup:
             shares = tuple(
@@ -127,7 +128,7 @@ def negotiate_groups(
                 spins += count
         allocated = sum(s.allocated for s in allocation.shares)
         served = sum(min(run.usage.get(s.name, 0.0), s.allocated) for s in allocation.shares)
-        if served >= allocated - 1e-9:
+        if served >= allocated - 1e-9 or rounds >= policy.max_rounds:
             break
         for share in allocation.shares:
             used = run.usage.get(share.name, 0.0)

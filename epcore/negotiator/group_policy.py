@@ -50,6 +50,12 @@ class GroupPolicy:
     max_rounds: int = 3
     sort_expr: Expr = attrs.field(factory=lambda: parse_expr(DEFAULT_SORT_EXPR))
     use_weighted_demand: bool = True
+    #: Lower-cased name -> group, so that lookups do not walk the list.
+    _index: dict[str, GroupSpec] = attrs.field(init=False, repr=False, eq=False)
+
+    @_index.default
+    def _build_index(self) -> dict[str, GroupSpec]:
+        return {spec.name.lower(): spec for spec in self.groups}
 
     @property
     def enabled(self) -> bool:
@@ -63,11 +69,7 @@ class GroupPolicy:
 
     def spec(self, name: str) -> GroupSpec | None:
         """The group named ``name`` in any case (None for ROOT or an unknown name)."""
-        wanted = name.lower()
-        for spec in self.groups:
-            if spec.name.lower() == wanted:
-                return spec
-        return None
+        return self._index.get(name.lower())
 
     def children(self, name: str) -> list[GroupSpec]:
         """The groups directly under ``name``."""
@@ -86,15 +88,14 @@ class GroupPolicy:
         path, dot, _ = account.rpartition(".")
         if not dot:
             return ROOT
-        known = {spec.name.lower(): spec.name for spec in self.groups}
         found = ROOT
         prefix = ""
         for part in path.split("."):
             prefix = f"{prefix}.{part}" if prefix else part
-            name = known.get(prefix.lower())
-            if name is None:
+            spec = self._index.get(prefix.lower())
+            if spec is None:
                 break
-            found = name
+            found = spec.name
         return found
 
     @classmethod
