@@ -295,3 +295,27 @@ def test_limits_are_never_exceeded(asks: list[tuple[str, str]], maximum: int, po
     )
     for name, (count, most) in result.limits.items():
         assert count <= most + 1e-9, name
+
+
+def test_plain_and_indexed_choosers_agree_under_groups_and_limits() -> None:
+    """The group layer and the limits give the same matches with the plain reference chooser
+    as with the indexed one, on a pool of mixed slots with ranks and a surplus tree."""
+    text = QUOTAS_6_2 + (
+        "GROUP_NAMES = $(GROUP_NAMES), physics.hep\n"
+        "GROUP_QUOTA_DYNAMIC_physics.hep = 0.5\nGROUP_ACCEPT_SURPLUS_physics.hep = true\n"
+        "GROUP_ACCEPT_SURPLUS_chemistry = true\nDB_LIMIT = 3\n"
+    )
+    slots = [slot(n, memory=512 * (1 + n % 3), rank=f"{n % 4}") for n in range(1, 15)]
+    submitters = [
+        grouped("physics", "einstein", 6, 1),
+        grouped("physics.hep", "higgs", 8, 2, ConcurrencyLimits="db"),
+        grouped("chemistry", "curie", 9, 3, ConcurrencyLimits="db:0.5"),
+        SubmitterJobs(f"plain@{DOMAIN}", tuple(job(4, p, owner="plain") for p in range(5))),
+    ]
+    indexed = cycle(config(text), slots, submitters)
+    plain = cycle(config(text), slots, submitters, chooser="plain")
+    assert [(m.job_id, m.slot_name) for m in indexed.matches] == [
+        (m.job_id, m.slot_name) for m in plain.matches
+    ]
+    assert indexed.rejections == plain.rejections
+    assert indexed.limits["db"][0] <= 3
