@@ -58,6 +58,10 @@ class AccountantPolicy:
         """The factor of a submitter seen for the first time."""
         if name.lower().startswith("nice-user."):
             return self.nice_factor
+        if self.groups.enabled and "@" in name:
+            spec = self.groups.spec(self.groups.group_of(name))
+            if spec is not None and spec.prio_factor is not None:
+                return spec.prio_factor
         domain = name.rpartition("@")[2] if "@" in name else ""
         if self.local_domain and domain.lower() != self.local_domain.lower():
             return self.remote_factor

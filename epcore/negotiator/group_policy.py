@@ -31,6 +31,8 @@ class GroupSpec:
     static: bool
     accept_surplus: bool
     autoregroup: bool
+    #: GROUP_PRIO_FACTOR_<g>: the priority factor its new submitters start with.
+    prio_factor: float | None = None
 
     @property
     def parent(self) -> str:
@@ -122,6 +124,7 @@ class GroupPolicy:
                     static=is_static,
                     accept_surplus=config.get_bool(f"GROUP_ACCEPT_SURPLUS_{name}", accept_all),
                     autoregroup=config.get_bool(f"GROUP_AUTOREGROUP_{name}", autoregroup_all),
+                    prio_factor=_factor(config, name),
                 )
             )
         rate_knob = "GROUP_QUOTA_ROUND_ROBIN_RATE"
@@ -162,6 +165,20 @@ def _group_names(config: Config) -> list[str]:
             continue  # HTCondor ignores a group whose parent is not defined
         kept[lower] = seen[lower]
     return list(kept.values())
+
+
+def _factor(config: Config, name: str) -> float | None:
+    knob = f"GROUP_PRIO_FACTOR_{name}"
+    text = config.get(knob)
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise PoolError(f"{knob} = {text} is not a number") from error
+    if not value > 0:
+        raise PoolError(f"{knob} = {text} is not a positive priority factor")
+    return value
 
 
 def _quota(knob: str, text: str, highest: float | None) -> float:

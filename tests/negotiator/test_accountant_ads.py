@@ -164,3 +164,12 @@ def test_arbitrary_ads_load_or_raise_pool_error(fields: dict[str, object]) -> No
         return
     (record,) = accountant.records.values()
     assert record.factor > 0 and record.rup >= 0.5
+
+
+def test_group_prio_factor_is_a_new_members_factor() -> None:
+    """GROUP_PRIO_FACTOR_<g> is the factor a new submitter of that group starts with; others
+    keep DEFAULT_PRIO_FACTOR."""
+    cfg = config("GROUP_NAMES = physics\nGROUP_QUOTA_physics = 4\nGROUP_PRIO_FACTOR_physics = 7\n")
+    accountant = Accountant.empty(cfg)
+    assert accountant.record("physics.einstein@example.org").factor == 7.0
+    assert accountant.record("alice@example.org").factor == 1000.0
