@@ -134,7 +134,8 @@ class _Run:
                 continue
             if choice.candidate is None:
                 if choice.limited:
-                    capped = self.room is not None and self.room < limit
+                    # The group's room, not the submitter's share, is what stopped it.
+                    capped = room < limit - EPSILON
                     self.rejections[ident] = self.room_reason if capped else _LIMIT
                     return made
                 queue.done[position] = True
