@@ -160,7 +160,9 @@ def _allocate_surplus(node: _Node, surplus: float) -> float:
             _allocate_surplus(child, amount)
     node.allocated += given[-1]
     node.requested -= given[-1]
-    node.subtree_requested = total
+    # What the subtree still asks for once this surplus is handed out: the parent (or a
+    # later call for the same node) must not hand the same request out twice.
+    node.subtree_requested = total - sum(given)
     return surplus
 
 
@@ -244,6 +246,7 @@ def _round_robin(node: _Node, surplus: float) -> float:
             _round_robin(child, amount)
     node.allocated += given[-1]
     node.requested -= given[-1]
+    node.subtree_requested = requested
     return surplus
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from epcore.classad import parse_expr
@@ -261,6 +261,9 @@ def test_no_group_exceeds_what_it_may_take(
 
 @settings(max_examples=60, deadline=None)
 @given(_TREE, st.integers(1, 30), st.integers(0, 10))
+# A zero-quota subgroup's request was once handed out twice while its zero-quota uncle's
+# was never served.
+@example([(0, 1.0, False, 0), (0, 0.0, False, 2), (1, 0.0, False, 1)], 3, 0)
 def test_whole_pool_is_used_when_every_group_accepts_surplus(
     tree: list[tuple[int, float, bool, int]], pool: int, root_jobs: int
 ) -> None:
