@@ -13,6 +13,7 @@ from epcore.interfaces import SubmitterJobs
 from epcore.negotiator import Accountant, Cycle
 from epcore.negotiator.cycle import run_cycle
 from epcore.negotiator.group_policy import ROOT, GroupPolicy
+from epcore.negotiator.groups import allocate
 from tests.negotiator.negotiator_helpers import DOMAIN, config, cycle, job, slot
 
 QUOTAS_6_2 = """
@@ -322,3 +323,31 @@ def test_plain_and_indexed_choosers_agree_under_groups_and_limits() -> None:
     ]
     assert indexed.rejections == plain.rejections
     assert indexed.limits["db"][0] <= 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    _TREE,
+    st.floats(0.0, 50.0),
+    st.booleans(),
+    st.dictionaries(st.integers(0, 5), st.floats(0.0, 40.0), max_size=6),
+)
+def test_allocation_gives_surplus_only_to_groups_that_accept_it(
+    tree: list[tuple[int, float, bool, int]],
+    pool: float,
+    oversubscription: bool,
+    asks: dict[int, float],
+) -> None:
+    """In any tree, a leaf group that does not accept surplus is allocated at most its quota,
+    no group more than it asked for, and the surplus left over is never negative."""
+    text, names = _config_text(tree, False)
+    text += f"NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION = {oversubscription}\n"
+    policy = GroupPolicy.from_config(config(text))
+    demand = {names[k]: v for k, v in asks.items() if k < len(names)}
+    result = allocate(policy, pool, demand)
+    parents = {share.parent for share in result.shares}
+    for share in result.shares:
+        assert share.allocated <= share.requested + 1e-6
+        if share.name not in parents and not share.accept_surplus:
+            assert share.allocated <= share.quota + 1e-6
+    assert result.surplus >= -1e-6
