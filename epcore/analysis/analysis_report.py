@@ -68,6 +68,9 @@ class JobAnalysis:
     not_available: int
     available: int
     advice: str | None
+    #: Why the negotiator's last cycle left the job unmatched (its group's quota, a
+    #: concurrency limit...), when the negotiator is in reach and knows.
+    negotiator: str | None = None
 
 
 def advice(analysis: JobAnalysis) -> str:
@@ -185,6 +188,8 @@ def render_analysis(analysis: JobAnalysis) -> str:
         lines += _clause_table(analysis)
     lines += _summary(analysis)
     lines += _refusal_lines(analysis)
+    if analysis.negotiator is not None:
+        lines += ["", f"The last negotiation cycle did not match the job: {analysis.negotiator}"]
     if analysis.advice is not None:
         lines += ["", f"Suggestion: {analysis.advice}"]
     return "\n".join(lines) + "\n"

@@ -26,6 +26,7 @@ from epcore.errors import EpError
 from epcore.pool.personal import config_file_for, write_personal_config
 from epcore.pool.roles import ROLES
 from epcore.views.ad_formats import format_json, format_long
+from epcore.views.group_tables import render_limits, render_quotas, rolled_up
 from epcore.views.tables import render_userprio
 
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -94,6 +95,21 @@ def run_command(config_file: str | None, role: str | None) -> None:
     help="Every column: also the real priority and the usage start and last usage times.",
 )
 @click.option("-most", "--most", "most", is_flag=True, help="The default columns.")
+@click.option(
+    "-grouprollup",
+    "--grouprollup",
+    "group_rollup",
+    is_flag=True,
+    help="List the accounting groups too, each with its subgroups' usage added.",
+)
+@click.option("-quotas", "--quotas", "quotas", is_flag=True, help="The groups' quotas and demand.")
+@click.option(
+    "-limits",
+    "--limits",
+    "limits",
+    is_flag=True,
+    help="Each concurrency limit's use and maximum (also in -l's Accountant ad).",
+)
 @click.option("-l", "-long", "--long", "long_", is_flag=True, help="Every attribute.")
 @click.option("-json", "--json", "as_json", is_flag=True, help="The ads as JSON.")
 @pool_options
@@ -107,6 +123,9 @@ def userprio_command(
     all_users: bool,
     all_fields: bool,
     most: bool,
+    group_rollup: bool,
+    quotas: bool,
+    limits: bool,
     long_: bool,
     as_json: bool,
     config_file: str | None,
@@ -116,7 +135,8 @@ def userprio_command(
     """Show the submitters' priorities, or change them, like condor_userprio.
 
     As condor_userprio's: -allusers lists inactive submitters too, -all shows every column,
-    -most the default ones.
+    -most the default ones, -grouprollup adds the accounting groups with their subgroups'
+    usage, -quotas shows the groups' quotas; -limits the concurrency limits' use.
     """
     changes: list[tuple[str, str, float | None]] = []
     for command, pair in (
@@ -165,9 +185,20 @@ def userprio_command(
         click.echo(format_json(ads), nl=False)
     elif long_:
         click.echo(format_long(ads), nl=False)
+    elif quotas:
+        click.echo(render_quotas(ads), nl=False)
+    elif limits:
+        click.echo(render_limits(ads), nl=False)
     else:
+        shown = rolled_up(ads) if group_rollup else ads
         click.echo(
-            render_userprio(ads, now=time.time(), all_users=all_users, all_fields=all_fields),
+            render_userprio(
+                shown,
+                now=time.time(),
+                all_users=all_users,
+                all_fields=all_fields,
+                groups=group_rollup,
+            ),
             nl=False,
         )
 

@@ -11,3 +11,8 @@ class PriorityQuery(Protocol):
     def effective_priority(self, submitter: str) -> float:
         """``submitter``'s effective user priority (lower is better)."""
         ...
+
+    def waiting_reason(self, submitter: str, job_id: str) -> str | None:
+        """Why the last negotiation cycle left ``submitter``'s job ``job_id`` unmatched (its
+        group's quota, a concurrency limit, its priority...), None when it does not know."""
+        ...

@@ -17,6 +17,7 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import PoolError
+from epcore.negotiator.group_policy import GroupPolicy
 
 MINIMUM_RUP = 0.5
 
@@ -32,6 +33,9 @@ class AccountantPolicy:
     local_domain: str | None
     use_slot_weights: bool
     uid_domain: str
+    #: The accounting groups (GROUP_NAMES, parents first): each gets a record of its own,
+    #: charged with its members' usage (not its subgroups'), as HTCondor's accountant keeps.
+    groups: GroupPolicy = attrs.field(factory=GroupPolicy)
 
     @classmethod
     def from_config(cls, config: Config) -> AccountantPolicy:
@@ -47,12 +51,17 @@ class AccountantPolicy:
             local_domain=config.get("ACCOUNTANT_LOCAL_DOMAIN"),
             use_slot_weights=config.get_bool("NEGOTIATOR_USE_SLOT_WEIGHTS", True),
             uid_domain=config.get("UID_DOMAIN") or "",
+            groups=GroupPolicy.from_config(config),
         )
 
     def initial_factor(self, name: str) -> float:
         """The factor of a submitter seen for the first time."""
         if name.lower().startswith("nice-user."):
             return self.nice_factor
+        if self.groups.enabled and "@" in name:
+            spec = self.groups.spec(self.groups.group_of(name))
+            if spec is not None and spec.prio_factor is not None:
+                return spec.prio_factor
         domain = name.rpartition("@")[2] if "@" in name else ""
         if self.local_domain and domain.lower() != self.local_domain.lower():
             return self.remote_factor
@@ -153,6 +162,16 @@ class Accountant:
             return found
         return SubmitterRecord(name=name, factor=self.policy.initial_factor(name))
 
+    def group_of(self, name: str) -> str:
+        """The accounting group a record belongs to: a group's record is its own group, a
+        submitter's is the group its name gives (``<none>`` without one)."""
+        groups = self.policy.groups
+        if "@" not in name:
+            spec = groups.spec(name)
+            if spec is not None:
+                return spec.name
+        return groups.group_of(name)
+
     def eup(self, name: str) -> float:
         """``name``'s effective user priority (lower is better)."""
         return self.record(name).eup
@@ -242,6 +261,8 @@ class Accountant:
         interval, then record the usage the claimed ``slots`` show now."""
         policy = self.policy
         usage = count_usage(slots, policy.use_slot_weights, policy.uid_domain)
+        if policy.groups.enabled:
+            usage = {**usage, **_group_usage(policy.groups, usage)}
         elapsed = 0.0 if self.last_update is None else max(now - self.last_update, 0.0)
         decay = 0.5 ** (elapsed / policy.halflife)
         records: dict[str, SubmitterRecord] = {}
@@ -284,6 +305,9 @@ class Accountant:
             ad["BeginUsageTime"] = record.begin_usage_time
             ad["LastUsageTime"] = record.last_usage_time
             ad["Ceiling"] = -1.0 if record.ceiling is None else record.ceiling
+            group = self.group_of(record.name)
+            ad["IsAccountingGroup"] = group == record.name
+            ad["AccountingGroup"] = group
             ad["Floor"] = 0.0 if record.floor is None else record.floor
             if self.last_update is not None:
                 ad["LastUpdateTime"] = self.last_update
@@ -314,6 +338,18 @@ class Accountant:
                 weighted_resources_used=max(old.weighted_resources_used + weight, 0.0),
             )
         )
+
+
+def _group_usage(groups: GroupPolicy, usage: Mapping[str, SlotUsage]) -> dict[str, SlotUsage]:
+    """Each group's usage: the sum of its direct members' (a group's record is charged with
+    what its submitters hold, as HTCondor's accountant charges it)."""
+    found: dict[str, SlotUsage] = {spec.name: SlotUsage() for spec in groups.groups}
+    for principal, held in usage.items():
+        group = groups.group_of(principal)
+        if group in found:
+            old = found[group]
+            found[group] = SlotUsage(old.slots + held.slots, old.weight + held.weight)
+    return found
 
 
 def _number(ad: ClassAd, attribute: str, where: str, default: float | None = None) -> float:

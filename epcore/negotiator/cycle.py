@@ -9,8 +9,10 @@ nothing, the following spins raise each limit to the lightest unmatched slot's w
 leftovers go in EUP order instead of staying idle), and the cycle ends at the first such spin
 that matches nothing either.
 
-Group quotas will sit between the accountant and this spin: a group layer would split the
-pie per group and call :func:`_spin` per group with that group's submitters.
+With accounting groups configured (GROUP_NAMES), :mod:`epcore.negotiator.group_cycle` splits
+the pool among the groups and calls :func:`_spin` per group, with that group's submitters and a
+room of slot weight no match may exceed. Concurrency limits are checked before each job is
+considered and counted at each match (:mod:`epcore.negotiator.limits`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Literal
 
 import attrs
 
-from epcore.classad import ClassAd
+from epcore.classad import ClassAd, ast
 from epcore.classad.references import (
     SLOT_STATE_ATTRIBUTES,
     ReferenceIndex,
@@ -36,9 +38,14 @@ from epcore.negotiator.candidates import (
     Evaluator,
     SlotTable,
     apply_consumption,
+    attribute,
+    number_or,
 )
 from epcore.negotiator.choosers import EPSILON, Chooser, PlainChooser
+from epcore.negotiator.group_cycle import GroupRun, Spin, negotiate_groups
+from epcore.negotiator.group_policy import GroupPolicy
 from epcore.negotiator.indexed import IndexedChooser
+from epcore.negotiator.limits import LimitCounter, LimitPolicy, count_limits, job_limits, rejection
 from epcore.negotiator.records import Cycle, CycleStats
 from epcore.negotiator.settings import NegotiatorSettings
 
@@ -87,6 +94,12 @@ class _Run:
     considered: int = 0
     #: (principal, slots, slot weight) each match adds to or takes from usage.
     charges: list[tuple[str, int, float]] = attrs.field(factory=list)
+    limits: LimitCounter | None = None
+    #: With groups: the slot weight the group being negotiated may still take (None: no cap),
+    #: the reason a job waits when that is what stops it, and each group's usage.
+    room: float | None = None
+    room_reason: str = _LIMIT
+    groups: GroupRun | None = None
 
     def serve(self, queue: _Queue, limit: float) -> int:
         """Match ``queue``'s jobs while they fit in ``limit``; the number of matches."""
@@ -100,9 +113,17 @@ class _Run:
                 queue.done[position] = True
                 self.rejections[ident] = _SKIPPED
                 continue
+            limits = self._limits_of(job)
+            if limits is not None and self._over_limits(queue, position, ident, limits):
+                continue
             self.considered += 1
+            room = limit
+            if self.room is not None and (made or self.room <= EPSILON):
+                # As HTCondor's SubmitterLimitPermits, a submitter's first match of a spin
+                # may round the group's fractional room up, so no crumbs stay idle.
+                room = min(limit, self.room)
             try:
-                choice = self.chooser.choose(job, queue.first + position, queue.bidder, limit)
+                choice = self.chooser.choose(job, queue.first + position, queue.bidder, room)
             except Exception as error:
                 # One job's ad must not end the cycle for everyone: it and its autocluster
                 # sit this cycle out, and the daemon logs why.
@@ -113,17 +134,46 @@ class _Run:
                 continue
             if choice.candidate is None:
                 if choice.limited:
-                    self.rejections[ident] = _LIMIT
+                    # The group's room, not the submitter's share, is what stopped it.
+                    capped = room < limit - EPSILON
+                    self.rejections[ident] = self.room_reason if capped else _LIMIT
                     return made
                 queue.done[position] = True
                 self.rejections[ident] = _NO_MATCH
                 if not self.settings.negotiate_all_jobs_in_cluster:
                     queue.failed_clusters.add(cluster)
                 continue
+            if limits == "" and self.limits is not None:
+                # concurrency_limits_expr: the names depend on the slot matched.
+                limits = job_limits(job, choice.candidate.matched_ad)
+                if limits is not None and self._over_limits(queue, position, ident, limits):
+                    continue
             self.take(queue, position, job, choice.candidate)
+            if limits and self.limits is not None:
+                self.limits.add(limits)
             limit -= choice.candidate.weight
+            if self.room is not None:
+                self.room -= choice.candidate.weight
             made += 1
         return made
+
+    def _limits_of(self, job: ClassAd) -> str | None:
+        """The job's concurrency limits; "" when they are an expression of the slot."""
+        if self.limits is None or "ConcurrencyLimits" not in job:
+            return None
+        expr = job.lookup("ConcurrencyLimits")
+        if expr is not None and type(expr.node) is not ast.Literal:
+            return ""
+        return job_limits(job)
+
+    def _over_limits(self, queue: _Queue, position: int, ident: str, limits: str) -> bool:
+        """Whether a concurrency limit holds the job back this cycle (noting why)."""
+        assert self.limits is not None
+        over = self.limits.blocked(limits)
+        if over:
+            queue.done[position] = True
+            self.rejections[ident] = rejection(over)
+        return bool(over)
 
     def take(self, queue: _Queue, position: int, job: ClassAd, candidate: Candidate) -> None:
         table = self.table
@@ -140,6 +190,8 @@ class _Run:
         else:
             table.taken[index] = True
         self.charges.append((queue.name, 1, candidate.weight))
+        if self.groups is not None:
+            self.groups.charge(queue.name, candidate.weight)
         for victim in candidate.preempts:
             table.taken[victim] = True
             remote = usage_principal(table.ads[victim], self.settings.uid_domain)
@@ -219,6 +271,7 @@ def run_cycle(
     submitters: Sequence[SubmitterJobs],
     now: float,
     chooser: Literal["indexed", "plain"] = "indexed",
+    pending_limits: Sequence[str] = (),
 ) -> Cycle:
     """:func:`negotiate` with a choice of chooser (``"plain"`` is the reference algorithm).
 
@@ -228,13 +281,13 @@ def run_cycle(
     again without it.
     """
     try:
-        return _cycle(config, accountant, slots, submitters, now, chooser, {})
+        return _cycle(config, accountant, slots, submitters, now, chooser, {}, pending_limits)
     except Exception:
         failures: dict[str, str] = {}
         kept = [_keyable(entry, failures) for entry in submitters]
         if not failures:
             raise
-        return _cycle(config, accountant, slots, kept, now, chooser, failures)
+        return _cycle(config, accountant, slots, kept, now, chooser, failures, pending_limits)
 
 
 def _cycle(
@@ -245,8 +298,10 @@ def _cycle(
     now: float,
     chooser: Literal["indexed", "plain"],
     failures: dict[str, str],
+    pending_limits: Sequence[str],
 ) -> Cycle:
     settings = NegotiatorSettings.from_config(config, now)
+    all_slots = slots
     # NEGOTIATOR_SLOT_CONSTRAINT and NEGOTIATOR_JOB_CONSTRAINT hide ads from the whole cycle.
     slots = [slot for slot in slots if settings.admits(settings.slot_constraint, slot)]
     if settings.job_constraint is not None:
@@ -294,13 +349,33 @@ def _cycle(
         start += count
     order = sorted(range(len(queues)), key=lambda i: (queues[i].bidder.eup, i))
     run = _Run(settings, table, picker, [queues[i] for i in order], failures=failures)
+    run.limits = LimitCounter(LimitPolicy(config), count_limits(all_slots, pending_limits))
     # NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT: only the slots it admits make the pie.
     pie = sum(
         weight
         for weight, ad in zip(table.weights, table.ads, strict=True)
         if settings.admits(settings.poolsize_constraint, ad)
     )
-    slices, spins = _spin(run, pie)
+    policy = GroupPolicy.from_config(config)
+    allocation = None
+    if policy.enabled:
+        # Group records (names without a domain) hold their members' usage: not submitters.
+        weighted_usage = {
+            n: r.weighted_resources_used for n, r in accountant.records.items() if "@" in n
+        }
+        run.groups = GroupRun.build(policy, weighted_usage, (q.name for q in queues))
+        slices, spins, allocation = negotiate_groups(
+            policy,
+            pie,
+            settings.use_slot_weights,
+            {q.name: _demand(q, settings.use_slot_weights) for q in run.queues},
+            run.groups,
+            _group_spin(run),
+            settings.consider_preemption,
+            settings.context,
+        )
+    else:
+        slices, spins = _spin(run, pie)
     charges: dict[str, tuple[int, float]] = {}
     for submitter, count, weight in run.charges:
         old = charges.get(submitter, (0, 0.0))
@@ -317,8 +392,49 @@ def _cycle(
         spins=spins,
     )
     return Cycle(
-        tuple(run.matches), accountant, slices, dict(run.rejections), stats, dict(run.failures)
+        tuple(run.matches),
+        accountant,
+        slices,
+        dict(run.rejections),
+        stats,
+        dict(run.failures),
+        groups=allocation.shares if allocation is not None else (),
+        group_usage=dict(run.groups.usage) if run.groups is not None else {},
+        limits=_limit_report(run.limits),
     )
+
+
+def _demand(queue: _Queue, weighted: bool) -> float:
+    """A submitter's idle demand: its jobs' RequestCpus with slot weights, else their count."""
+    if not weighted:
+        return float(len(queue.jobs))
+    return sum(number_or(attribute(job, "RequestCpus"), 1.0) for job in queue.jobs)
+
+
+def _group_spin(run: _Run) -> Spin:
+    """How the group layer negotiates one group's submitters (their queues, in EUP order)."""
+    by_name = {queue.name: queue for queue in run.queues}
+    everyone = list(run.queues)
+
+    def spin(
+        names: Sequence[str], pie: float, room: float, reason: str
+    ) -> tuple[dict[str, float], int]:
+        wanted = set(names)
+        run.queues = [queue for queue in everyone if queue.name in wanted and queue.name in by_name]
+        run.room, run.room_reason = room, reason
+        try:
+            return _spin(run, pie)
+        finally:
+            run.queues, run.room = everyone, None
+
+    return spin
+
+
+def _limit_report(limits: LimitCounter | None) -> dict[str, tuple[float, float]]:
+    """Each concurrency limit's count after the cycle and its maximum."""
+    if limits is None:
+        return {}
+    return {name: (count, limits.maximum(name)) for name, count in sorted(limits.counts.items())}
 
 
 def _keyable(entry: SubmitterJobs, failures: dict[str, str]) -> SubmitterJobs:
@@ -350,6 +466,8 @@ def negotiate(
     slots: Sequence[ClassAd],
     submitters: Sequence[SubmitterJobs],
     now: float,
+    pending_limits: Sequence[str] = (),
 ) -> Cycle:
-    """One negotiation cycle: which idle jobs get which slots (pure; the daemon claims)."""
-    return run_cycle(config, accountant, slots, submitters, now)
+    """One negotiation cycle: which idle jobs get which slots (pure; the daemon claims).
+    ``pending_limits`` are the ConcurrencyLimits of matches the slot ads do not show yet."""
+    return run_cycle(config, accountant, slots, submitters, now, pending_limits=pending_limits)

@@ -12,6 +12,7 @@ from epcore.interfaces.records import Match
 
 if TYPE_CHECKING:
     from epcore.negotiator.accountant import Accountant
+    from epcore.negotiator.groups import GroupShare
 
 
 @attrs.frozen
@@ -36,6 +37,9 @@ class Cycle:
     ``rejections`` says, per job id, why a job that was considered got no slot; ``failures``
     names the jobs the cycle could not handle at all (an exception while keying or matching
     them), with the error: they and their autoclusters were skipped, the rest negotiated.
+    With accounting groups, ``groups`` is each group's share in the last allocation round and
+    ``group_usage`` each group's slot weight in use after the cycle; ``limits`` is each
+    concurrency limit's count after the cycle and its maximum.
     """
 
     matches: tuple[Match, ...]
@@ -44,3 +48,6 @@ class Cycle:
     rejections: Mapping[str, str]
     stats: CycleStats
     failures: Mapping[str, str] = attrs.field(factory=dict)
+    groups: tuple[GroupShare, ...] = ()
+    group_usage: Mapping[str, float] = attrs.field(factory=dict)
+    limits: Mapping[str, tuple[float, float]] = attrs.field(factory=dict)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from epcore.classad import ClassAd
 from epcore.interfaces import Requester
 from epcore.negotiator.accountant import Accountant
+from epcore.negotiator.report import userprio_ads
 from epcore.runtime.control import answer, argument, text_argument
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _user_prio(service: NegotiatorService, requester: Requester, request: ClassAd) -> ClassAd:
-    return answer(True, Ads=service.accountant.to_ads())
+    return answer(True, Ads=userprio_ads(service.accountant, service.last_report))
 
 
 def _set_submitter(

@@ -28,7 +28,9 @@ from epcore.interfaces import (
 from epcore.interfaces.requests import bind_handlers
 from epcore.negotiator.accountant import Accountant
 from epcore.negotiator.cycle import negotiate
+from epcore.negotiator.limits import MatchedLimits, job_limits, still_pending
 from epcore.negotiator.offline import offline_match_ads, split_offline
+from epcore.negotiator.records import Cycle
 from epcore.negotiator.requests import HANDLERS
 from epcore.negotiator.settings import significance
 from epcore.runtime.loop import LoopHandle, TimedService
@@ -74,11 +76,19 @@ class NegotiatorService(TimedService):
         self.last_cycle_stats = ClassAd()
         # Jobs the last cycle failed on, with the error: logged when they start failing.
         self.failed_jobs: dict[str, str] = {}
+        #: Concurrency limits of matches whose slot ads do not show the claim yet.
+        self.matched_limits: list[MatchedLimits] = []
+        #: The last cycle that had idle jobs (groups, limits and why jobs wait).
+        self.last_report: Cycle | None = None
+        self.waiting: dict[tuple[str, str], str] = {}
 
     # -- the in-process link (PriorityQuery) --------------------------------------------------
 
     def effective_priority(self, submitter: str) -> float:
         return self.accountant.eup(submitter)
+
+    def waiting_reason(self, submitter: str, job_id: str) -> str | None:
+        return self.waiting.get((submitter, job_id))
 
     def handlers(self) -> RequestHandlers:
         """The negotiator's answers to the pool's requests, by Command."""
@@ -135,6 +145,8 @@ class NegotiatorService(TimedService):
             schedd.cycle_started()
         slots = self.collector.query("Machine", now=now)
         self.accountant = self.accountant.update_usage(slots, now)
+        timeout = max(self.config.get_float("MATCH_TIMEOUT", 120.0), 1.0)
+        self.matched_limits = still_pending(self.matched_limits, slots, now, timeout)
         reserved = set().union(*(schedd.reserved_slots() for schedd in schedds))
         if reserved:
             slots = [s for s in slots if str(s.evaluate("Name")) not in reserved]
@@ -147,8 +159,10 @@ class NegotiatorService(TimedService):
                 owners.setdefault(offered.submitter, schedd)
         matches = 0
         if submitters:
-            cycle = negotiate(self.config, self.accountant, slots, submitters, now)
+            pending = [entry.limits for entry in self.matched_limits]
+            cycle = negotiate(self.config, self.accountant, slots, submitters, now, pending)
             self.accountant = cycle.accountant
+            self._remember(cycle, submitters, now)
             self._log_failures(cycle.failures)
             matches = len(cycle.matches)
             for match in cycle.matches:
@@ -188,6 +202,25 @@ class NegotiatorService(TimedService):
         stats["LastNegotiationCycleNumIdleJobs0"] = jobs
         stats["LastNegotiationCycleTotalSlots0"] = len(slots)
         self.last_cycle_stats = stats
+
+    def _remember(self, cycle: Cycle, submitters: Sequence[SubmitterJobs], now: float) -> None:
+        """Keep what later cycles and the tools need: the matches' concurrency limits, why
+        each job waits, and the groups' and limits' figures."""
+        for match in cycle.matches:
+            limits = job_limits(match.job, match.slot)
+            if limits:
+                self.matched_limits.append(MatchedLimits(match.slot_name, limits, now))
+        owner = {
+            f"{job.evaluate('ClusterId')}.{job.evaluate('ProcId')}": entry.submitter
+            for entry in submitters
+            for job in entry.jobs
+        }
+        self.waiting = {
+            (owner[ident], ident): reason
+            for ident, reason in cycle.rejections.items()
+            if ident in owner
+        }
+        self.last_report = cycle
 
     def _hand_out(
         self, matches: Sequence[Match], owners: Mapping[str, JobSource], now: float

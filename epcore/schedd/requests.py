@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import attrs
+
 from epcore.analysis.analysis import analyze_job, render_analysis
 from epcore.classad import ClassAd, parse_expr
 from epcore.classad.parser import MESSAGE_NESTING, check_nesting
@@ -362,6 +364,9 @@ def _analyze(service: ScheddService, requester: Requester, request: ClassAd) -> 
         submitter_prio=service.priority(submitter),
         base=service.config.eval_context,
     )
+    reason = service.waiting_reason(submitter, str(job_id))
+    if reason is not None:
+        analysis = attrs.evolve(analysis, negotiator=reason)
     return answer(True, Text=render_analysis(analysis))
 
 

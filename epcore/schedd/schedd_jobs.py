@@ -44,6 +44,9 @@ _REUSE_ATTRIBUTES = (
     "Requirements",
     "Rank",
     "DockerImage",
+    # CLAIM_RECYCLING_CONSIDER_LIMITS (HTCondor's default, true): a claim matched under some
+    # concurrency limits runs only jobs asking for the same ones.
+    "ConcurrencyLimits",
 )
 
 

@@ -78,6 +78,12 @@ class ScheddService(TimedService):
         """``submitter``'s effective priority, when a negotiator is in reach."""
         return None if self.priorities is None else self.priorities.effective_priority(submitter)
 
+    def waiting_reason(self, submitter: str, job_id: str) -> str | None:
+        """Why the negotiator's last cycle left the job unmatched, when it is in reach."""
+        return (
+            None if self.priorities is None else self.priorities.waiting_reason(submitter, job_id)
+        )
+
     def handlers(self) -> RequestHandlers:
         """The schedd's answers to the pool's requests, by Command."""
         return bind_handlers(self, HANDLERS)

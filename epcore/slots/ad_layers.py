@@ -463,6 +463,10 @@ def _publish_claim(ad: Layer, status: SlotStatus) -> None:
             ad["ClientMachine"] = claim.client_machine
         ad["RemoteOwner"] = claim.remote_owner
         ad["RemoteUser"] = claim.remote_user
+        if claim.accounting_group:
+            ad["AccountingGroup"] = claim.accounting_group
+        if claim.concurrency_limits:
+            ad["ConcurrencyLimits"] = claim.concurrency_limits
     if preempting is not None:
         ad["PreemptingOwner"] = preempting.owner
         ad["PreemptingUser"] = preempting.user

@@ -30,6 +30,10 @@ class ClaimInfo:
     client_machine: str
     run_time: float = 0.0
     suspend_time: float = 0.0
+    #: The job's AccountingGroup and ConcurrencyLimits (None: it has none), which the
+    #: negotiator reads back from the slot ad to count group usage and concurrency limits.
+    accounting_group: str | None = None
+    concurrency_limits: str | None = None
 
 
 @attrs.frozen

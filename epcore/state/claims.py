@@ -54,6 +54,12 @@ class Claim:
                 return value
         return "unknown"
 
+    def text(self, name: str) -> str | None:
+        """The job's attribute ``name`` when it is a non-empty string (an expression that does
+        not evaluate to one, such as concurrency_limits_expr without its slot, is None)."""
+        value = self.job.evaluate(name)
+        return value if isinstance(value, str) and value else None
+
     @property
     def owner(self) -> str:
         """The job's Owner, else the user part of its User."""

@@ -140,6 +140,8 @@ class SlotRecord:
                 client_machine=claim.client_machine,
                 run_time=claim.run_time,
                 suspend_time=claim.suspend_time,
+                accounting_group=claim.text("AccountingGroup"),
+                concurrency_limits=claim.text("ConcurrencyLimits"),
             )
         preempting = None
         if self.preempting is not None:

@@ -292,6 +292,7 @@ def render_userprio(
     all_users: bool = False,
     all_fields: bool = False,
     utc_offset: int = 0,
+    groups: bool = False,
 ) -> str:
     """condor_userprio: the users by increasing effective priority (the accounting ads'
     Priority), their factor, slots in use, weighted usage in hours and time since last usage,
@@ -301,6 +302,14 @@ def render_userprio(
     last usage times.
     """
     columns = [c for c in _USERPRIO_COLUMNS if all_fields or not c[3]]
+    # Accounting groups are listed only when asked for (-grouprollup), as condor_userprio
+    # lists them; the accountant's summary ad (MyType Accountant) is no user.
+    ads = [
+        ad
+        for ad in ads
+        if ("MyType" not in ad or ad.evaluate("MyType") == "Accounting")
+        and (groups or ad.evaluate("IsAccountingGroup") is not True)
+    ]
     shown = [ad for ad in ads if all_users or _active(ad, now)]
     shown.sort(key=lambda ad: (_effective(ad), _text(ad, "Name")))
     width = max([22, *(len(_text(ad, "Name")) + 2 for ad in shown)])

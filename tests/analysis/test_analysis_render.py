@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+import attrs
 import classad2
 import pytest
 from analysis_pool import NOW, STANDARD, UNCLAIMED, claimed_by, job, pool
@@ -236,4 +237,16 @@ def test_clause_counts_agree_with_classad2(memory: int) -> None:
     # classad2's a.matches(b) reads b's Requirements with a as the target.
     assert analysis.match_job_requirements == sum(
         1 for slot in theirs_slots if slot.matches(theirs_job)
+    )
+
+
+def test_negotiators_reason_is_reported() -> None:
+    """When the negotiator says why its last cycle left the job waiting (a group's quota, a
+    concurrency limit), the analysis prints that reason; without one it prints nothing of it."""
+    analysis = analyze_job(job(STANDARD), pool(), now=NOW)
+    assert "last negotiation cycle" not in render_analysis(analysis)
+    waiting = attrs.evolve(analysis, negotiator="concurrency limit matlab reached")
+    assert (
+        "The last negotiation cycle did not match the job: concurrency limit matlab reached"
+        in render_analysis(waiting)
     )

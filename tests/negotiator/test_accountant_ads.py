@@ -6,7 +6,7 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from negotiator_helpers import NOW, config
+from negotiator_helpers import NOW, config, slot
 
 from epcore.classad import format_old, parse_ad
 from epcore.errors import PoolError
@@ -25,6 +25,8 @@ _ATTRIBUTES = {
     "LastUsageTime",
     "Ceiling",
     "Floor",
+    "IsAccountingGroup",
+    "AccountingGroup",
     "LastUpdateTime",
 }
 
@@ -54,6 +56,25 @@ def test_ads_use_userprio_attribute_names() -> None:
     assert ad.evaluate("MyType") == "Accounting"
     assert ad.evaluate("Priority") == 30.0
     assert (ad.evaluate("Ceiling"), ad.evaluate("Floor")) == (-1.0, 0.0)
+    assert (ad.evaluate("IsAccountingGroup"), ad.evaluate("AccountingGroup")) == (False, "<none>")
+
+
+def test_group_records_hold_their_members_usage() -> None:
+    """With GROUP_NAMES, each group gets a record charged with its direct members' slots
+    (not its subgroups'), marked IsAccountingGroup; a member's ad names its group."""
+    cfg = config("GROUP_NAMES = physics, physics.hep\nGROUP_QUOTA_physics = 4\n")
+    slots = [
+        slot(1, running="physics.einstein@example.org"),
+        slot(2, running="physics.hep.higgs@example.org"),
+        slot(3, running="alice@example.org"),
+    ]
+    accountant = Accountant.empty(cfg).update_usage(slots, NOW)
+    assert accountant.record("physics").resources_used == 1
+    assert accountant.record("physics.hep").resources_used == 1
+    ads = {ad.evaluate("Name"): ad for ad in accountant.to_ads()}
+    assert ads["physics"].evaluate("IsAccountingGroup") is True
+    assert ads["physics.hep.higgs@example.org"].evaluate("AccountingGroup") == "physics.hep"
+    assert ads["alice@example.org"].evaluate("AccountingGroup") == "<none>"
 
 
 @given(records=st.lists(_records, max_size=5, unique_by=lambda r: r.name))
@@ -143,3 +164,12 @@ def test_arbitrary_ads_load_or_raise_pool_error(fields: dict[str, object]) -> No
         return
     (record,) = accountant.records.values()
     assert record.factor > 0 and record.rup >= 0.5
+
+
+def test_group_prio_factor_is_a_new_members_factor() -> None:
+    """GROUP_PRIO_FACTOR_<g> is the factor a new submitter of that group starts with; others
+    keep DEFAULT_PRIO_FACTOR."""
+    cfg = config("GROUP_NAMES = physics\nGROUP_QUOTA_physics = 4\nGROUP_PRIO_FACTOR_physics = 7\n")
+    accountant = Accountant.empty(cfg)
+    assert accountant.record("physics.einstein@example.org").factor == 7.0
+    assert accountant.record("alice@example.org").factor == 1000.0

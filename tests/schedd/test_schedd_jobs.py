@@ -52,6 +52,17 @@ def test_jobs_of_one_autocluster_share_a_reuse_key() -> None:
     assert reuse_key(one) != reuse_key(other)
 
 
+def test_a_claim_is_reused_only_under_the_same_concurrency_limits() -> None:
+    """Jobs asking for other concurrency limits do not share a claim (HTCondor's
+    CLAIM_RECYCLING_CONSIDER_LIMITS default), so reuse cannot pass a limit."""
+    base = '[ Owner = "a"; RequestCpus = 1; '
+    plain = parse_ad(base + "ProcId = 0 ]")
+    matlab = parse_ad(base + 'ProcId = 1; ConcurrencyLimits = "matlab" ]')
+    also_matlab = parse_ad(base + 'ProcId = 2; ConcurrencyLimits = "matlab" ]')
+    assert reuse_key(plain) != reuse_key(matlab)
+    assert reuse_key(matlab) == reuse_key(also_matlab)
+
+
 def test_the_queue_order_is_priority_then_age_then_ids() -> None:
     """Higher JobPrio first, then older QDate, then cluster and proc."""
     jobs = [

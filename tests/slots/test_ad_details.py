@@ -188,6 +188,27 @@ def test_claim_and_job_attributes_appear_while_claimed() -> None:
     assert all(n not in idle for n in ("RemoteUser", "JobId", "ClientMachine"))
 
 
+def test_claimed_slot_shows_the_jobs_group_and_concurrency_limits() -> None:
+    """A claim's job with an accounting group and concurrency limits shows both in the slot
+    ad (the negotiator counts group usage and limits from them); a plain job shows neither."""
+    grouped = ClaimInfo(
+        "higgs@example.org",
+        "higgs",
+        "submit.example.org",
+        accounting_group="group_physics.hep.higgs",
+        concurrency_limits="matlab,db:2",
+    )
+    plain = ClaimInfo("coltrane@example.org", "coltrane", "submit.example.org")
+    statuses = {
+        "slot1": SlotStatus("Claimed", "Busy", claim=grouped, job=RunningJob("1.0", NOW - 5)),
+        "slot2": SlotStatus("Claimed", "Busy", claim=plain, job=RunningJob("2.0", NOW - 5)),
+    }
+    first, second = build(config_of(), static_slots(2), statuses=statuses)
+    assert first.evaluate("AccountingGroup") == "group_physics.hep.higgs"
+    assert first.evaluate("ConcurrencyLimits") == "matlab,db:2"
+    assert "AccountingGroup" not in second and "ConcurrencyLimits" not in second
+
+
 @pytest.mark.parametrize(
     ("now", "offset", "clock_min", "clock_day"),
     [
