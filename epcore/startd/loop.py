@@ -73,7 +73,12 @@ class StartdService:
         parts: Sequence[LoopCompanion] = (),
     ) -> None:
         self.startd = startd
-        self.parts: tuple[LoopCompanion, ...] = (startd.cron, startd.fetch_work, *parts)
+        self.parts: tuple[LoopCompanion, ...] = (
+            startd.cron,
+            startd.fetch_work,
+            startd.backfill,
+            *parts,
+        )
         self.monotonic = monotonic
         self.selector: selectors.BaseSelector | None = None
         self.control: socket.socket | None = None

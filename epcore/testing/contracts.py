@@ -27,7 +27,9 @@ Overridable fixtures: ``host`` (the machine, default a 4-core FakeMachineHost), 
 ``config_text`` on ``host``, with the knobs the plugin adds), ``inventory``, ``slot_ad``.
 The classes are named ``...Contract`` so pytest collects only the ``Test...`` subclasses.
 The backend contracts (:class:`IsolationBackendContract`, :class:`ContainerRuntimeContract`)
-live in :mod:`epcore.testing.backend_contracts` and are importable from here too.
+live in :mod:`epcore.testing.backend_contracts`, the backfill one
+(:class:`BackfillBackendContract`) in :mod:`epcore.testing.backfill_contracts`; both are
+importable from here too.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.plugins import Plugins
 from epcore.testing.backend_contracts import ContainerRuntimeContract, IsolationBackendContract
+from epcore.testing.backfill_contracts import BackfillBackendContract
 from epcore.testing.contract_base import (
     IDENTIFIER,
     RESERVED_ATTRIBUTES,
@@ -62,6 +65,7 @@ from epcore.types import (
 __all__ = [
     "IDENTIFIER",
     "RESERVED_ATTRIBUTES",
+    "BackfillBackendContract",
     "ContainerRuntimeContract",
     "CronJobContract",
     "DetectorContract",
