@@ -19,6 +19,7 @@ ever enters Backfill and every slot stays usable for jobs.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING
 
 from epcore.classad import ClassAd, format_old
@@ -34,7 +35,7 @@ from epcore.types import BackfillBackend, BackfillStatus
 if TYPE_CHECKING:
     from epcore.startd.startd import Startd
 
-#: The claim id of the client's starter (no claim of a schedd ever looks like it).
+#: What the claim id of the client's starter starts with (no schedd's claim looks like it).
 BACKFILL_CLAIM = "backfill#client"
 #: The first wait before a crashed client starts again, doubled per crash in a row.
 FIRST_BACKOFF = 10.0
@@ -73,6 +74,9 @@ class Backfill:
     def __init__(self, startd: Startd) -> None:
         self.startd = startd
         self.log = startd.log
+        #: Unique per startd: the starter of a client a previous startd left running says
+        #: Hello with its own and is not taken for this one's.
+        self.claim_id = f"{BACKFILL_CLAIM}#{uuid.uuid4().hex[:12]}"
         self.backend: BackfillBackend | None = None
         #: The slots the client computes for (Backfill/Busy), and those waiting for it to go.
         self.slots: set[str] = set()
@@ -207,7 +211,7 @@ class Backfill:
         order = StarterOrder(
             slot_name=slot,
             slot_id=record.slot_id,
-            claim_id=BACKFILL_CLAIM,
+            claim_id=self.claim_id,
             job=job,
             machine_text=format_old(startd.ads(startd.state, now)[slot]),
             execute_dir=startd.config.get(f"SLOT{record.slot_id}_EXECUTE") or startd.paths.execute,
@@ -227,7 +231,7 @@ class Backfill:
 
         if not startd.zygote.alive:
             startd.zygote_gone()
-        return startd.starters.spawn(BACKFILL_CLAIM, slot, start, startd.zygote.pid)
+        return startd.starters.spawn(self.claim_id, slot, start, startd.zygote.pid)
 
     def _stop(self, now: float, why: str) -> None:
         if self.handle is None or self.stopping:
@@ -241,7 +245,7 @@ class Backfill:
                 self.log.warning("backfill client: no clean stop: %s", error)
         payload = ClassAd()
         payload["Why"] = why
-        self.startd.starters.send(BACKFILL_CLAIM, protocol.SOFT_KILL, payload)
+        self.startd.starters.send(self.claim_id, protocol.SOFT_KILL, payload)
         self.log.info("stopping the backfill client: %s", why)
 
     def _crashed(self, now: float, reason: str) -> None:
@@ -262,7 +266,7 @@ class Backfill:
 
     def owns(self, handle: StarterHandle) -> bool:
         """Whether ``handle`` is the backfill client's starter."""
-        return handle.claim_id == BACKFILL_CLAIM
+        return handle.claim_id == self.claim_id
 
     def message(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
         """A message from the client's starter."""
@@ -274,7 +278,7 @@ class Backfill:
             handle.usage = message
         elif command == protocol.FINISHED:
             handle.stage = "acknowledged"
-            self.startd.starters.send(BACKFILL_CLAIM, protocol.ACK)
+            self.startd.starters.send(self.claim_id, protocol.ACK)
             reason = message.evaluate("ExitReason")
             code = message.evaluate("ExitCode")
             self.last_status = BackfillStatus(
@@ -320,7 +324,7 @@ class Backfill:
         if self.kill_at is not None and now >= self.kill_at:
             self.kill_at = None
             self.log.warning("the backfill client outlived KILLING_TIMEOUT: killing it")
-            self.startd.starters.kill(BACKFILL_CLAIM)
+            self.startd.starters.kill(self.claim_id)
         if self.handle is None and self.slots and self.restart_at is not None:
             self._start_if_due(now)
         if self.handle is not None and not self.stopping and now >= self.next_status:
@@ -346,4 +350,4 @@ class Backfill:
     def close(self) -> None:
         """The loop ends: a client still running is killed with its starter."""
         if self.handle is not None and not self.handle.gone:
-            self.startd.starters.kill(BACKFILL_CLAIM)
+            self.startd.starters.kill(self.claim_id)

@@ -90,7 +90,9 @@ def embedded(
             f"LOCAL_DIR = {local}\nRUNBENCHMARKS = False\nIS_OWNER = False\nNUM_CPUS = 2\n"
             f"MEMORY = 1024\nNUM_SLOTS = 2\nPOLLING_INTERVAL = 1\nKILLING_TIMEOUT = 5\n{extra}"
         )
-        plugins = load_plugins(extra=[("backfiller", BackfillPlugin(factory))], strict=True)
+        plugins = load_plugins(
+            entry_points_group=None, extra=[("backfiller", BackfillPlugin(factory))], strict=True
+        )
         loop = StartdLoop(build_startd(str(config), plugins=plugins))
         loop.open()
         loops.append(loop)
@@ -157,7 +159,8 @@ def test_idle_slots_share_one_client_that_a_claim_shrinks_and_the_last_one_kills
     assert pid is not None and psutil.Process(pid).username() == "nobody"
     assert backend.calls == [("start", 1), ("resize", 2)]
     handles = loop.startd.starters.handles
-    assert list(handles) == [BACKFILL_CLAIM]
+    assert list(handles) == [loop.startd.backfill.claim_id]
+    assert loop.startd.backfill.claim_id.startswith(BACKFILL_CLAIM)
 
     loop.startd.claim("slot1", _job(0, tmp_path))
     assert _places(loop)["slot1"] == "Claimed/Idle"
@@ -169,7 +172,7 @@ def test_idle_slots_share_one_client_that_a_claim_shrinks_and_the_last_one_kills
     _turn_until(loop, lambda: _places(loop)["slot2"] == "Claimed/Idle", 20, "slot2 claimed")
     assert ("stop", 0) in backend.calls
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    assert BACKFILL_CLAIM not in loop.startd.starters.handles
+    assert loop.startd.starters.handles == {}
     assert "the backfill client is gone" in Path(loop.startd.paths.startd_log).read_text()
 
 

@@ -72,7 +72,8 @@ class BoincBackend:
     def __init__(self, config: Config, machine_cpus: int | None = None) -> None:
         self.settings: BoincSettings = read_settings(config)
         self.machine_cpus = machine_cpus or os.cpu_count() or 1
-        self.rpc = GuiRpc(self.settings.initial_dir)
+        # A second at most: the startd asks from its loop.
+        self.rpc = GuiRpc(self.settings.initial_dir, timeout=1.0)
         self.launcher: tuple[str, ...] = ()
         self.cpus = 0
         if self.settings.network == "loopback":

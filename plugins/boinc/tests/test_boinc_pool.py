@@ -11,9 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BoincHome
-from epcore_boinc.rpc import GuiRpc, Task
-from test_boinc_startd import FIRST_TASK_SECONDS, boinc_processes
+from boinc_fixtures import FIRST_TASK_SECONDS, BoincHome, boinc_processes, running_tasks
 
 from epcore.testing.pool import PoolProcess, submit_as
 
@@ -27,13 +25,6 @@ request_cpus = 1
 request_memory = 64
 queue {count}
 """
-
-
-def _running(home: BoincHome) -> list[Task]:
-    try:
-        return [task for task in GuiRpc(str(home.data), timeout=1.0).tasks() if task.running]
-    except Exception:
-        return []
 
 
 def _rows(pool: PoolProcess) -> dict[str, tuple[str, str]]:
@@ -73,10 +64,10 @@ def test_an_idle_pool_computes_backfill_until_jobs_take_its_slots(
     pool = _boinc_pool(pool_factory, boinc_home)
     busy = {"slot1": ("Backfill", "Busy"), "slot2": ("Backfill", "Busy")}
     pool.wait_for(lambda: _rows(pool) == busy, 30, "ep status to show Backfill/Busy")
-    pool.wait_for(lambda: len(_running(boinc_home)) == 2, FIRST_TASK_SECONDS, "two tasks")
-    before = sum(task.cpu_seconds for task in _running(boinc_home))
+    pool.wait_for(lambda: len(running_tasks(boinc_home)) == 2, FIRST_TASK_SECONDS, "two tasks")
+    before = sum(task.cpu_seconds for task in running_tasks(boinc_home))
     pool.wait_for(
-        lambda: sum(t.cpu_seconds for t in _running(boinc_home)) > before + 1.0, 60, "CPU time"
+        lambda: sum(t.cpu_seconds for t in running_tasks(boinc_home)) > before + 1.0, 60, "CPU time"
     )
 
     user = slot_users[0]
@@ -86,7 +77,7 @@ def test_an_idle_pool_computes_backfill_until_jobs_take_its_slots(
     pool.wait_for(lambda: "started starter" in pool.log("StartLog"), 30, "the job to start")
     # NEGOTIATOR_INTERVAL is 2 s: one cycle, and the time to claim and start.
     assert time.monotonic() - submitted < 15
-    pool.wait_for(lambda: len(_running(boinc_home)) == 1, 30, "one task left")
+    pool.wait_for(lambda: len(running_tasks(boinc_home)) == 1, 30, "one task left")
     log = pool.log("StartLog")
     assert re.search(r"slot\d: Changing state and activity: Backfill/Busy -> Backfill/Killing", log)
     assert re.search(
@@ -95,7 +86,7 @@ def test_an_idle_pool_computes_backfill_until_jobs_take_its_slots(
 
     pool.wait_for(lambda: not pool.jobs(), 60, "the job to finish")
     pool.wait_for(lambda: _rows(pool) == busy, 60, "backfill to resume on both slots")
-    pool.wait_for(lambda: len(_running(boinc_home)) == 2, 60, "two tasks again")
+    pool.wait_for(lambda: len(running_tasks(boinc_home)) == 2, 60, "two tasks again")
 
     submit_as(pool, user, shared_dir, SLEEP_JOB.format(seconds=60, count=2))
     claimed = {"slot1": ("Claimed", "Busy"), "slot2": ("Claimed", "Busy")}

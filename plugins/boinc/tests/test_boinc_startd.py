@@ -10,32 +10,25 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import epcore_boinc.plugin
 import psutil
 import pytest
-from conftest import BoincHome
-from epcore_boinc.rpc import GuiRpc, Task
+from boinc_fixtures import FIRST_TASK_SECONDS, BoincHome, boinc_processes, running_tasks
 
 from epcore.classad import ClassAd, parse_ad
-from epcore.plugins import load_plugins
-from epcore.startd.loop import StartdLoop
-from epcore.startd.main import build_startd
+from epcore.testing.startd import InProcessStartd
 
 pytestmark = pytest.mark.system
-
-#: How long the client may take to fetch the project's work and start computing: the
-#: master page, the first scheduler RPC (the client waits a few seconds), the downloads.
-FIRST_TASK_SECONDS = 90
 
 
 @pytest.fixture
 def startd(
     shared_dir: Path, boinc_home: BoincHome, base_cgroup: str
-) -> Iterator[Callable[[str], StartdLoop]]:
-    """``startd(extra_config)``: an opened two-slot startd loop with the boinc plugin."""
-    loops: list[StartdLoop] = []
+) -> Iterator[Callable[[str], InProcessStartd]]:
+    """``startd(extra_config)``: an opened two-slot startd with the installed plugins (the
+    boinc plugin among them), in the test's process."""
+    loops: list[InProcessStartd] = []
 
-    def make(extra: str = "") -> StartdLoop:
+    def make(extra: str = "") -> InProcessStartd:
         local = shared_dir / "local"
         local.mkdir()
         config = shared_dir / "condor_config"
@@ -45,55 +38,24 @@ def startd(
             f"BASE_CGROUP = {base_cgroup}/{os.getpid()}_{time.monotonic_ns()}\n"
             + boinc_home.config(extra)
         )
-        plugins = load_plugins(
-            entry_points_group=None, extra=[("boinc", epcore_boinc.plugin)], strict=True
-        )
-        loop = StartdLoop(build_startd(str(config), plugins=plugins))
-        loop.open()
+        loop = InProcessStartd.open(str(config))
+        assert loop.startd.backfill.backend is not None, "the boinc plugin is not installed"
         loops.append(loop)
         return loop
 
     yield make
     for loop in loops:
-        loop.startd.shutdown(fast=True)
-        _turn_until(loop, loop.startd.idle, 60, "the startd to shut down")
-        loop.close()
+        loop.close(timeout=60)
 
 
-def _turn_until(loop: StartdLoop, check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        loop.turn()
+def _turn_until(
+    loop: InProcessStartd, check: Callable[[], bool], timeout: float, what: str
+) -> None:
+    loop.turn_until(check, timeout, what)
 
 
-def _places(loop: StartdLoop) -> dict[str, str]:
+def _places(loop: InProcessStartd) -> dict[str, str]:
     return {r.name: str(r.place) for r in loop.startd.state.slots}
-
-
-def _tasks(home: BoincHome) -> list[Task]:
-    try:
-        return GuiRpc(str(home.data), timeout=1.0).tasks()
-    except Exception:
-        return []
-
-
-def _running(home: BoincHome) -> list[Task]:
-    return [task for task in _tasks(home) if task.running]
-
-
-def boinc_processes(home: BoincHome) -> list[psutil.Process]:
-    """The client, its tasks and the project of ``home`` (by their working directory)."""
-    found = []
-    for process in psutil.process_iter(["username"]):
-        try:
-            if process.info["username"] == "nobody" and process.cwd().startswith(
-                str(home.data.parent)
-            ):
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found
 
 
 def _cpu_group(process: psutil.Process) -> str:
@@ -124,12 +86,12 @@ def test_idle_slots_compute_real_work_and_claims_take_it_back(
     both = {"slot1": "Backfill/Busy", "slot2": "Backfill/Busy"}
     _turn_until(loop, lambda: _places(loop) == both, 20, "both slots in Backfill/Busy")
     _turn_until(
-        loop, lambda: len(_running(boinc_home)) == 2, FIRST_TASK_SECONDS, "two running tasks"
+        loop, lambda: len(running_tasks(boinc_home)) == 2, FIRST_TASK_SECONDS, "two running tasks"
     )
-    before = sum(task.cpu_seconds for task in _running(boinc_home))
+    before = sum(task.cpu_seconds for task in running_tasks(boinc_home))
     _turn_until(
         loop,
-        lambda: sum(t.cpu_seconds for t in _running(boinc_home)) > before + 1.0,
+        lambda: sum(t.cpu_seconds for t in running_tasks(boinc_home)) > before + 1.0,
         60,
         "the tasks' CPU time to grow",
     )
@@ -137,7 +99,7 @@ def test_idle_slots_compute_real_work_and_claims_take_it_back(
 
     loop.startd.claim("slot1", _job(0, shared_dir))
     assert _places(loop)["slot1"] == "Claimed/Idle"
-    _turn_until(loop, lambda: len(_running(boinc_home)) == 1, 30, "one running task")
+    _turn_until(loop, lambda: len(running_tasks(boinc_home)) == 1, 30, "one running task")
     processes = boinc_processes(boinc_home)
     assert len(processes) >= 2  # the client and its task, at least
     groups = {_cpu_group(process).lstrip("/") for process in processes}
