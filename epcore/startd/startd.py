@@ -336,8 +336,14 @@ class Startd:
             found = self.starters.handles.get(record.claim.claim_id)
             if found is not None:
                 return found
+        # Never the backfill client's: it is named after a slot that may run a job by now.
         return next(
-            (h for h in self.starters.handles.values() if h.slot == slot and not h.gone), None
+            (
+                h
+                for h in self.starters.handles.values()
+                if h.slot == slot and not h.gone and not self.backfill.owns(h)
+            ),
+            None,
         )
 
     # -- starters -------------------------------------------------------------------------

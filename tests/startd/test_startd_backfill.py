@@ -22,6 +22,7 @@ from epcore.plugins import load_plugins
 from epcore.startd.backfill import BACKFILL_CLAIM
 from epcore.startd.loop import StartdLoop
 from epcore.startd.main import build_startd
+from epcore.state.records import Action, ActionKind
 from epcore.types import BackfillBackendSpec, BackfillStatus
 
 pytestmark = pytest.mark.system
@@ -165,7 +166,11 @@ def test_idle_slots_share_one_client_that_a_claim_shrinks_and_the_last_one_kills
     loop.startd.claim("slot1", _job(0, tmp_path))
     assert _places(loop)["slot1"] == "Claimed/Idle"
     assert backend.calls[-1] == ("resize", 1)
-    assert psutil.pid_exists(pid)
+    # KILLING_TIMEOUT on slot1 (named after it, no job there yet) must not hit the client.
+    loop.startd.act(Action(ActionKind.KILL_STARTER, "slot1"), time.time())
+    for _ in range(3):
+        loop.turn()
+    assert psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
 
     loop.startd.claim("slot2", _job(1, tmp_path))
     assert _places(loop)["slot2"] == "Backfill/Killing"
