@@ -161,7 +161,8 @@ class Backfill:
         return max(1, int(total))
 
     def _resize(self) -> None:
-        assert self.backend is not None
+        if self.backend is None:
+            return  # backfill was turned off: the client is on its way out
         cpus = self._share()
         if cpus == self.cpus:
             return
@@ -332,7 +333,8 @@ class Backfill:
             self._ask_status()
 
     def _ask_status(self) -> None:
-        assert self.backend is not None
+        if self.backend is None:
+            return
         try:
             status = self.backend.status()
         except EpError as error:

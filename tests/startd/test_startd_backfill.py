@@ -238,3 +238,23 @@ def test_a_system_that_cannot_run_leaves_backfill_off_with_the_reason(
     assert set(_places(loop).values()) == {"Unclaimed/Idle"}
     loop.startd.claim("slot1", _job(0, tmp_path))
     assert _places(loop)["slot1"] == "Claimed/Idle"
+
+
+def test_a_reconfiguration_that_turns_backfill_off_stops_the_client(
+    embedded, client_dir: Path, tmp_path: Path
+) -> None:
+    """ENABLE_BACKFILL = False and a reconfiguration: the slots leave Backfill (to Owner, 30),
+    the client is stopped, and no slot enters Backfill again."""
+    backend = ScriptBackend(client_dir, CLIENT)
+    loop = embedded(lambda config: backend)
+    both = {"slot1": "Backfill/Busy", "slot2": "Backfill/Busy"}
+    _turn_until(loop, lambda: _places(loop) == both, 20, "both slots in Backfill/Busy")
+    _turn_until(loop, lambda: _client_pid(client_dir) is not None, 20, "the client")
+    config = tmp_path / "condor_config"
+    config.write_text(config.read_text() + "ENABLE_BACKFILL = False\n")
+    loop.startd.reconfig()
+    _turn_until(loop, lambda: loop.startd.starters.handles == {}, 20, "the client to go")
+    idle = {"slot1": "Unclaimed/Idle", "slot2": "Unclaimed/Idle"}
+    _turn_until(loop, lambda: _places(loop) == idle, 20, "both slots Unclaimed")
+    log = Path(loop.startd.paths.startd_log).read_text()
+    assert "Backfill/Idle -> Owner/Idle" in log
