@@ -25,6 +25,7 @@ import pluggy
 if TYPE_CHECKING:
     from epcore.config import Config, KnobDefault
     from epcore.types import (
+        BackfillBackendSpec,
         ClassAdFunction,
         ContainerRuntimeSpec,
         DetectedResource,
@@ -105,6 +106,22 @@ def ep_container_runtimes() -> Sequence[ContainerRuntimeSpec] | None:
     anything). The runtimes' machine attributes join every slot ad, and a starter runs a job
     in the first runtime whose ``runs(job)`` is true.
     """
+
+
+# -- backfill ---------------------------------------------------------------------------------
+
+
+@hookspec
+def ep_backfill_backends() -> Sequence[BackfillBackendSpec] | None:
+    """All results: backfill systems (seed 000's BOINC), by the name BACKFILL_SYSTEM gives.
+
+    With ENABLE_BACKFILL true the startd builds the one BACKFILL_SYSTEM names at startup and
+    on reconfiguration; it runs its client through a starter, one per startd, shared by the
+    slots in Backfill/Busy. A system of a built-in one's name replaces it.
+    """
+
+
+# -- cron and work ------------------------------------------------------------------------------
 
 
 @hookspec

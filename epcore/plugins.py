@@ -31,6 +31,8 @@ from epcore.classad import EvalContext
 from epcore.classad.functions import function_table
 from epcore.errors import PluginError
 from epcore.types import (
+    BackfillBackend,
+    BackfillBackendSpec,
     ClassAdFunction,
     ContainerRuntime,
     ContainerRuntimeSpec,
@@ -390,7 +392,7 @@ class Plugins:
     def _misbuilt(
         self,
         hook: str,
-        spec: IsolationBackendSpec | ContainerRuntimeSpec | PowerBackendSpec,
+        spec: IsolationBackendSpec | ContainerRuntimeSpec | PowerBackendSpec | BackfillBackendSpec,
         built: object,
         protocol: type,
     ) -> PluginError:
@@ -422,6 +424,24 @@ class Plugins:
         if culprit == _names([]):
             culprit = self._blame(hook, {}, _holds_name(_name_of(spec).lower()))
         return culprit
+
+    # -- backfill -----------------------------------------------------------------------------
+
+    def backfill_backends(self) -> list[BackfillBackendSpec]:
+        """The backfill systems offered, one per name without case (the later plugin wins)."""
+        specs = self._collect("ep_backfill_backends", BackfillBackendSpec, named=True)
+        return _last_wins(self._callable_factories("ep_backfill_backends", specs))
+
+    def build_backfill_backend(self, spec: BackfillBackendSpec, config: Config) -> BackfillBackend:
+        """The backfill system ``spec``'s factory builds for ``config``; one that is not a
+        :class:`~epcore.types.BackfillBackend` of the spec's name is a PluginError naming the
+        plugin. What the factory raises (a ConfigError naming a knob) goes through."""
+        built = spec.factory(config)
+        if isinstance(built, BackfillBackend) and built.name == spec.name:
+            return built
+        raise self._misbuilt("ep_backfill_backends", spec, built, BackfillBackend)
+
+    # -- cron and work ------------------------------------------------------------------------
 
     def cron_jobs(self, config: Config) -> list[PythonCronJob]:
         """Cron jobs written in Python, one per name (the later plugin wins)."""

@@ -23,6 +23,7 @@ COVERAGE = {
     "extra machine attributes": "ep_machine_attributes",
     "isolation backends": "ep_isolation_backends",
     "container runtimes": "ep_container_runtimes",
+    "backfill systems": "ep_backfill_backends",
     "cron jobs": "ep_cron_jobs",
     "fetch-work sources": "ep_fetch_work_sources",
     "power backends (sleep states, Wake-on-LAN)": "ep_power_backends",
@@ -47,6 +48,10 @@ END_TO_END = {
     "ep_container_runtimes": (
         "plugins/docker/tests/test_docker_startd.py"
         "::test_exit_code_is_recorded_and_the_container_removed"
+    ),
+    "ep_backfill_backends": (
+        "tests/startd/test_startd_backfill.py"
+        "::test_idle_slots_share_one_client_that_a_claim_shrinks_and_the_last_one_kills"
     ),
     "ep_cron_jobs": (
         "tests/startd/test_startd_cron_python.py::test_python_cron_job_ads_appear_in_the_slot_ads"

@@ -77,6 +77,7 @@ EXCEPTIONS = {
 PLUGIN_ROOTS = (
     PROJECT / "plugins" / "docker",
     PROJECT / "plugins" / "apptainer",
+    PROJECT / "plugins" / "boinc",
     PROJECT / "tests" / "plugin_fixtures" / "epcore_sample_plugin",
 )
 
@@ -195,8 +196,8 @@ def _plugin_imports() -> Iterator[Import]:
 
 
 def test_plugins_import_only_the_published_api() -> None:
-    """The docker and apptainer plugins and the sample plugin (code and tests) import only the
-    published API, the hook surface and epcore.testing."""
+    """The docker, apptainer and boinc plugins and the sample plugin (code and tests) import
+    only the published API, the hook surface and epcore.testing."""
     broken = [
         _where(found)
         for found in _plugin_imports()

@@ -251,10 +251,16 @@ class Schedd:
                 return
             self.log.info("job %s: the claim of %s was refused: %s", job_id, match.slot_name, error)
             return
-        if match.reason == "no_preemption":
+        if match.reason == "no_preemption" and startd.claim_ready(claim_id):
             self._activate(job_id, job, address, claim_id, match.submitter, now, slot_ad=match.slot)
         else:
-            self.log.info("job %s: preempting %s (by %s)", job_id, match.slot_name, match.reason)
+            if match.reason == "no_preemption":
+                # A slot in Backfill takes the claim once its backfill client has let it go.
+                self.log.info("job %s: waiting for %s to be free", job_id, match.slot_name)
+            else:
+                self.log.info(
+                    "job %s: preempting %s (by %s)", job_id, match.slot_name, match.reason
+                )
             self.pending[job_id] = PendingClaim(
                 job_id,
                 match.submitter,

@@ -77,6 +77,7 @@ class StartdService:
             startd.cron,
             startd.fetch_work,
             startd.hibernation,
+            startd.backfill,
             *parts,
         )
         self.monotonic = monotonic

@@ -28,6 +28,7 @@ from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
 from epcore.startd import backends, recovery
+from epcore.startd.backfill import Backfill
 from epcore.startd.cron import StartdCron
 from epcore.startd.fetch_work import FetchWork
 from epcore.startd.hibernation import Hibernation
@@ -105,6 +106,9 @@ class Startd:
         self.cron = StartdCron(self)
         #: The fetch-work hooks and Python sources (a companion of the startd's loop).
         self.fetch_work = FetchWork(self)
+        #: The backfill client (a companion of the startd's loop); before the policy, which
+        #: knows from it whether any slot may enter Backfill.
+        self.backfill = Backfill(self)
         self.engine, self.builder = self._policy(config)
         self.statuses = StatusMemo()
         self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
@@ -158,6 +162,7 @@ class Startd:
             inventory=self.inventory,
             address=self.address,
             benchmarks_reported=True,
+            backfill=self.backfill.configure(config),
         )
         builder = SlotAdBuilder(
             config,
@@ -323,9 +328,9 @@ class Startd:
                 self.log.warning("%s: KILLING_TIMEOUT ran out: killing the starter", action.slot)
                 self.starters.kill(handle.claim_id)
         elif kind == ActionKind.EVICT_BACKFILL:
-            self.take(self.engine.backfill_exit(self.state, action.slot, now), now)
+            self.backfill.evict_slot(action.slot, now)
         elif kind == ActionKind.START_BACKFILL:
-            self.log.info("%s: no backfill system is installed to start", action.slot)
+            self.backfill.start_slot(action.slot, now)
         elif kind == ActionKind.RUN_BENCHMARKS:
             self.cron.request_benchmarks()
         elif kind == ActionKind.DELETE_SLOT:
@@ -339,8 +344,14 @@ class Startd:
             found = self.starters.handles.get(record.claim.claim_id)
             if found is not None:
                 return found
+        # Never the backfill client's: it is named after a slot that may run a job by now.
         return next(
-            (h for h in self.starters.handles.values() if h.slot == slot and not h.gone), None
+            (
+                h
+                for h in self.starters.handles.values()
+                if h.slot == slot and not h.gone and not self.backfill.owns(h)
+            ),
+            None,
         )
 
     # -- starters -------------------------------------------------------------------------
@@ -475,6 +486,9 @@ class Startd:
 
     def starter_message(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
         """A message from a known starter."""
+        if self.backfill.owns(handle):
+            self.backfill.message(handle, message, now)
+            return
         command = message.evaluate("Command")
         if command == protocol.STARTED:
             start = message.evaluate("JobStartDate")
@@ -528,6 +542,9 @@ class Startd:
 
     def starter_exited(self, handle: StarterHandle, now: float) -> None:
         """A starter process is gone; if its job's end was never reported, it is lost."""
+        if self.backfill.owns(handle):
+            self.backfill.exited(handle, now)
+            return
         if handle.stage != "acknowledged":
             saved = self.saved.pop(handle.claim_id, None)
             self.log.error("%s: starter %d died before reporting", handle.slot, handle.pid)
@@ -660,6 +677,7 @@ class Startd:
         self.containers = backends.container_runtimes(self.plugins, new, self.log)
         self.zygote.reconfig(new)
         self.engine, self.builder = self._policy(new)
+        self.backfill.reconfigured(self.clock())
         self.cron.reconfig(new)
         self.hibernation.configure()
         self._ads_memo = None

@@ -80,8 +80,12 @@ class Engine:
         inventory: MachineInventory | None = None,
         address: str = "<127.0.0.1:0>",
         benchmarks_reported: bool = False,
+        backfill: bool = True,
     ) -> None:
         self.config = config
+        #: False when no backfill system can run (seed 000: without a backfill manager
+        #: START_BACKFILL is never evaluated), whatever ENABLE_BACKFILL says.
+        self.backfill = backfill
         #: True when a daemon runs the benchmarks and reports their end
         #: (:meth:`benchmarks_finished`); False: they count as done at the next evaluation.
         self.benchmarks_reported = benchmarks_reported
@@ -97,7 +101,10 @@ class Engine:
         """The (cached) policy of slot ``slot_id`` of type ``type_id``."""
         key = (slot_id, type_id)
         if key not in self._policies:
-            self._policies[key] = load_policy(self.config, slot_id, type_id or None)
+            policy = load_policy(self.config, slot_id, type_id or None)
+            if not self.backfill:
+                policy = attrs.evolve(policy, enable_backfill=False)
+            self._policies[key] = policy
         return self._policies[key]
 
     def _policy_of(self, w: Work, name: str) -> SlotPolicy:

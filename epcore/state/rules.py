@@ -228,7 +228,13 @@ def _owner_side(w: Work, name: str, policy: SlotPolicy, benchmarks_reported: boo
         if benchmarks_reported:
             w.act(ActionKind.RUN_BENCHMARKS, name)
         return True
-    if policy.enable_backfill and is_true(policy.knob("START_BACKFILL"), ad, None, now):
+    # A partitionable slot stays Unclaimed: a claim carves its dynamic slots only from there,
+    # so backfill on it would keep every job away.
+    if (
+        policy.enable_backfill
+        and record.kind != "partitionable"
+        and is_true(policy.knob("START_BACKFILL"), ad, None, now)
+    ):
         w.move(name, BACKFILL_IDLE, 7, "ENABLE_BACKFILL and START_BACKFILL are TRUE")
         return True
     return False

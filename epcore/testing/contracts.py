@@ -28,7 +28,8 @@ Overridable fixtures: ``host`` (the machine, default a 4-core FakeMachineHost), 
 The classes are named ``...Contract`` so pytest collects only the ``Test...`` subclasses.
 The backend contracts (:class:`IsolationBackendContract`, :class:`ContainerRuntimeContract`)
 live in :mod:`epcore.testing.backend_contracts`, the power backends' (:class:`PowerBackendContract`)
-in :mod:`epcore.testing.power_contracts`; all are importable from here too.
+in :mod:`epcore.testing.power_contracts`, the backfill one (:class:`BackfillBackendContract`) in
+:mod:`epcore.testing.backfill_contracts`; all are importable from here too.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.plugins import Plugins
 from epcore.testing.backend_contracts import ContainerRuntimeContract, IsolationBackendContract
+from epcore.testing.backfill_contracts import BackfillBackendContract
 from epcore.testing.contract_base import (
     IDENTIFIER,
     RESERVED_ATTRIBUTES,
@@ -64,6 +66,7 @@ from epcore.types import (
 __all__ = [
     "IDENTIFIER",
     "RESERVED_ATTRIBUTES",
+    "BackfillBackendContract",
     "ContainerRuntimeContract",
     "CronJobContract",
     "DetectorContract",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from epcore.classad import parse_ad
 from epcore.slots.layout import plan_slots
 from epcore.state.engine import Engine
@@ -160,6 +162,31 @@ def test_vacating_a_backfill_slot_returns_it_to_owner() -> None:
     assert _numbers(killing) == [28]
     gone = engine.backfill_exit(killing.state, "slot1", 6)
     assert _numbers(gone)[:2] == [29, 30]
+
+
+def test_a_partitionable_slot_stays_unclaimed_for_its_claims_instead_of_backfilling() -> None:
+    """With backfill on, a partitionable slot stays Unclaimed (a claim carves its dynamic
+    slots only from there), and a claim carves one."""
+    _, engine, state = _sim(
+        BACKFILL + "NUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\nSLOT_TYPE_1_PARTITIONABLE = True\n"
+    )
+    assert _place(state) == "Unclaimed/Idle"
+    state = engine.poll(state, 10).state
+    assert _place(state) == "Unclaimed/Idle"
+    sized = parse_ad(
+        '[Owner = "jones"; ClusterId = 7; ProcId = 1; RequestCpus = 1; RequestMemory = 64;'
+        " RequestDisk = 1024]"
+    )
+    claimed = engine.claim(state, "slot1", sized, 11)
+    assert claimed.claim_id is not None, claimed.refused
+
+
+def test_backfill_is_off_when_the_daemon_has_no_backfill_system() -> None:
+    """An engine built with backfill=False never enters Backfill, whatever ENABLE_BACKFILL."""
+    sim, _, _ = _sim(BACKFILL)
+    engine = Engine(sim.config, sim.engine.ads, random.Random(1), backfill=False)
+    state = engine.poll(engine.start(plan_slots(sim.config, sim.inventory), 0), 0).state
+    assert _place(state) == "Unclaimed/Idle"
 
 
 def test_a_graceful_drain_evicts_every_job_when_the_longest_retirement_ends() -> None:
