@@ -15,8 +15,8 @@ import os
 
 from setuptools import Extension, setup
 
-#: The modules compiled: the parser's fast path, which every plain text takes.
-COMPILED = ["epcore/classad/fastparse.py"]
+#: The modules compiled: the parser's fast path, which every plain text takes, and its scanner.
+COMPILED = ["epcore/classad/fastparse.py", "epcore/classad/scanner.py"]
 
 
 def extensions() -> list[Extension]:
@@ -25,7 +25,9 @@ def extensions() -> list[Extension]:
         return []
     from mypyc.build import mypycify
 
-    return mypycify(COMPILED, opt_level="3")
+    # One group, named inside the package, so that its shared library lands beside the
+    # modules (mypyc names an unnamed group by a hash, at the top of the tree).
+    return mypycify(COMPILED, opt_level="3", group_name="epcore.classad.compiled")
 
 
 setup(ext_modules=extensions())

@@ -9,44 +9,22 @@ then reads the text again and decides, so results and error messages cannot diff
 fast path only ever accepts what the full parser accepts, giving the same tree (the tests
 compare the two on generated expressions).
 
-It is fast because one regular expression call (``findall``) splits the whole text into
-token strings, with no match objects, offsets or token objects, and because one function
-reads a whole operand (prefix operators, primary, selections) instead of one per level.
-Offsets are needed in two places only: a minus sign written against a number belongs to
-the literal (``-9223372036854775808``), and a number written against a name or a dot is
-malformed (``5.e``). The scanner glues such a minus to its number, so ``a -1`` gives the
-tokens ``a`` and ``-1``; where an operator is expected the parser splits it again. A
-malformed number fails its lookahead and, like any other text the scanner does not know,
-falls into the catch-all that takes the rest of the text: the scanner reads the text with
-a NUL appended, so a text is plain exactly when its last token is that NUL alone.
+It is fast because :mod:`epcore.classad.scanner` splits the whole text into token strings
+first, with no match objects, offsets or token objects, and because one function reads a
+whole operand (prefix operators, primary, selections) instead of one per level. The
+scanner glues a minus sign to the number written against it, so ``a -1`` gives the tokens
+``a`` and ``-1``; where an operator is expected the parser splits it again.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Final
 
-from epcore.classad import ast
+from epcore.classad import ast, scanner
 from epcore.classad.grammar import BINARY_PRECEDENCE, CANONICAL_OPERATORS, UNARY_OPERATORS
 from epcore.classad.lexer import KEYWORDS, integer_value
 from epcore.classad.values import ERROR, UNDEFINED
-
-_END: Final = "\x00"
-_TOKENS: Final = re.compile(
-    # Most frequent first, since the engine tries the branches in turn: punctuation that
-    # starts no longer operator, names, numbers (before "-" and "."), strings, the rest.
-    r"""[ \t\r\n\f\v]*(
-      [()\[\]{},;*/%~^+]
-    | [A-Za-z_][A-Za-z0-9_]*
-    | -?(?:[0-9]+\.[0-9]+|\.[0-9]+)(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_.])
-    | -?[0-9]+(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_.])
-    | "[^"\\\x00]*"
-    | &&|\|\||==|!=|<=|>=|=\?=|=!=|>>>|<<|>>|\?:|[-<>!&|?:.=]
-    | .+
-    )""",
-    re.VERBOSE | re.DOTALL,
-)
 
 # What a token is, by its first character. A token starting with "-" or "." longer than
 # one character is a number; one character long, an operator.
@@ -429,16 +407,9 @@ def _number(token: str) -> int | float:
     return integer_value(token)
 
 
-def _tokens(text: str) -> list[str] | None:
-    tokens: list[str] = _TOKENS.findall(text + _END)
-    if tokens[-1] != _END:
-        return None
-    return tokens
-
-
 def fast_expression(text: str) -> ast.Node | None:
     """The tree of ``text`` as one whole expression, or None when the full parser must read it."""
-    tokens = _tokens(text)
+    tokens = scanner.tokens(text)
     if tokens is None:
         return None
     reader = _Reader(tokens, 0)
@@ -453,7 +424,7 @@ def fast_expression(text: str) -> ast.Node | None:
 
 def fast_ad(text: str) -> ast.AdExpr | None:
     """The tree of ``text`` as one whole new-syntax ad, or None as for :func:`fast_expression`."""
-    tokens = _tokens(text)
+    tokens = scanner.tokens(text)
     if tokens is None or tokens[0] != "[":
         return None
     # The outermost brackets are free, as in parser.parse_ad_node.

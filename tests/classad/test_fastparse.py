@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from strategies import ad_texts, expressions, mutations, scaled
 
-from epcore.classad import ClassAdSyntaxError, ast, fastparse, parser
+from epcore.classad import ClassAdSyntaxError, ast, fastparse, parser, scanner
 from epcore.classad.unparse import unparse
 
 
@@ -185,3 +185,6 @@ def test_the_compiled_build_is_the_one_tested() -> None:
     and it makes its nodes through the branch written for the compiler."""
     assert fastparse.__file__ is not None and not fastparse.__file__.endswith(".py")
     assert fastparse._COMPILED
+    # And its scanner is the character loop, not the regular expression.
+    assert not scanner.__file__.endswith(".py")
+    assert scanner._COMPILED
