@@ -135,6 +135,32 @@ def _paren(inner: ast.Node) -> ast.Paren:
     return node
 
 
+# The leaves of trees (names, numbers and strings) by their token: the same text is the
+# same immutable node, so a tree shares the references and literals of earlier ones (ads
+# repeat TARGET, Memory, "LINUX" and small numbers by the thousand) instead of allocating
+# them again for the garbage collector to follow while the parse cache keeps the tree.
+# Emptied when full, so that it holds the names in use now.
+_LEAVES: Final[dict[str, ast.Node]] = {}
+_MAX_LEAVES: Final = 4096
+
+
+def _leaf(token: str) -> ast.Node:
+    """The reference, number or string literal that ``token`` (not a keyword) reads as."""
+    node = _LEAVES.get(token)
+    if node is None:
+        first = token[0]
+        if first == '"':
+            node = _literal(token[1:-1])
+        elif _FIRST.get(first) == _NAME:
+            node = _reference(token, None)
+        else:
+            node = _literal(_number(token))
+        if len(_LEAVES) >= _MAX_LEAVES:
+            _LEAVES.clear()
+        _LEAVES[token] = node
+    return node
+
+
 class _GiveUp(Exception):
     """The fast path does not read this text; the full parser will."""
 
@@ -216,13 +242,10 @@ class _Reader:
             elif tokens[at + 1] == "(":
                 node = self.call(token)
             else:
-                node = _reference(token, None)
-        elif kind == _NUMBER or (len(token) > 1 and (token[0] == "-" or token[0] == ".")):
+                node = _leaf(token)
+        elif kind in (_STRING, _NUMBER) or (len(token) > 1 and token[0] in "-."):
             self.at = at + 1
-            node = _literal(_number(token))
-        elif kind == _STRING:
-            self.at = at + 1
-            node = _literal(token[1:-1])
+            node = _leaf(token)
         elif token in UNARY_OPERATORS:
             self.at = at + 1
             self.enter(1)
@@ -299,13 +322,10 @@ class _Reader:
                 return _literal(_keyword(token.lower()))
             if tokens[self.at] == "(":
                 return self.call(token)
-            return _reference(token, None)
-        if kind == _NUMBER or (len(token) > 1 and token[0] == "."):
+            return _leaf(token)
+        if kind in (_STRING, _NUMBER) or (len(token) > 1 and token[0] == "."):
             self.at += 1
-            return _literal(_number(token))
-        if kind == _STRING:
-            self.at += 1
-            return _literal(token[1:-1])
+            return _leaf(token)
         return self.bracketed(token)
 
     def selections(self, node: ast.Node) -> ast.Node:
