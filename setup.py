@@ -2,10 +2,10 @@
 
 Without ``EPCORE_MYPYC=1`` it builds nothing and epcore stays pure Python, so that
 ``pip install -e .`` works on any machine, with or without a C compiler. With it, mypyc
-(part of mypy, in the ``test`` extra) compiles :mod:`epcore.classad.fastparse` into an
-extension module beside the source, which Python then imports instead of the ``.py``
-(extension modules come first in an import directory); deleting the ``.so`` files brings
-the pure-Python module back. The results are the same either way (CI runs tests/classad
+(part of mypy, in the ``test`` extra) compiles :mod:`epcore.classad.fastparse` and its
+scanner into extension modules beside the source, which Python then imports instead of the
+``.py`` (extension modules come first in an import directory); deleting the ``.so`` files
+brings the pure-Python modules back. The results are the same either way (CI runs tests/classad
 on both). README's "Compiled parser" section has the commands.
 """
 
