@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from functools import cache
 from typing import Any, Final
 
-from epcore.classad import ast
+from epcore.classad import ast, interpreter
 from epcore.classad.calls import EvalContext, FunctionTable
 from epcore.classad.compiler import compile_node
 from epcore.classad.runtime import (
@@ -47,12 +47,14 @@ def _default_table() -> FunctionTable:
 class Binding:
     """One attribute of one ad: its name as written, its expression, its compiled code."""
 
-    __slots__ = ("_code", "_old", "constant", "name", "node")
+    __slots__ = ("_code", "_old", "_runs", "constant", "name", "node")
 
     def __init__(self, name: str, node: ast.Node, constant: object = NOT_CONSTANT) -> None:
         self.name = name
         self.node = node
         self._code: Code | None = None
+        # Evaluations walked so far; the one after interpreter.WARM_UP compiles.
+        self._runs = 0
         self._old: str | None = None
         if constant is NOT_CONSTANT and type(node) is ast.Literal:
             constant = ast.literal_value(node.value)
@@ -73,10 +75,16 @@ class Binding:
             line = self._old = f"{attribute_name(self.name)} = {text}"
         return line
 
-    def compiled(self) -> Code:
-        """The attribute's compiled code (compiled on first use)."""
+    def code(self, state: State) -> Code:
+        """The attribute's code for ``state``: a walk of its tree for its first evaluations
+        (interpreter.WARM_UP), then its compiled code."""
         code = self._code
         if code is None:
+            runs = self._runs
+            if runs < interpreter.WARM_UP and state.walk:
+                self._runs = runs + 1
+                state.walked = True
+                return interpreter.walker(self.node)
             code = self._code = compile_node(self.node)
         return code
 
@@ -84,12 +92,14 @@ class Binding:
 class Expr:
     """A parsed ClassAd expression."""
 
-    __slots__ = ("_code", "node")
+    __slots__ = ("_code", "_runs", "node")
 
     def __init__(self, node: ast.Node) -> None:
         self.node = node
-        # Compiled on first evaluation and kept, as an attribute's Binding keeps its code.
+        # Walked for its first evaluations, then compiled and kept, as an attribute's
+        # Binding does (interpreter.WARM_UP).
         self._code: Code | None = None
+        self._runs = 0
 
     def __reduce__(self) -> tuple[type[Expr], tuple[ast.Node]]:
         # The compiled code is generated Python, which does not pickle: it is made again.
@@ -105,22 +115,38 @@ class Expr:
     ) -> Value:
         """Evaluate with ``my`` as MY and ``target`` as TARGET (both optional)."""
         code = self._code
-        if code is None:
-            node = self.node
-            if type(node) is ast.Literal:
-                # A constant (a policy's ``KILL = False``) needs no evaluation state at all.
-                return ast.literal_value(node.value)
-            code = self._code = compile_node(node)
+        node = self.node
+        if code is None and type(node) is ast.Literal:
+            # A constant (a policy's ``KILL = False``) needs no evaluation state at all.
+            return ast.literal_value(node.value)
         if my is not None and target is None and context is None and functions is None:
             # The common case (a policy expression against one ad), without _start's choices.
             frame: Frame | None = Frame(my, None)
             state = State(_DEFAULT_CONTEXT, _default_table(), frame)
         else:
             state, frame = _start(my, target, context, functions)
+        if code is None:
+            runs = self._runs
+            if runs < interpreter.WARM_UP:
+                self._runs = runs + 1
+                state.walked = True
+                code = interpreter.walker(node)
+            else:
+                code = self._code = compile_node(node)
+        try:
+            return code(state, frame)
+        except EvaluationFailure:
+            return ERROR
+        except RecursionError:
+            # See ClassAd.evaluate; a walk that ran out of stack is run again compiled.
+            if not state.walked:
+                return ERROR
+        state, frame = _start(my, target, context, functions)
+        state.walk = False
+        code = self._code = compile_node(node)
         try:
             return code(state, frame)
         except (EvaluationFailure, RecursionError):
-            # RecursionError: see ClassAd.evaluate.
             return ERROR
 
     def __str__(self) -> str:
@@ -290,11 +316,24 @@ class ClassAd(MutableMapping[str, Expr]):
             if binding is not None:
                 return evaluate_binding(state, frame, binding)
             return ref(state, frame, key)
-        except (EvaluationFailure, RecursionError):
+        except EvaluationFailure:
+            return ERROR
+        except RecursionError:
             # An expression within the parser's budget evaluates in CONSUMER_FRAMES frames,
             # but attribute references nest evaluations (up to runtime.MAX_DEPTH of them):
             # when they exhaust the stack, the evaluation fails, as libclassad's does when it
-            # nests too deeply.
+            # nests too deeply. Walked trees (interpreter.WARM_UP) take more of the stack
+            # than compiled code, so such an evaluation is first run again compiled.
+            if not state.walked:
+                return ERROR
+        state, frame = _start(self, target, context, functions)
+        assert frame is not None
+        state.walk = False
+        try:
+            if binding is not None:
+                return evaluate_binding(state, frame, binding)
+            return ref(state, frame, key)
+        except (EvaluationFailure, RecursionError):
             return ERROR
 
     def copy(self) -> ClassAd:

@@ -9,44 +9,22 @@ then reads the text again and decides, so results and error messages cannot diff
 fast path only ever accepts what the full parser accepts, giving the same tree (the tests
 compare the two on generated expressions).
 
-It is fast because one regular expression call (``findall``) splits the whole text into
-token strings, with no match objects, offsets or token objects, and because one function
-reads a whole operand (prefix operators, primary, selections) instead of one per level.
-Offsets are needed in two places only: a minus sign written against a number belongs to
-the literal (``-9223372036854775808``), and a number written against a name or a dot is
-malformed (``5.e``). The scanner glues such a minus to its number, so ``a -1`` gives the
-tokens ``a`` and ``-1``; where an operator is expected the parser splits it again. A
-malformed number fails its lookahead and, like any other text the scanner does not know,
-falls into the catch-all that takes the rest of the text: the scanner reads the text with
-a NUL appended, so a text is plain exactly when its last token is that NUL alone.
+It is fast because :mod:`epcore.classad.scanner` splits the whole text into token strings
+first, with no match objects, offsets or token objects, and because one function reads a
+whole operand (prefix operators, primary, selections) instead of one per level. The
+scanner glues a minus sign to the number written against it, so ``a -1`` gives the tokens
+``a`` and ``-1``; where an operator is expected the parser splits it again.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Final
 
-from epcore.classad import ast
+from epcore.classad import ast, scanner
 from epcore.classad.grammar import BINARY_PRECEDENCE, CANONICAL_OPERATORS, UNARY_OPERATORS
 from epcore.classad.lexer import KEYWORDS, integer_value
 from epcore.classad.values import ERROR, UNDEFINED
-
-_END: Final = "\x00"
-_TOKENS: Final = re.compile(
-    # Most frequent first, since the engine tries the branches in turn: punctuation that
-    # starts no longer operator, names, numbers (before "-" and "."), strings, the rest.
-    r"""[ \t\r\n\f\v]*(
-      [()\[\]{},;*/%~^+]
-    | [A-Za-z_][A-Za-z0-9_]*
-    | -?(?:[0-9]+\.[0-9]+|\.[0-9]+)(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_.])
-    | -?[0-9]+(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_.])
-    | "[^"\\\x00]*"
-    | &&|\|\||==|!=|<=|>=|=\?=|=!=|>>>|<<|>>|\?:|[-<>!&|?:.=]
-    | .+
-    )""",
-    re.VERBOSE | re.DOTALL,
-)
 
 # What a token is, by its first character. A token starting with "-" or "." longer than
 # one character is a number; one character long, an operator.
@@ -157,6 +135,32 @@ def _paren(inner: ast.Node) -> ast.Paren:
     return node
 
 
+# The leaves of trees (names, numbers and strings) by their token: the same text is the
+# same immutable node, so a tree shares the references and literals of earlier ones (ads
+# repeat TARGET, Memory, "LINUX" and small numbers by the thousand) instead of allocating
+# them again for the garbage collector to follow while the parse cache keeps the tree.
+# Emptied when full, so that it holds the names in use now.
+_LEAVES: Final[dict[str, ast.Node]] = {}
+_MAX_LEAVES: Final = 4096
+
+
+def _leaf(token: str) -> ast.Node:
+    """The reference, number or string literal that ``token`` (not a keyword) reads as."""
+    node = _LEAVES.get(token)
+    if node is None:
+        first = token[0]
+        if first == '"':
+            node = _literal(token[1:-1])
+        elif _FIRST.get(first) == _NAME:
+            node = _reference(token, None)
+        else:
+            node = _literal(_number(token))
+        if len(_LEAVES) >= _MAX_LEAVES:
+            _LEAVES.clear()
+        _LEAVES[token] = node
+    return node
+
+
 class _GiveUp(Exception):
     """The fast path does not read this text; the full parser will."""
 
@@ -238,13 +242,10 @@ class _Reader:
             elif tokens[at + 1] == "(":
                 node = self.call(token)
             else:
-                node = _reference(token, None)
-        elif kind == _NUMBER or (len(token) > 1 and (token[0] == "-" or token[0] == ".")):
+                node = _leaf(token)
+        elif kind in (_STRING, _NUMBER) or (len(token) > 1 and token[0] in "-."):
             self.at = at + 1
-            node = _literal(_number(token))
-        elif kind == _STRING:
-            self.at = at + 1
-            node = _literal(token[1:-1])
+            node = _leaf(token)
         elif token in UNARY_OPERATORS:
             self.at = at + 1
             self.enter(1)
@@ -321,13 +322,10 @@ class _Reader:
                 return _literal(_keyword(token.lower()))
             if tokens[self.at] == "(":
                 return self.call(token)
-            return _reference(token, None)
-        if kind == _NUMBER or (len(token) > 1 and token[0] == "."):
+            return _leaf(token)
+        if kind in (_STRING, _NUMBER) or (len(token) > 1 and token[0] == "."):
             self.at += 1
-            return _literal(_number(token))
-        if kind == _STRING:
-            self.at += 1
-            return _literal(token[1:-1])
+            return _leaf(token)
         return self.bracketed(token)
 
     def selections(self, node: ast.Node) -> ast.Node:
@@ -429,16 +427,9 @@ def _number(token: str) -> int | float:
     return integer_value(token)
 
 
-def _tokens(text: str) -> list[str] | None:
-    tokens: list[str] = _TOKENS.findall(text + _END)
-    if tokens[-1] != _END:
-        return None
-    return tokens
-
-
 def fast_expression(text: str) -> ast.Node | None:
     """The tree of ``text`` as one whole expression, or None when the full parser must read it."""
-    tokens = _tokens(text)
+    tokens = scanner.tokens(text)
     if tokens is None:
         return None
     reader = _Reader(tokens, 0)
@@ -453,7 +444,7 @@ def fast_expression(text: str) -> ast.Node | None:
 
 def fast_ad(text: str) -> ast.AdExpr | None:
     """The tree of ``text`` as one whole new-syntax ad, or None as for :func:`fast_expression`."""
-    tokens = _tokens(text)
+    tokens = scanner.tokens(text)
     if tokens is None or tokens[0] != "[":
         return None
     # The outermost brackets are free, as in parser.parse_ad_node.

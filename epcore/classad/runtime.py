@@ -100,6 +100,8 @@ class State:
         "made_ads",
         "right",
         "root",
+        "walk",
+        "walked",
     )
 
     def __init__(
@@ -116,6 +118,10 @@ class State:
         self.right = right
         self.active: set[int] = set()
         self.depth = 0
+        # May code not yet compiled be walked (interpreter.WARM_UP), and was some? A walk
+        # that runs out of stack is run again compiled (Expr and ClassAd.evaluate).
+        self.walk = True
+        self.walked = False
         # List values built from list literals, by id, with the literal they came from:
         # libclassad prints such a list as its unevaluated expressions.
         self.list_sources: dict[int, tuple[list[Value], ast.ListExpr]] | None = None
@@ -177,7 +183,7 @@ def evaluate_binding(state: State, frame: Frame, binding: Binding) -> Value:
     active.add(key)
     state.depth += 1
     try:
-        return binding.compiled()(state, frame)
+        return binding.code(state)(state, frame)
     finally:
         state.depth -= 1
         active.discard(key)

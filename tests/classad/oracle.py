@@ -31,7 +31,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import classad2
 from hypothesis import reject
@@ -46,6 +46,7 @@ from epcore.classad import (
     ClassAdSyntaxError,
     EvalContext,
     RelTime,
+    interpreter,
     parse_ad,
     parse_expr,
 )
@@ -253,8 +254,33 @@ def epcore_value(text: str, scene: Scene, context: EvalContext) -> object:
         return ("raised", f"evaluate: {type(exc).__name__}: {exc}")
 
 
+#: interpreter.WARM_UP that has every expression not yet compiled walked, however often.
+ALWAYS_WALK: Final = 1 << 62
+
+
 def canon_epcore(text: str, scene: Scene, context: EvalContext, depth: int = 0) -> Canon:
-    """The canonical form of epcore's value of ``text`` in ``scene``."""
+    """The canonical form of epcore's value of ``text`` in ``scene``.
+
+    Evaluated twice, walked by the interpreter (as a fresh expression's first evaluations
+    are) and compiled: the two must give the same value (the attributes of the scene's ads
+    are walked until their code is compiled, which the compiled pass does).
+    """
+    if depth > 0:  # an element of a value being put in canonical form: the same pass
+        return _canon_epcore(text, scene, context, depth)
+    passes: dict[int, Canon] = {}
+    saved = interpreter.WARM_UP
+    try:
+        for warm_up in (ALWAYS_WALK, 0):
+            interpreter.WARM_UP = warm_up
+            passes[warm_up] = _canon_epcore(text, scene, context, depth)
+    finally:
+        interpreter.WARM_UP = saved
+    walked, compiled = passes[ALWAYS_WALK], passes[0]
+    assert walked == compiled, f"{text!r}: walked {render(walked)}, compiled {render(compiled)}"
+    return compiled
+
+
+def _canon_epcore(text: str, scene: Scene, context: EvalContext, depth: int) -> Canon:
     value = epcore_value(text, scene, context)
     return _canon_epcore_value(value, text, scene, context, depth)
 

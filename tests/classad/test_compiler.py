@@ -9,8 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import scaled
 
-from epcore.classad import ERROR, UNDEFINED, ClassAd, operators, parse_ad, parse_expr
+from epcore.classad import ERROR, UNDEFINED, ClassAd, interpreter, operators, parse_ad, parse_expr
 from epcore.classad.values import INT64_MAX, INT64_MIN, Value
+
+
+@pytest.fixture(autouse=True)
+def _compiled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about compiled code: every expression is compiled on first evaluation."""
+    monkeypatch.setattr(interpreter, "WARM_UP", 0)
+
 
 _edges = st.sampled_from([INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX])
 _values: st.SearchStrategy[Value] = st.one_of(
@@ -68,12 +75,16 @@ def test_references_read_constants_expressions_and_the_target() -> None:
     assert parse_expr("x").evaluate(target, my) == 5
 
 
-def test_a_standalone_expression_keeps_its_code() -> None:
-    """An Expr compiles once, evaluates against other ads with the same code, and pickles
-    without it."""
+def test_a_standalone_expression_keeps_its_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An Expr is walked for its first WARM_UP evaluations, then compiles once, evaluates
+    against other ads with the same code, and pickles without it."""
     import pickle
 
+    monkeypatch.setattr(interpreter, "WARM_UP", 2)
     expr = parse_expr("Memory * 2")
+    assert expr.evaluate(parse_ad("[Memory = 3]")) == 6
+    assert expr.evaluate(parse_ad("[Memory = 3.5]")) == 7.0
+    assert expr._code is None
     assert expr.evaluate(parse_ad("[Memory = 3]")) == 6
     code = expr._code
     assert code is not None
@@ -82,3 +93,17 @@ def test_a_standalone_expression_keeps_its_code() -> None:
     back = pickle.loads(pickle.dumps(expr))
     assert back == expr and back._code is None
     assert back.evaluate(parse_ad("[Memory = 5]")) == 10
+
+
+def test_an_attribute_is_walked_then_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An attribute of an ad is walked for its first WARM_UP evaluations, then compiled once."""
+    monkeypatch.setattr(interpreter, "WARM_UP", 2)
+    ad = parse_ad("[a = b + 1; b = 2]")
+    binding = ad._bindings["a"]
+    assert [ad.evaluate("a"), ad.evaluate("a")] == [3, 3]
+    assert binding._code is None
+    assert ad.evaluate("a") == 3
+    code = binding._code
+    assert code is not None
+    assert ad.evaluate("a") == 3
+    assert binding._code is code

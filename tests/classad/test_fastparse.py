@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from strategies import ad_texts, expressions, mutations, scaled
 
-from epcore.classad import ClassAdSyntaxError, ast, fastparse, parser
+from epcore.classad import ClassAdSyntaxError, ast, fastparse, parser, scanner
 from epcore.classad.unparse import unparse
 
 
@@ -185,3 +185,22 @@ def test_the_compiled_build_is_the_one_tested() -> None:
     and it makes its nodes through the branch written for the compiler."""
     assert fastparse.__file__ is not None and not fastparse.__file__.endswith(".py")
     assert fastparse._COMPILED
+    # And its scanner is the character loop, not the regular expression.
+    assert not scanner.__file__.endswith(".py")
+    assert scanner._COMPILED
+
+
+def test_trees_share_their_leaves_within_a_bounded_table() -> None:
+    """The same name, number or string read twice is one node, and the table of such
+    leaves is emptied when full rather than growing with every fresh name."""
+    first = fastparse.fast_expression('Memory > 1024 && OpSys == "LINUX"')
+    second = fastparse.fast_expression('(Memory > 1024) || OpSys != "LINUX"')
+    assert isinstance(first, ast.Binary) and isinstance(second, ast.Binary)
+    left, right = first.left, second.left
+    assert isinstance(left, ast.Binary) and isinstance(right, ast.Paren)
+    inner = right.inner
+    assert isinstance(inner, ast.Binary)
+    assert inner.left is left.left and inner.right is left.right
+    for n in range(fastparse._MAX_LEAVES + 10):
+        fastparse.fast_expression(f"fresh_name_{n}")
+    assert len(fastparse._LEAVES) <= fastparse._MAX_LEAVES
