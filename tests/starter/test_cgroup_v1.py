@@ -223,6 +223,22 @@ def test_a_frozen_job_uses_no_cpu_until_thawed(jobs: Jobs) -> None:
 
 
 @pytest.mark.system
+def test_sigkill_thaws_a_group_whose_freeze_did_not_complete(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group left FROZEN whose freeze then reports a timeout is thawed by SIGKILL anyway,
+    so the killed processes die and the group empties."""
+    tracking = jobs.track()
+    sleeper = jobs.start(tracking, ["sleep", "60"])
+    assert tracking.freeze() is True
+    monkeypatch.setattr(tracking, "freeze", lambda: False)
+    tracking.signal_all(signal.SIGKILL)
+    assert tracking.pids() == frozenset()
+    assert sleeper.wait(timeout=5) == -signal.SIGKILL
+    assert _read(tracking, "freezer", "freezer.state") == "THAWED"
+
+
+@pytest.mark.system
 def test_usage_reports_cpu_and_memory(jobs: Jobs) -> None:
     """A job that burns 0.5 s of CPU and holds 50 MB: usage() shows both."""
     tracking = jobs.track()

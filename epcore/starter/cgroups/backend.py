@@ -299,12 +299,13 @@ class CgroupTracking:
                     # Anything outside the v2 group (attached to v1 only) goes one by one.
                     self._signal_each(signum)
             else:
-                frozen = self.freeze()
+                self.freeze()
                 try:
                     self._signal_each(signum)
                 finally:
-                    if frozen:
-                        self.thaw()
+                    # Thawed even when the freeze did not complete (or the group was frozen
+                    # before): a killed process in a frozen group never dies.
+                    self.thaw()
             rounds += 1
             pause = min(deadline, time.monotonic() + 0.2)
             while self.pids() and time.monotonic() < pause:
