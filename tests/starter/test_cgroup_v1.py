@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -311,6 +312,20 @@ def test_release_removes_every_directory_once(jobs: Jobs) -> None:
     assert not any(path.exists() for path in directories)
     assert all(path.parent.is_dir() for path in directories)
     tracking.release()
+
+
+@pytest.mark.system
+def test_release_waits_for_a_process_still_exiting(jobs: Jobs) -> None:
+    """A group whose last process ends a moment after release is asked for is removed once
+    it is empty, not refused."""
+    tracking = jobs.track()
+    proc = jobs.start(tracking, ["sleep", "0.3"])
+    reaper = threading.Thread(target=proc.wait)
+    reaper.start()
+    directories = tracking.directories
+    tracking.release()
+    reaper.join()
+    assert not any(path.exists() for path in directories)
 
 
 @pytest.mark.system
