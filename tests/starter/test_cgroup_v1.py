@@ -315,6 +315,19 @@ def test_release_removes_every_directory_once(jobs: Jobs) -> None:
 
 
 @pytest.mark.system
+def test_a_group_left_with_a_process_in_it_is_not_taken(jobs: Jobs) -> None:
+    """Tracking a job under the key of a group that is still there with a live process is
+    refused, naming the group; the group and its process are left alone."""
+    tracking = jobs.track()
+    jobs.start(tracking, ["sleep", "60"])
+    key = f"{jobs.prefix}/job0"
+    with pytest.raises(IsolationError, match="already holds processes"):
+        jobs.backend.track(_request(key))
+    assert all(path.is_dir() for path in tracking.directories)
+    assert len(tracking.pids()) == 1
+
+
+@pytest.mark.system
 def test_release_waits_for_a_process_still_exiting(jobs: Jobs) -> None:
     """A group whose last process ends a moment after release is asked for is removed once
     it is empty, not refused."""

@@ -479,7 +479,10 @@ class CgroupBackend:
                 ignore_cache=self.ignore_cache,
                 wait_seconds=self.wait_seconds,
             )
-            busy = tracking.pids()
+            # A group made just now holds no process; one that was there already may.
+            fresh = set(made)
+            existing = [d for d in tracking.directories if d not in fresh]
+            busy = tracking.pids() if existing else frozenset()
             if busy:
                 raise IsolationError(
                     f"cgroup {tracking.directories[0]} already holds processes {sorted(busy)}"
