@@ -236,6 +236,9 @@ class ZygoteWork:
         prepared = self.prepared.pop(claim_id, None)
         if prepared is None:
             return None
+        # A group left frozen (a killer that died between its freeze and its thaw) would hold
+        # the killed supervisor, and its groups, until someone thawed it: thaw it first.
+        prepared.tracking.thaw()
         prepared.supervisor.abandon()
         # Its groups can be removed once it is gone (its server reaps it).
         wait_gone(prepared.supervisor.pid)

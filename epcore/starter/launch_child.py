@@ -143,15 +143,30 @@ def _write_line(fd: int, line: str) -> None:
         os.write(fd, (line + "\n").encode())
 
 
-def _job_main(spec: LaunchSpec, err_w: int) -> NoReturn:
-    """The job's first process: set up, then exec; on failure tell the parent why."""
+def _ignored_signals() -> list[int]:
+    """The signals this process ignores, as the kernel says (SigIgn in /proc/self/status;
+    binary, as :func:`_write_pid` explains): of all dispositions only SIG_IGN survives exec
+    (Python ignores SIGPIPE and SIGXFSZ; a parent may have ignored others). Every signal
+    when the mask cannot be read."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"SigIgn:"):
+                    mask = int(line.split()[1], 16)
+                    return [n for n in range(1, 65) if mask >> (n - 1) & 1]
+    except (OSError, ValueError, IndexError):
+        pass
+    return [int(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+
+
+def _job_main(spec: LaunchSpec, err_w: int, ignored: list[int]) -> NoReturn:
+    """The job's first process: set up, then exec; on failure tell the parent why.
+    ``ignored``: the signals its parent ignores (reset here, the others reset at exec)."""
     stage, index, number = "exec", 0, 0
     try:
-        for signum in signal.valid_signals():
-            if signum not in (signal.SIGKILL, signal.SIGSTOP):
-                # Ignored dispositions survive exec (Python ignores SIGPIPE and SIGXFSZ).
-                with contextlib.suppress(OSError, ValueError):
-                    signal.signal(signum, signal.SIG_DFL)
+        for signum in ignored:
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         stage = "setsid"
         os.setsid()
@@ -207,6 +222,9 @@ def _start_job(spec: LaunchSpec, report: int) -> int | None:
     except OSError as exc:
         _write_line(report, f"F pipe {exc.errno or errno.EIO}")
         return None
+    # Looked at before the fork: the child, a copy of this process, then makes one call per
+    # ignored signal (usually two) instead of one per signal (64).
+    ignored = _ignored_signals()
     try:
         pid = os.fork()
     except OSError as exc:
@@ -214,7 +232,7 @@ def _start_job(spec: LaunchSpec, report: int) -> int | None:
         return None
     if pid == 0:
         os.close(err_r)
-        _job_main(spec, err_w)
+        _job_main(spec, err_w, ignored)
     os.close(err_w)
     failure = b""
     while chunk := os.read(err_r, 256):

@@ -419,7 +419,7 @@ def run_job(starter: Starter) -> int:
             status = launched.poll()
             assert status is not None
             starter.measure()
-            starter.kill_everything()
+            starter.kill_everything(starter.measured_pids)
             # No process of the job is left to start another: no need to look again below
             # (a container's are looked at again after its runtime has finished with it).
             cleaned = not isinstance(launched, ContainerLaunch)

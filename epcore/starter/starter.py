@@ -207,6 +207,7 @@ class Starter:
         self.trackings: list[JobTracking] = []
         self.start_time: float | None = None
         self.usage: JobUsage | None = None
+        self.measured_pids: frozenset[int] = frozenset()
         self.stopped_by: str | None = None
         self.suspended = False
         self.acknowledged = False
@@ -351,23 +352,29 @@ class Starter:
         return frozenset(found)
 
     def measure(self) -> JobUsage:
-        """The job's usage now (cgroup numbers before per-process sums)."""
+        """The job's usage now (cgroup numbers before per-process sums); the processes it
+        counted are kept in ``measured_pids``."""
         measured = [t.usage() for t in reversed(self.trackings)]
         disk = disk_usage_kb(self.sandbox.path) if self.sandbox is not None else 0
-        self.usage = combine(measured, len(self.job_pids()), disk, self.usage)
+        self.measured_pids = self.job_pids()
+        self.usage = combine(measured, len(self.measured_pids), disk, self.usage)
         return self.usage
 
     # -- the end ----------------------------------------------------------------------------
 
-    def kill_everything(self) -> None:
-        """SIGKILL every process of the job until no tracker sees one (bounded)."""
+    def kill_everything(self, seen: frozenset[int] | None = None) -> None:
+        """SIGKILL every process of the job until no tracker sees one (bounded). ``seen``:
+        the job's processes as a look just before found them, used instead of a first look
+        of its own (when it found none, no process of the job was left to start another in
+        its groups or its session)."""
         deadline = time.monotonic() + CLEANUP_SECONDS
         if self.suspended:
             # A frozen cgroup's processes cannot die; a stopped process dies of SIGKILL.
             for tracking in self.trackings:
                 tracking.thaw()
         while True:
-            left = self.job_pids()
+            left = self.job_pids() if seen is None else seen
+            seen = None
             if not left:
                 return
             for tracking in self.trackings:

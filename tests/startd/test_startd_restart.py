@@ -258,3 +258,70 @@ def test_a_busy_claim_has_its_next_job_prepared(startd_factory, slot_users, tmp_
     assert any(path.name == second for path in running)  # made while the first job ran
     startd.client.release(claim_id)
     startd.wait_for(lambda: _cgroup_dirs(cgroup) == [], 10, "every job group to go")
+
+
+def test_a_group_left_frozen_by_a_dead_startd_is_thawed_killed_and_removed(
+    startd_factory, slot_users
+) -> None:
+    """A prepared job group left FROZEN by a startd and zygote that died (a killer that died
+    between its freeze and its thaw) is thawed by the next startd: the supervisor frozen
+    in it is gone and its groups are removed."""
+    startd = startd_factory(cpus=2)
+    user = slot_users[2]
+    cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
+    job = (
+        f'[ ClusterId = 10; ProcId = 0; Owner = "{user.name}"; Cmd = "/bin/true";'
+        " RequestCpus = 1; RequestMemory = 64; RequestDisk = 1024 ]"
+    )
+    startd.client.claim("slot1", parse_ad(job))
+    held = _frozen_preparation(startd, cgroup)
+    startd.kill9(with_zygote=True)
+    # Frozen, the supervisor cannot see its zygote go: it stays, and so do its groups.
+    assert psutil.pid_exists(held)
+    startd.start()
+    startd.wait_for(lambda: _cgroup_dirs(cgroup) == [], 20, "the frozen groups to go")
+    startd.wait_for(lambda: not _alive(held), 10, "the frozen supervisor to go")
+
+
+def test_a_zygote_left_alone_thaws_a_frozen_preparation_to_give_it_up(
+    startd_factory, slot_users
+) -> None:
+    """The zygote of a startd killed with SIGKILL gives up a prepared job whose group was
+    left FROZEN: it thaws the group, so its supervisor dies and the groups are removed at
+    once (no startd comes after it here)."""
+    startd = startd_factory(cpus=2)
+    user = slot_users[2]
+    cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
+    job = (
+        f'[ ClusterId = 11; ProcId = 0; Owner = "{user.name}"; Cmd = "/bin/true";'
+        " RequestCpus = 1; RequestMemory = 64; RequestDisk = 1024 ]"
+    )
+    startd.client.claim("slot1", parse_ad(job))
+    held = _frozen_preparation(startd, cgroup)
+    (zygote,) = startd.zygote_pids()
+    startd.kill9()
+    # Well within the zygote's 10 s wait for a supervisor that does not go.
+    startd.wait_for(lambda: not psutil.pid_exists(zygote), 5, "the zygote to exit")
+    assert not _alive(held)
+    assert _cgroup_dirs(cgroup) == []
+
+
+def _frozen_preparation(startd, cgroup: str) -> int:
+    """Freeze the prepared group of the startd's one claim; the PID of the supervisor in it."""
+    startd.wait_for(lambda: len(_cgroup_dirs(cgroup)) == 5, 10, "the prepared groups")
+    (group,) = (p for p in _cgroup_dirs(cgroup) if p.parts[4] == "freezer")
+    startd.wait_for(lambda: (group / "cgroup.procs").read_text().split() != [], 10, "its joiner")
+    (held,) = (int(pid) for pid in (group / "cgroup.procs").read_text().split())
+    (group / "freezer.state").write_text("FROZEN")
+    startd.wait_for(
+        lambda: (group / "freezer.state").read_text().strip() == "FROZEN", 10, "the freeze"
+    )
+    return held
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -223,6 +224,22 @@ def test_a_frozen_job_uses_no_cpu_until_thawed(jobs: Jobs) -> None:
 
 
 @pytest.mark.system
+def test_sigkill_thaws_a_group_whose_freeze_did_not_complete(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group left FROZEN whose freeze then reports a timeout is thawed by SIGKILL anyway,
+    so the killed processes die and the group empties."""
+    tracking = jobs.track()
+    sleeper = jobs.start(tracking, ["sleep", "60"])
+    assert tracking.freeze() is True
+    monkeypatch.setattr(tracking, "freeze", lambda: False)
+    tracking.signal_all(signal.SIGKILL)
+    assert tracking.pids() == frozenset()
+    assert sleeper.wait(timeout=5) == -signal.SIGKILL
+    assert _read(tracking, "freezer", "freezer.state") == "THAWED"
+
+
+@pytest.mark.system
 def test_usage_reports_cpu_and_memory(jobs: Jobs) -> None:
     """A job that burns 0.5 s of CPU and holds 50 MB: usage() shows both."""
     tracking = jobs.track()
@@ -295,6 +312,33 @@ def test_release_removes_every_directory_once(jobs: Jobs) -> None:
     assert not any(path.exists() for path in directories)
     assert all(path.parent.is_dir() for path in directories)
     tracking.release()
+
+
+@pytest.mark.system
+def test_a_group_left_with_a_process_in_it_is_not_taken(jobs: Jobs) -> None:
+    """Tracking a job under the key of a group that is still there with a live process is
+    refused, naming the group; the group and its process are left alone."""
+    tracking = jobs.track()
+    jobs.start(tracking, ["sleep", "60"])
+    key = f"{jobs.prefix}/job0"
+    with pytest.raises(IsolationError, match="already holds processes"):
+        jobs.backend.track(_request(key))
+    assert all(path.is_dir() for path in tracking.directories)
+    assert len(tracking.pids()) == 1
+
+
+@pytest.mark.system
+def test_release_waits_for_a_process_still_exiting(jobs: Jobs) -> None:
+    """A group whose last process ends a moment after release is asked for is removed once
+    it is empty, not refused."""
+    tracking = jobs.track()
+    proc = jobs.start(tracking, ["sleep", "0.3"])
+    reaper = threading.Thread(target=proc.wait)
+    reaper.start()
+    directories = tracking.directories
+    tracking.release()
+    reaper.join()
+    assert not any(path.exists() for path in directories)
 
 
 @pytest.mark.system

@@ -299,12 +299,13 @@ class CgroupTracking:
                     # Anything outside the v2 group (attached to v1 only) goes one by one.
                     self._signal_each(signum)
             else:
-                frozen = self.freeze()
+                self.freeze()
                 try:
                     self._signal_each(signum)
                 finally:
-                    if frozen:
-                        self.thaw()
+                    # Thawed even when the freeze did not complete (or the group was frozen
+                    # before): a killed process in a frozen group never dies.
+                    self.thaw()
             rounds += 1
             pause = min(deadline, time.monotonic() + 0.2)
             while self.pids() and time.monotonic() < pause:
@@ -364,9 +365,21 @@ class CgroupTracking:
         succeeded does nothing."""
         if self._released:
             return
-        deadline = time.monotonic() + self.wait_seconds
-        while not self._empty() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        # Usually the job's processes are gone by now: the groups are removed at once, and
+        # only a refusal (a process still in one) makes it wait for them to empty. Looking
+        # first would read every group's process list, as much work as the removal itself.
+        failures = self._remove_groups()
+        if failures:
+            deadline = time.monotonic() + self.wait_seconds
+            while not self._empty() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            failures = self._remove_groups()
+        if failures:
+            raise IsolationError(f"cannot remove cgroup {'; '.join(failures)}")
+        self._released = True
+
+    def _remove_groups(self) -> list[str]:
+        """Remove every group still there, leaf first; why each that stays could not go."""
         failures: list[str] = []
         groups = [] if self.v2_group is None else [self.v2_group.path]
         groups += [g.path for g in self.v1_groups]
@@ -375,9 +388,7 @@ class CgroupTracking:
                 remove_tree(path)
             except OSError as exc:
                 failures.append(f"{exc.filename or path}: {exc.strerror or exc}")
-        if failures:
-            raise IsolationError(f"cannot remove cgroup {'; '.join(failures)}")
-        self._released = True
+        return failures
 
 
 class CgroupBackend:
@@ -468,7 +479,10 @@ class CgroupBackend:
                 ignore_cache=self.ignore_cache,
                 wait_seconds=self.wait_seconds,
             )
-            busy = tracking.pids()
+            # A group made just now holds no process; one that was there already may.
+            fresh = set(made)
+            existing = [d for d in tracking.directories if d not in fresh]
+            busy = tracking.pids() if existing else frozenset()
             if busy:
                 raise IsolationError(
                     f"cgroup {tracking.directories[0]} already holds processes {sorted(busy)}"
