@@ -18,14 +18,9 @@ from __future__ import annotations
 import io
 import os
 import re
-import shutil
-import socket
 import struct
-import subprocess
 import tarfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +28,7 @@ import docker
 import docker.errors
 import pytest
 
+from epcore.testing.registry import running_registry
 from epcore.testing.system import missing
 
 #: The label on every container and image the tests make, with the run's tag as its value.
@@ -67,9 +63,6 @@ BUSYBOX_APPLETS = (
 
 #: The fixtures that need dockerd; a test using any of them is marked ``docker``.
 DOCKER_FIXTURES = frozenset({"docker_client", "busybox_image", "registry", "push_image"})
-
-#: How long the registry may take to answer /v2/ after its start (it usually takes 0.2 s).
-REGISTRY_START_TIMEOUT = 15.0
 
 _ELF_PT_INTERP = 3
 _IMAGE_NAME_PART = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
@@ -193,58 +186,12 @@ def busybox_image(docker_client: docker.DockerClient, run_tag: str) -> str:
     return f"{repository}:{tag}"
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture(scope="session")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Debian's docker-registry serving ``127.0.0.1:<free port>`` from a temporary directory
     (deletes enabled); its address. Stopped at the end of the session."""
-    program = shutil.which("docker-registry")
-    if program is None:
-        missing("docker-registry is not installed: apt-get install docker-registry")
-        raise AssertionError("unreachable")
-    directory = tmp_path_factory.mktemp("registry")
-    address = f"127.0.0.1:{_free_port()}"
-    config = directory / "config.yml"
-    config.write_text(
-        "version: 0.1\n"
-        f"storage: {{filesystem: {{rootdirectory: {directory / 'storage'}}}, "
-        "delete: {enabled: true}}\n"
-        f"http: {{addr: {address}}}\n"
-        "log: {level: warn}\n"
-    )
-    log = directory / "registry.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [program, "serve", str(config)], stdout=output, stderr=subprocess.STDOUT
-        )
-    try:
-        deadline = time.monotonic() + REGISTRY_START_TIMEOUT
-        while not _answers(f"http://{address}/v2/"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                missing(f"docker-registry did not serve {address}: {log.read_text()[-2000:]}")
-            time.sleep(0.05)
+    with running_registry(tmp_path_factory.mktemp("registry")) as address:
         yield address
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class PushImage:
