@@ -46,7 +46,8 @@ def test_without_the_opt_in_the_build_needs_no_compiler(project: Path) -> None:
 
 
 def test_the_opt_in_compiles_the_fast_path_only(project: Path) -> None:
-    """With EPCORE_MYPYC=1 setup.py asks for the parser's fast path and its mypyc shim only."""
+    """With EPCORE_MYPYC=1 setup.py asks for the parser's fast path, its scanner and their one
+    shared mypyc library only."""
     probe = (
         "import runpy, setuptools; setuptools.setup = lambda **kw: print("
         "' '.join(sorted(e.name for e in kw['ext_modules']))); runpy.run_path('setup.py')"
@@ -61,6 +62,7 @@ def test_the_opt_in_compiles_the_fast_path_only(project: Path) -> None:
         check=True,
     )
     assert listed.stdout.split() == [
+        "epcore.classad.compiled__mypyc",
         "epcore.classad.fastparse",
-        "epcore.classad.fastparse__mypyc",
+        "epcore.classad.scanner",
     ]

@@ -21,10 +21,13 @@ from __future__ import annotations
 import fnmatch
 import math
 import posixpath
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import attrs
 
 from epcore.classad import ClassAd, Expr
+from epcore.classad.calls import FunctionImpl
 from epcore.errors import SubmitError
 from epcore.jobs.codes import HoldCode
 from epcore.jobs.syntax import Environment
@@ -485,10 +488,16 @@ def build_job_ad(
 
 
 def _container_kind(ad: ClassAd) -> str | None:
+    # The Want* attributes are literals submit itself wrote (or a user's +WantSIF = true): no
+    # function table, so that a submission does not load the ClassAd function library for
+    # them (a function call in a user's own Want* gives ERROR here, so no offer is asked).
     for wish, offer in CONTAINER_OFFERS.items():
-        if ad.evaluate(wish) is True:
+        if ad.evaluate(wish, functions=_NO_FUNCTIONS) is True:
             return offer
     return None
+
+
+_NO_FUNCTIONS: Mapping[str, FunctionImpl] = MappingProxyType({})
 
 
 def _text_of(found: Located | None) -> str | None:
