@@ -378,8 +378,15 @@ class ContainerRuntime(Protocol):
         a runtime that does not work says so here (HasDocker = false and why), never raises."""
         ...
 
-    def runs(self, job: ClassAd) -> bool:
-        """True when ``job`` asks for this runtime (WantDocker for docker)."""
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
+        """True when ``job`` asks for this runtime (WantDocker for docker).
+
+        ``machine`` is the slot's ad where the job is placed (the startd starting its
+        starter, the starter choosing the runtime), so that a knob like SINGULARITY_JOB can
+        be evaluated with the slot as MY and the job as TARGET, as HTCondor's starter does.
+        It is None only where no slot ad is at hand (the startd preparing cgroups asks only
+        runtimes that are not :func:`tracked_by_starter`).
+        """
         ...
 
     def start(self, request: ContainerJob, log: logging.Logger) -> RunningContainer:

@@ -641,7 +641,7 @@ def test_container_runtime_built_from_its_spec(config: Config) -> None:
         def machine_attributes(self) -> list[MachineAttribute]:
             return []
 
-        def runs(self, job: ClassAd) -> bool:
+        def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
             return False
 
         def start(self, request: object, log: object) -> object:

@@ -85,8 +85,10 @@ class Preparations:
             if claim_id in self.ready:
                 continue
             job = record.claim.job if record.claim is not None else None
+            # No slot ad is at hand here: only runtimes whose jobs skip preparation are
+            # asked, and those decide by the job alone (see ContainerRuntime.runs).
             if job is not None and any(
-                runtime.runs(job) and not tracked_by_starter(runtime) for runtime in containers
+                not tracked_by_starter(runtime) and runtime.runs(job) for runtime in containers
             ):
                 continue
             slot = state.layout.find(record.slot_id, record.sub_id)

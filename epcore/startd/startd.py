@@ -365,8 +365,8 @@ class Startd:
         assert layout_slot is not None
         execute_dir = self.config.get(f"SLOT{record.slot_id}_EXECUTE") or self.paths.execute
         job = record.claim.job
-        runtime = next((r.name for r in self.containers if r.runs(job)), None)
         machine = self.ads(self.state, now)[slot]
+        runtime = next((r.name for r in self.containers if r.runs(job, machine)), None)
         order = StarterOrder(
             slot_name=slot,
             slot_id=record.slot_id,

@@ -45,14 +45,17 @@ CONTAINER_WISHES = ("WantDocker", "WantContainer")
 DEFAULT_VACATE_SECONDS = 600.0
 
 
-def runtime_for(runtimes: tuple[ContainerRuntime, ...], job: ClassAd) -> ContainerRuntime | None:
-    """The runtime that runs ``job``; None for a job that wants no container.
+def runtime_for(
+    runtimes: tuple[ContainerRuntime, ...], job: ClassAd, machine: ClassAd | None = None
+) -> ContainerRuntime | None:
+    """The runtime that runs ``job`` on the slot ``machine`` (its ad); None for a job that
+    wants no container.
 
     Raises JobSetupError (hold code 6) for a job that wants one that no runtime here runs: a
     docker job matched to a machine whose docker plugin is gone must not run on the host.
     """
     for runtime in runtimes:
-        if runtime.runs(job):
+        if runtime.runs(job, machine):
             return runtime
     for wish in CONTAINER_WISHES:
         if job.evaluate(wish) is True:

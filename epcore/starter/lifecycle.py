@@ -395,7 +395,9 @@ def run_job(starter: Starter) -> int:
                 starter.job, command.iwd, starter.user.uid, starter.user.gid, starter.log
             )
             logs.check()
-            runtime = runtime_for(request.containers, starter.job)
+            # The startd sends the slot's ad when a runtime runs the job with it; without
+            # one it found none, and the slot text is not parsed again for a vanilla job.
+            runtime = runtime_for(request.containers, starter.job, request.machine_ad)
             if runtime is None:
                 launched = _launch(starter, command)
             else:

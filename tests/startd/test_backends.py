@@ -24,7 +24,7 @@ class Advertiser:
     def machine_attributes(self) -> list[MachineAttribute]:
         return self.attributes
 
-    def runs(self, job: object) -> bool:
+    def runs(self, job: object, machine: object | None = None) -> bool:
         return False
 
     def start(self, request: object, log: object) -> object:

@@ -26,7 +26,7 @@ class _Runtime:
     def machine_attributes(self) -> Sequence[MachineAttribute]:
         return ()
 
-    def runs(self, job: ClassAd) -> bool:
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
         return job.evaluate("WantBox") is True
 
     def start(self, request: ContainerJob, log: logging.Logger) -> RunningContainer:

@@ -24,7 +24,7 @@ class WantsAttribute:
     def machine_attributes(self) -> Sequence[MachineAttribute]:
         return []
 
-    def runs(self, job: ClassAd) -> bool:
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
         return job.evaluate(self.attribute) is True
 
     def start(self, request: ContainerJob, log: logging.Logger) -> RunningContainer:
@@ -57,6 +57,22 @@ def test_the_first_runtime_that_runs_the_job_is_chosen(
     """A job goes to the first runtime that says it runs it, and plain jobs to none."""
     found = runtime_for(runtimes, parse_ad(job))
     assert (found.name if found is not None else None) == chosen
+
+
+class SlotAttribute(WantsAttribute):
+    """A runtime that runs the jobs of slots carrying ``attribute``."""
+
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
+        return machine is not None and machine.evaluate(self.attribute) is True
+
+
+def test_the_runtime_is_asked_with_the_slot_ad() -> None:
+    """runtime_for hands the slot's ad to the runtimes, so a slot can decide (SINGULARITY_JOB)."""
+    runtime = SlotAttribute("slotwise", "ContainerSlot")
+    job = parse_ad('[ Cmd = "/bin/true" ]')
+    assert runtime_for((runtime,), job, parse_ad("[ ContainerSlot = true ]")) is runtime
+    assert runtime_for((runtime,), job, parse_ad("[ ContainerSlot = false ]")) is None
+    assert runtime_for((runtime,), job) is None
 
 
 @pytest.mark.parametrize("wish", ["WantDocker", "WantContainer"])

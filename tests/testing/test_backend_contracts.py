@@ -79,7 +79,7 @@ class Runtime:
     def machine_attributes(self) -> list[MachineAttribute]:
         return [MachineAttribute("HasFakebox", False), MachineAttribute("FakeboxError", "down")]
 
-    def runs(self, job: ClassAd) -> bool:
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
         return job.evaluate("WantFakebox") is True
 
     def start(self, request: object, log: object) -> object:
@@ -180,7 +180,7 @@ def test_isolation_contract_rejects_a_misbuilt_backend(tmp_path: Path) -> None:
 class Claiming(Runtime):
     """A runtime that claims every job, even one asking for no container."""
 
-    def runs(self, job: ClassAd) -> bool:
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
         return True
 
 

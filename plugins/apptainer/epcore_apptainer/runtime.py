@@ -76,11 +76,12 @@ class ApptainerRuntime:
                 self.log.warning("apptainer jobs cannot run here: %s", found.failure)
         return found.attributes()
 
-    def runs(self, job: ClassAd) -> bool:
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
         """Jobs that want an image (WantSIF, WantSandboxImage, WantDockerImage) and those
-        SINGULARITY_JOB selects (evaluated with the job as TARGET; the slot's attributes are
-        not known here)."""
-        return knobs.selected(self.config, self.settings, ClassAd(), job)
+        SINGULARITY_JOB selects, evaluated with the slot as MY and the job as TARGET as
+        HTCondor's starter does (an empty slot ad when the caller has none)."""
+        slot = machine if machine is not None else ClassAd()
+        return knobs.selected(self.config, self.settings, slot, job)
 
     # -- running a job --------------------------------------------------------------------
 

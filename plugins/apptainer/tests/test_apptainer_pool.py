@@ -142,6 +142,41 @@ def test_singularity_job_puts_a_vanilla_job_in_its_image(
     assert (home / "job.out").read_text() == OS_RELEASE
 
 
+PLAIN = """\
+executable = /bin/sh
+transfer_executable = false
+arguments = "-c 'cat /etc/os-release'"
+output = job.out
+error = job.err
+request_cpus = 1
+request_memory = 64
+queue
+"""
+
+
+def test_singularity_job_and_image_expr_see_the_slot_ad(
+    pool_factory: Callable[..., PoolProcess],
+    plugin_visible: None,
+    runtime_program: str,
+    sandbox_image: str,
+    slot_users: tuple[SlotUser, ...],
+    shared_dir: Path,
+) -> None:
+    """SINGULARITY_JOB and SINGULARITY_IMAGE_EXPR are evaluated with the slot as MY: a slot
+    attribute (STARTD_ATTRS) puts a plain vanilla job in the image another one names."""
+    extra = (
+        "ContainerSlot = true\n"
+        f'SlotImage = "{sandbox_image}"\n'
+        "STARTD_ATTRS = $(STARTD_ATTRS) ContainerSlot SlotImage\n"
+        "SINGULARITY_JOB = MY.ContainerSlot =?= true\n"
+        "SINGULARITY_IMAGE_EXPR = MY.SlotImage\n"
+    )
+    pool = _pool(pool_factory, runtime_program, extra)
+    home = submit_as(pool, slot_users[0], shared_dir, PLAIN)
+    _gone(pool)
+    assert (home / "job.out").read_text() == OS_RELEASE
+
+
 def test_failed_pre_job_test_requeues_the_job(
     pool_factory: Callable[..., PoolProcess],
     plugin_visible: None,

@@ -225,3 +225,15 @@ def test_runs_selects_image_jobs_and_singularity_job(runtime_program: str, tmp_p
     )
     assert legacy.runs(plain)
     assert not legacy.runs(ClassAd())
+
+
+def test_runs_evaluates_singularity_job_with_the_slot(runtime_program: str, tmp_path: Path) -> None:
+    """SINGULARITY_JOB sees the slot's ad as MY when the caller gives it, as in HTCondor."""
+    runtime = make_runtime(
+        runtime_program, tmp_path, {"SINGULARITY_JOB": "MY.ContainerSlot =?= true"}
+    )
+    slot = ClassAd()
+    slot["ContainerSlot"] = True
+    assert runtime.runs(ClassAd(), slot)
+    assert not runtime.runs(ClassAd(), ClassAd())
+    assert not runtime.runs(ClassAd())

@@ -82,6 +82,20 @@ def test_image_expr_then_container_image(tmp_path: Path) -> None:
     assert raised.value.hold_code == VacateCode.JOB_NOT_STARTED
 
 
+def test_singularity_job_and_image_expr_see_the_slot(tmp_path: Path) -> None:
+    """SINGULARITY_JOB and SINGULARITY_IMAGE_EXPR are evaluated with the slot as MY."""
+    config = _config(
+        'SINGULARITY_JOB = MY.ContainerSlot && TARGET.Owner == "ann"\n'
+        'SINGULARITY_IMAGE_EXPR = strcat(MY.ImageDir, "/", TARGET.Flavour, ".sif")\n'
+    )
+    settings = read_settings(config)
+    slot = _ad(ContainerSlot=True, ImageDir="/cvmfs/img")
+    assert selected(config, settings, slot, _ad(Owner="ann"))
+    assert not selected(config, settings, ClassAd(), _ad(Owner="ann"))
+    job = _ad(Flavour="el9")
+    assert image_for(config, settings, slot, job, str(tmp_path)) == "/cvmfs/img/el9.sif"
+
+
 def test_bind_expr_skips_missing_sources_and_targets(tmp_path: Path) -> None:
     """SINGULARITY_BIND_EXPR: space-separated binds; a source missing on the host is skipped;
     with SINGULARITY_IGNORE_MISSING_BIND_TARGET a target missing in a directory image too."""

@@ -194,8 +194,8 @@ class DockerRuntime:
             MachineAttribute("DockerOfflineReason", reason),
         ]
 
-    def runs(self, job: ClassAd) -> bool:
-        """Docker universe jobs: WantDocker is true."""
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
+        """Docker universe jobs: WantDocker is true (the slot does not matter)."""
         return job.evaluate("WantDocker") is True
 
     # -- running a job --------------------------------------------------------------------
