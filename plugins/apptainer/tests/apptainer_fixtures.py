@@ -16,11 +16,9 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tarfile
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from epcore.testing.registry import running_registry
 from epcore.testing.system import missing
 
 HERE = Path(__file__).resolve().parent
@@ -39,7 +38,6 @@ STANDIN_MODULE = HERE / "standin" / "apptainer_standin.py"
 OS_RELEASE = 'NAME="epcore test image"\nID=epcore-test\nVERSION_ID="1"\n'
 #: The busybox applets the image's /bin has.
 APPLETS = ("sh", "cat", "id", "ls", "echo", "sleep", "touch", "pwd", "env", "grep", "wc", "true")
-REGISTRY_START_TIMEOUT = 15.0
 
 
 def _tools_missing() -> str | None:
@@ -178,55 +176,11 @@ def plugin_visible(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 # -- a registry ------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture(scope="session")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Debian's docker-registry on ``127.0.0.1:<free port>``; its address."""
-    program = shutil.which("docker-registry")
-    if program is None:
-        missing("docker-registry is not installed: apt-get install docker-registry")
-        raise AssertionError("unreachable")
-    directory = tmp_path_factory.mktemp("registry")
-    address = f"127.0.0.1:{_free_port()}"
-    config = directory / "config.yml"
-    config.write_text(
-        "version: 0.1\n"
-        f"storage: {{filesystem: {{rootdirectory: {directory / 'storage'}}}}}\n"
-        f"http: {{addr: {address}}}\n"
-        "log: {level: warn}\n"
-    )
-    with (directory / "registry.log").open("wb") as output:
-        process = subprocess.Popen(
-            [program, "serve", str(config)], stdout=output, stderr=subprocess.STDOUT
-        )
-    try:
-        deadline = time.monotonic() + REGISTRY_START_TIMEOUT
-        while not _answers(f"http://{address}/v2/"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                missing(f"docker-registry did not serve {address}")
-            time.sleep(0.05)
+    with running_registry(tmp_path_factory.mktemp("registry")) as address:
         yield address
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _upload(address: str, repository: str, data: bytes) -> str:
