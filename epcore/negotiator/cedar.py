@@ -3,10 +3,11 @@
 use (:mod:`epcore.negotiator.requests`), so that a change is logged and saved the same way.
 
 - GET_PRIORITY / GET_PRIORITY_ROLLUP: no payload; the answer is one ad with a numbered set
-  of attributes per submitter (``Name1``, ``Priority1``, ``PriorityFactor1``...),
-  NumSubmittors and LastUpdate, as the accountant's ReportState writes it, sent without
-  the ad's two type strings (PUT_CLASSAD_NO_TYPES) as HTCondor does (epcore has no
-  group hierarchy, so the rollup is the same report). GET_RESLIST: the submitter's name;
+  of attributes per accounting group and submitter (``Name1``, ``Priority1``,
+  ``PriorityFactor1``, a group's ``EffectiveQuota1``...), NumSubmittors and LastUpdate, as
+  the accountant's ReportState numbers it (:func:`epcore.negotiator.report.numbered_report`),
+  sent without the ad's two type strings (PUT_CLASSAD_NO_TYPES) as HTCondor does; the
+  rollup adds each group's subgroups' usage to it. GET_RESLIST: the submitter's name;
   the answer numbers the slots it holds now (``Name1``, ``StartTime1``...).
 - SET_PRIORITYFACTOR, SET_PRIORITY, SET_ACCUMUSAGE: the submitter and a double;
   SET_CEILING, SET_FLOOR, SET_BEGINTIME, SET_LASTTIME: the submitter and an integer;
@@ -27,6 +28,7 @@ from epcore.classad import ClassAd
 from epcore.errors import EpError
 from epcore.interfaces import Requester
 from epcore.negotiator.accountant import usage_principal
+from epcore.negotiator.report import numbered_report, userprio_ads
 from epcore.negotiator.requests import HANDLERS
 from epcore.net import commands
 from epcore.net.codec import Reader
@@ -52,34 +54,16 @@ _CHANGES: dict[int, tuple[str, str | None]] = {
 }
 
 
-def priority_report(service: NegotiatorService) -> ClassAd:
-    """The accountant as GET_PRIORITY's numbered ad (module docstring)."""
-    report = ClassAd()
+def priority_report(service: NegotiatorService, *, rollup: bool = False) -> ClassAd:
+    """The accountant as GET_PRIORITY's (``rollup``: GET_PRIORITY_ROLLUP's) numbered ad,
+    built from the ads the local request answers with (``report.numbered_report``)."""
     accountant = service.accountant
-    report["LastUpdate"] = int(accountant.last_update or 0)
-    number = 0
-    for number, record in enumerate(sorted(accountant.records.values(), key=lambda r: r.name), 1):
-        values: dict[str, object] = {
-            "Name": record.name,
-            "IsAccountingGroup": False,
-            "AccountingGroup": "<none>",
-            "Priority": record.eup,
-            "Ceiling": -1 if record.ceiling is None else int(record.ceiling),
-            "Floor": 0 if record.floor is None else int(record.floor),
-            "PriorityFactor": record.factor,
-            "ResourcesUsed": record.resources_used,
-            "WeightedResourcesUsed": record.weighted_resources_used,
-            "AccumulatedUsage": record.accumulated_usage,
-            "WeightedAccumulatedUsage": record.weighted_accumulated_usage,
-            "SubmitterShare": 0.0,
-            "SubmitterLimit": 0.0,
-            "BeginUsageTime": int(record.begin_usage_time),
-            "LastUsageTime": int(record.last_usage_time),
-        }
-        for name, value in values.items():
-            report[f"{name}{number}"] = value
-    report["NumSubmittors"] = number
-    return report
+    return numbered_report(
+        userprio_ads(accountant, service.last_report),
+        accountant.policy.groups,
+        int(accountant.last_update or 0),
+        rollup=rollup,
+    )
 
 
 def resource_report(service: NegotiatorService, submitter: str) -> ClassAd:
@@ -113,7 +97,8 @@ def cedar_handlers(service: NegotiatorService) -> dict[Command, Handler]:
     """The negotiator's handlers by command (module docstring)."""
 
     def get_priority(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
-        report = priority_report(service)
+        rollup = context.peer.command == commands.GET_PRIORITY_ROLLUP.number
+        report = priority_report(service, rollup=rollup)
         yield from send(context.stream.writer().put_classad(report, types=False))
         return None
 

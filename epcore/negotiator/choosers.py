@@ -29,15 +29,28 @@ class Choice:
 class Chooser(Protocol):
     """Picks a job's slot."""
 
-    def choose(self, job: ClassAd, number: int, bidder: Bidder, remaining: float) -> Choice:
+    def choose(
+        self,
+        job: ClassAd,
+        number: int,
+        bidder: Bidder,
+        remaining: float,
+        preempting: float | None = None,
+    ) -> Choice:
         """The best candidate for ``job`` (the cycle's job ``number``) costing at most
-        ``remaining``."""
+        ``remaining``, or ``preempting`` (when given) for a candidate that preempts."""
         ...
 
 
-def pick(candidates: list[Candidate], remaining: float) -> Choice:
-    """The best of ``candidates`` costing at most ``remaining``."""
-    fitting = [c for c in candidates if c.weight <= remaining + EPSILON]
+def pick(candidates: list[Candidate], remaining: float, preempting: float | None = None) -> Choice:
+    """The best of ``candidates`` costing at most ``remaining``; one that preempts may cost
+    up to ``preempting`` instead when it is given (a group's room caps only the matches to
+    unclaimed slots, as HTCondor's submitterLimitUnclaimed does)."""
+    fitting = [
+        c
+        for c in candidates
+        if c.weight <= (remaining if preempting is None or not c.preempts else preempting) + EPSILON
+    ]
     if not fitting:
         return Choice(None, bool(candidates))
     return Choice(min(fitting, key=lambda c: c.key), False)
@@ -50,12 +63,20 @@ class PlainChooser:
     evaluator: Evaluator
     table: SlotTable
 
-    def choose(self, job: ClassAd, number: int, bidder: Bidder, remaining: float) -> Choice:
-        """The best candidate for ``job`` costing at most ``remaining``."""
+    def choose(
+        self,
+        job: ClassAd,
+        number: int,
+        bidder: Bidder,
+        remaining: float,
+        preempting: float | None = None,
+    ) -> Choice:
+        """The best candidate for ``job`` costing at most ``remaining`` (``preempting`` for
+        one that preempts, when given)."""
         del number
         found = []
         for index in range(len(self.table.ads)):
             candidate = self.evaluator.plain(job, self.table, index, bidder)
             if candidate is not None:
                 found.append(candidate)
-        return pick(found, remaining)
+        return pick(found, remaining, preempting)

@@ -11,8 +11,10 @@ that matches nothing either.
 
 With accounting groups configured (GROUP_NAMES), :mod:`epcore.negotiator.group_cycle` splits
 the pool among the groups and calls :func:`_spin` per group, with that group's submitters and a
-room of slot weight no match may exceed. Concurrency limits are checked before each job is
-considered and counted at each match (:mod:`epcore.negotiator.limits`).
+room of slot weight no match to an unclaimed slot may exceed (a preemption is held to the
+submitter's own limit, as HTCondor's submitterLimitUnclaimed and submitterLimit).
+Concurrency limits are checked before each job is considered and counted at each match
+(:mod:`epcore.negotiator.limits`).
 """
 
 from __future__ import annotations
@@ -123,7 +125,9 @@ class _Run:
                 # may round the group's fractional room up, so no crumbs stay idle.
                 room = min(limit, self.room)
             try:
-                choice = self.chooser.choose(job, queue.first + position, queue.bidder, room)
+                # The group's room caps only matches to unclaimed slots; a preemption is
+                # held to the submitter's own limit (HTCondor's submitterLimit).
+                choice = self.chooser.choose(job, queue.first + position, queue.bidder, room, limit)
             except Exception as error:
                 # One job's ad must not end the cycle for everyone: it and its autocluster
                 # sit this cycle out, and the daemon logs why.

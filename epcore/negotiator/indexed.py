@@ -481,14 +481,24 @@ class IndexedChooser:
             limited = True
         return None, limited
 
-    def choose(self, job: ClassAd, number: int, bidder: Bidder, remaining: float) -> Choice:
-        """The best candidate for ``job`` costing at most ``remaining``."""
+    def choose(
+        self,
+        job: ClassAd,
+        number: int,
+        bidder: Bidder,
+        remaining: float,
+        preempting: float | None = None,
+    ) -> Choice:
+        """The best candidate for ``job`` costing at most ``remaining`` (a claimed slot's,
+        which preempts, at most ``preempting`` when given)."""
         job_class, view = self._view(job, number)
         best, limited = self._best_settled(view, self.requirement_class, remaining)
         found: list[Candidate] = [] if best is None else [best]
         if self.claimed_classes:
             walk = self._claimed_walk(job, job_class, view, bidder)
-            claimed, claimed_limited = self._best_claimed(walk, remaining)
+            claimed, claimed_limited = self._best_claimed(
+                walk, remaining if preempting is None else preempting
+            )
             limited = limited or claimed_limited
             if claimed is not None:
                 found.append(claimed)
@@ -501,5 +511,5 @@ class IndexedChooser:
             candidate = self.evaluator.plain(job, self.table, position, bidder)
             if candidate is not None:
                 found.append(candidate)
-        choice = pick(found, remaining)
+        choice = pick(found, remaining, preempting)
         return Choice(choice.candidate, limited or choice.limited)

@@ -202,8 +202,9 @@ def priorities(address: tuple[str, int], config: Config) -> list[ClassAd]:
 
 def split_report(report: ClassAd) -> list[ClassAd]:
     """A numbered report (``Name1``, ``Priority1``... up to NumSubmittors) as one
-    Accounting ad per submitter; accounting groups are left out, as condor_userprio's
-    default listing leaves them."""
+    Accounting ad per accounting group and submitter (the views leave the groups out unless
+    asked for, as condor_userprio does), and the unnumbered ``ConcurrencyLimit_<name>``
+    counts as one Accountant ad, as the local request answers them."""
     by_number: dict[int, ClassAd] = {}
     for name in report:
         stem = name.rstrip("0123456789")
@@ -218,9 +219,18 @@ def split_report(report: ClassAd) -> list[ClassAd]:
         ad = by_number[number]
         if type(count) is int and number > count:
             continue
-        if "Name" in ad and ad.evaluate("IsAccountingGroup") is not True:
+        if "Name" in ad:
             ad["MyType"] = "Accounting"
             found.append(ad)
+    limits = [name for name in report if name.lower().startswith("concurrencylimit")]
+    if limits:
+        summary = ClassAd()
+        summary["MyType"] = "Accountant"
+        for name in limits:
+            expr = report.lookup(name)
+            if expr is not None:
+                summary[name] = expr
+        found.append(summary)
     return found
 
 

@@ -126,7 +126,7 @@ class Schedd:
         #: Set when claims were given back while idle jobs wait: a negotiation is wanted.
         self.wants_negotiation = False
         self.next_alive = 0.0
-        self.idle = IdleIndex()
+        self.idle = IdleIndex(config.get_bool("CLAIM_RECYCLING_CONSIDER_LIMITS", True))
         self.kinds = JobKinds(self.uid_domain)
         #: Clusters handed out by new_cluster, and who may queue jobs in them.
         self.open_clusters: dict[int, int] = {}
@@ -299,7 +299,14 @@ class Schedd:
             return False
         slot = self._record_start(job_id, job, address, claim_id, now, reused=reused)
         self.running[claim_id] = RunningJob(
-            job_id, claim_id, address, slot, submitter, reuse_key(job), now, slot_ad
+            job_id,
+            claim_id,
+            address,
+            slot,
+            submitter,
+            reuse_key(job, self.idle.consider_limits),
+            now,
+            slot_ad,
         )
         return True
 
@@ -694,7 +701,7 @@ class Schedd:
             address,
             self._slot_of(address, claim_id) or "?",
             submitter_of(job, self.uid_domain),
-            reuse_key(job),
+            reuse_key(job, self.idle.consider_limits),
             float(started) if isinstance(started, int) else now,
         )
 

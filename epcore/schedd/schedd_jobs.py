@@ -44,18 +44,23 @@ _REUSE_ATTRIBUTES = (
     "Requirements",
     "Rank",
     "DockerImage",
-    # CLAIM_RECYCLING_CONSIDER_LIMITS (HTCondor's default, true): a claim matched under some
-    # concurrency limits runs only jobs asking for the same ones.
-    "ConcurrencyLimits",
 )
+#: With CLAIM_RECYCLING_CONSIDER_LIMITS (true by default, as in HTCondor) a claim matched
+#: under some concurrency limits runs only jobs asking for the same ones; without it the
+#: limits are left out of the key (the negotiator's counts then lag behind until the next
+#: cycle rebuilds them from the slot ads).
+_WITH_LIMITS = (*_REUSE_ATTRIBUTES, "ConcurrencyLimits")
 
 
-def reuse_key(job: ClassAd) -> ReuseKey:
+def reuse_key(job: ClassAd, consider_limits: bool = True) -> ReuseKey:
     """What two jobs must share for a claim made for one to run the other: the same
-    submitter's requests and expressions (the autocluster, as far as a slot can tell). The
-    expressions themselves, which compare by their trees, not their text: a queue of
-    thousands is keyed without unparsing each of its expressions."""
-    return tuple(job.lookup(name) for name in _REUSE_ATTRIBUTES)
+    submitter's requests and expressions (the autocluster, as far as a slot can tell), and
+    with ``consider_limits`` the same concurrency limits. The expressions themselves, which
+    compare by their trees, not their text: a queue of thousands is keyed without unparsing
+    each of its expressions."""
+    return tuple(
+        job.lookup(name) for name in (_WITH_LIMITS if consider_limits else _REUSE_ATTRIBUTES)
+    )
 
 
 class IdleIndex:
@@ -63,12 +68,14 @@ class IdleIndex:
     finds its next job without reading the whole queue. Entries are checked when taken: a job
     that stopped being idle since it was added is skipped then."""
 
-    def __init__(self) -> None:
+    def __init__(self, consider_limits: bool = True) -> None:
         self.heaps: dict[tuple[str, ReuseKey], list[tuple[tuple[float, ...], JobId]]] = {}
+        #: CLAIM_RECYCLING_CONSIDER_LIMITS, fixed for the index's life: its keys depend on it.
+        self.consider_limits = consider_limits
 
     def add(self, job: ClassAd, submitter: str) -> None:
         order = queue_order(job)
-        heap = self.heaps.setdefault((submitter, reuse_key(job)), [])
+        heap = self.heaps.setdefault((submitter, reuse_key(job, self.consider_limits)), [])
         heapq.heappush(heap, (order, job_id_of(job)))
 
     def pop(self, submitter: str, key: ReuseKey) -> JobId | None:

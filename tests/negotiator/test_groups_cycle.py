@@ -351,3 +351,25 @@ def test_allocation_gives_surplus_only_to_groups_that_accept_it(
         if share.name not in parents and not share.accept_surplus:
             assert share.allocated <= share.quota + 1e-6
     assert result.surplus >= -1e-6
+
+
+def test_a_group_at_its_quota_may_still_preempt_within_its_share() -> None:
+    """The group's room caps only matches to unclaimed slots, as HTCondor's
+    submitterLimitUnclaimed: physics (quota 2) is at its quota with curie's two jobs, yet
+    einstein's share of physics (all of it: curie asks for nothing) lets his jobs preempt
+    both of hers; the unclaimed slot is not taken beyond the quota."""
+    slots = [slot(n, running=f"physics.curie@{DOMAIN}") for n in (1, 2)]
+    for ad in slots:
+        ad["AccountingGroup"] = f"physics.curie@{DOMAIN}"
+    slots.append(slot(3))
+    cfg = config("GROUP_NAMES = physics\nGROUP_QUOTA_physics = 2\nPREEMPTION_REQUIREMENTS = True\n")
+    # curie's worse priority is what lets einstein preempt her.
+    curie = f"physics.curie@{DOMAIN}"
+    accountant = Accountant.empty(cfg).set_factor(curie, 1.0e5, 0.0).update_usage(slots, 0.0)
+    for chooser in ("indexed", "plain"):
+        result = cycle(
+            cfg, slots, [grouped("physics", "einstein", 3, 1)], accountant, chooser=chooser
+        )
+        assert len(result.matches) == 2, chooser
+        assert all(match.preempts for match in result.matches)
+        assert {match.slot_name for match in result.matches} == {"slot1@m1", "slot2@m1"}

@@ -119,3 +119,94 @@ def test_resource_list_numbers_the_slots_the_submitter_holds(tmp_path: Path) -> 
     report = answer.get_classad(types=False)
     assert (report.evaluate("Name1"), report.evaluate("StartTime1")) == ("slot1_1@h", 17)
     assert "Name2" not in report
+
+
+GROUP_CONFIG = """
+GROUP_NAMES = physics, chemistry, physics.theory
+GROUP_QUOTA_physics = 6
+GROUP_QUOTA_physics.theory = 2
+GROUP_QUOTA_chemistry = 2
+GROUP_ACCEPT_SURPLUS_chemistry = true
+"""
+
+
+def _group_service(tmp_path: Path) -> NegotiatorService:
+    """A service whose last cycle allocated the three groups (shares as the cycle gives)."""
+    from epcore.negotiator.groups import GroupShare
+    from epcore.negotiator.records import Cycle, CycleStats
+
+    settings = config(GROUP_CONFIG)
+    accountant = (
+        Accountant.empty(settings)
+        .set_factor("physics.theory.ann@example.org", 10.0, NOW)
+        .set_factor(ALICE, 100.0, NOW)
+        .charge("physics.theory.ann@example.org", 2, 2.0)
+        .charge("physics", 3, 3.0)
+        .charge("physics.theory", 2, 2.0)
+    )
+    shares = tuple(
+        GroupShare(name, parent, quota, True, name == "chemistry", quota, quota, 5.0, quota)
+        for name, parent, quota in (
+            ("<none>", None, 0.0),
+            ("physics", "<none>", 6.0),
+            ("chemistry", "<none>", 2.0),
+            ("physics.theory", "physics", 2.0),
+        )
+    )
+    service = NegotiatorService(
+        accountant,
+        config=lambda: settings,
+        collector=Slots([]),  # type: ignore[arg-type]
+        schedds=Locator("schedd"),
+        accountant_file=str(tmp_path / "accountant"),
+        ad_name="cm",
+        log=logging.getLogger("test"),
+        clock=lambda: NOW,
+    )
+    service.last_report = Cycle((), accountant, {}, {}, CycleStats(), groups=shares)
+    return service
+
+
+def test_priority_report_numbers_groups_breadth_first_then_submitters(tmp_path: Path) -> None:
+    """GET_PRIORITY numbers the groups first, breadth first from <none> (1), each naming its
+    parent in AccountingGroup with the quota attributes condor_userprio -quotas reads, then
+    the submitters naming their group; NumSubmittors counts both."""
+    service = _group_service(tmp_path)
+    (answer,) = drive(cedar_handlers(service)[commands.GET_PRIORITY], 451, [])
+    report = answer.get_classad(types=False)
+    count = report.evaluate("NumSubmittors")
+    names = [report.evaluate(f"Name{n}") for n in range(1, count + 1)]
+    assert names == [
+        "<none>",
+        "chemistry",
+        "physics",
+        "physics.theory",
+        ALICE,
+        "physics.theory.ann@example.org",
+    ]
+    groups = [report.evaluate(f"AccountingGroup{n}") for n in range(1, count + 1)]
+    assert groups == ["<none>", "<none>", "<none>", "physics", "<none>", "physics.theory"]
+    flags = [report.evaluate(f"IsAccountingGroup{n}") for n in range(1, count + 1)]
+    assert flags == [True] * 4 + [False] * 2
+    assert report.evaluate("EffectiveQuota3") == 6.0 and report.evaluate("ConfigQuota4") == 2.0
+    assert (report.evaluate("SurplusPolicy3"), report.evaluate("SurplusPolicy2")) == (
+        "no",
+        "byquota",
+    )
+    assert report.evaluate("Requested2") == 5.0 and report.evaluate("SubtreeQuota3") == 6.0
+    assert report.evaluate("ResourcesUsed6") == 2 and report.evaluate("Ceiling6") == -1
+
+
+def test_priority_rollup_adds_subgroups_usage_and_zeroes_group_priority(tmp_path: Path) -> None:
+    """GET_PRIORITY_ROLLUP adds physics.theory's usage to physics' (and on to <none>), gives
+    groups priority 0, and leaves the submitters' entries as GET_PRIORITY has them."""
+    service = _group_service(tmp_path)
+    handler = cedar_handlers(service)[commands.GET_PRIORITY_ROLLUP]
+    (answer,) = drive(handler, 514, [])
+    report = answer.get_classad(types=False)
+    assert report.evaluate("Name3") == "physics"
+    assert report.evaluate("ResourcesUsed3") == 5
+    assert report.evaluate("WeightedResourcesUsed3") == 5.0
+    assert report.evaluate("ResourcesUsed1") == 5
+    assert report.evaluate("Priority3") == 0.0
+    assert report.evaluate("ResourcesUsed6") == 2

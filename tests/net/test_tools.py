@@ -32,14 +32,18 @@ def test_bad_pool_is_refused(text: str) -> None:
 
 
 def test_numbered_report_splits_into_one_ad_per_submitter() -> None:
-    """Name1/Priority1 and Name2/Priority2 become two Accounting ads; a group entry and
-    numbers beyond NumSubmittors are left out; LastUpdate is no submitter's."""
+    """Name1..Name3 become three Accounting ads (the group's too); numbers beyond
+    NumSubmittors are left out; LastUpdate is no submitter's; a ConcurrencyLimit_ count
+    becomes an Accountant ad."""
     report = parse_ad(
         '[ LastUpdate = 5; NumSubmittors = 3; Name1 = "<none>"; IsAccountingGroup1 = true;'
         ' Name2 = "a@d"; Priority2 = 1.5; PriorityFactor2 = 1000.0; IsAccountingGroup2 = false;'
-        ' Name3 = "b@d"; Priority3 = 0.5; Name4 = "ghost@d" ]'
+        ' Name3 = "b@d"; Priority3 = 0.5; Name4 = "ghost@d"; ConcurrencyLimit_matlab = 2.0 ]'
     )
     ads = split_report(report)
-    assert [ad.evaluate("Name") for ad in ads] == ["a@d", "b@d"]
-    assert ads[0].evaluate("PriorityFactor") == 1000.0 and ads[0].evaluate("MyType") == "Accounting"
-    assert "LastUpdate" not in ads[0]
+    assert [ad.evaluate("Name") for ad in ads[:3]] == ["<none>", "a@d", "b@d"]
+    assert ads[0].evaluate("IsAccountingGroup") is True
+    assert ads[1].evaluate("PriorityFactor") == 1000.0 and ads[1].evaluate("MyType") == "Accounting"
+    assert "LastUpdate" not in ads[1]
+    assert ads[3].evaluate("MyType") == "Accountant"
+    assert ads[3].evaluate("ConcurrencyLimit_matlab") == 2.0

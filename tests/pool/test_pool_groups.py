@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from epcore.testing.cedar import run_htcondor2
 from epcore.testing.pool import PoolProcess, submit_as
 
 pytestmark = pytest.mark.system
@@ -158,3 +159,36 @@ def test_matlab_limit_keeps_two_running(pool_factory, slot_users, shared_dir: Pa
     _all_completed(pool, 20)
     limits = pool.ep("userprio", "-limits")
     assert limits.status == 0 and "matlab" in limits.stdout, limits
+
+
+GROUP_PRIORITIES = """
+result = [dict(ad) for ad in htcondor2.Negotiator().getPriorities()]
+"""
+
+
+def test_groups_reach_htcondor2_and_userprio_over_cedar(
+    pool_factory, slot_users, shared_dir: Path
+) -> None:
+    """After a cycle with groups, htcondor2's getPriorities lists <none>, chemistry and
+    physics as accounting groups (their quotas, each naming its parent) before the
+    submitters, who name their group; ``ep userprio -pool -quotas`` shows the rows the local
+    ``ep userprio -quotas`` shows."""
+    pool = pool_factory(GROUPS, cpus=CPUS, memory=CPUS * 256)
+    _submit_groups(pool, slot_users[0], shared_dir, {"physics": 2, "chemistry": 2})
+    _sample_until_empty(pool, 60, 0.5, lambda: None)
+    listed = run_htcondor2(str(pool.config_path), GROUP_PRIORITIES)
+    assert isinstance(listed, list)
+    groups = [entry for entry in listed if entry.get("IsAccountingGroup") is True]
+    assert [entry["Name"] for entry in groups] == ["<none>", "chemistry", "physics"]
+    assert listed[: len(groups)] == groups
+    by_name = {entry["Name"]: entry for entry in listed}
+    assert by_name["physics"]["EffectiveQuota"] == 6.0
+    assert by_name["physics"]["AccountingGroup"] == "<none>"
+    assert by_name["chemistry"]["SurplusPolicy"] == "no"
+    submitter = next(name for name in by_name if str(name).startswith("physics.physics_user@"))
+    assert by_name[submitter]["AccountingGroup"] == "physics"
+    local = pool.ep("userprio", "-quotas")
+    address = (pool.directory / "log" / ".collector_address").read_text().splitlines()[0]
+    remote = pool.ep("userprio", "-pool", address.strip("<>"), "-quotas")
+    assert remote.status == 0, remote.stderr
+    assert "physics" in remote.stdout and remote.stdout == local.stdout

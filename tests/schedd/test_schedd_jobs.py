@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import pytest
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
 from epcore.errors import PoolError
-from epcore.interfaces import Significance, SubmitterJobs
+from epcore.interfaces import Locator, Significance, SubmitterJobs
 from epcore.negotiator.settings import significance
-from epcore.schedd.jobqueue import JobId
+from epcore.schedd.jobqueue import JobId, JobQueue
+from epcore.schedd.schedd import Schedd
 from epcore.schedd.schedd_jobs import (
     IdleIndex,
     JobKinds,
@@ -61,6 +65,27 @@ def test_a_claim_is_reused_only_under_the_same_concurrency_limits() -> None:
     also_matlab = parse_ad(base + 'ProcId = 2; ConcurrencyLimits = "matlab" ]')
     assert reuse_key(plain) != reuse_key(matlab)
     assert reuse_key(matlab) == reuse_key(also_matlab)
+
+
+def test_without_consider_limits_a_claim_runs_jobs_of_any_limits(tmp_path: Path) -> None:
+    """CLAIM_RECYCLING_CONSIDER_LIMITS = false keys claim reuse without ConcurrencyLimits, so
+    the schedd's idle index hands a plain job's claim a matlab job; the default keeps them
+    apart."""
+    base = '[ ClusterId = 1; Owner = "a"; RequestCpus = 1; QDate = 1; '
+    plain = parse_ad(base + "ProcId = 0 ]")
+    matlab = parse_ad(base + 'ProcId = 1; ConcurrencyLimits = "matlab" ]')
+    for text, found in (("CLAIM_RECYCLING_CONSIDER_LIMITS = false", JobId(1, 1)), ("", None)):
+        schedd = Schedd(
+            Config.from_text(text),
+            JobQueue.open(tmp_path / f"queue{len(text)}"),
+            Locator("startd"),
+            host_name="h",
+            log=logging.getLogger("test"),
+            clock=lambda: 0.0,
+        )
+        schedd.idle.add(matlab, "a@d")
+        key = reuse_key(plain, schedd.idle.consider_limits)
+        assert schedd.idle.pop("a@d", key) == found
 
 
 def test_the_queue_order_is_priority_then_age_then_ids() -> None:
