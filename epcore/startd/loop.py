@@ -266,6 +266,8 @@ class StartdService:
         tick = self.monotonic()
         timer = startd.engine.next_timer(startd.state, now)
         if tick >= self.next_poll or (timer is not None and timer <= now):
+            if tick >= self.next_poll:
+                startd.sample_load(now)
             startd.take(startd.engine.poll(startd.state, now), now)
             self.next_poll = tick + self._interval("POLLING_INTERVAL", 5.0)
         if tick >= self.next_update or startd.publish_wanted:

@@ -29,6 +29,7 @@ from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
 from epcore.startd import backends, recovery
 from epcore.startd.backfill import Backfill
+from epcore.startd.condor_load import CondorLoad, sample_startd
 from epcore.startd.cron import StartdCron
 from epcore.startd.fetch_work import FetchWork
 from epcore.startd.hibernation import Hibernation
@@ -99,6 +100,8 @@ class Startd:
         self.extra_attributes: list[MachineAttribute] = []
         self.containers = backends.container_runtimes(plugins, config, log)
         self._last_readings: tuple[int, HostReadings] | None = None
+        #: Each slot's CondorLoadAvg, sampled at every poll (:meth:`sample_load`).
+        self.condor_load = CondorLoad(config, float(self.inventory.detected_cpus))
         self._ads_memo: tuple[EngineState, float, bool, dict[str, ClassAd]] | None = None
         #: Power management (a companion of the startd's loop).
         self.hibernation = Hibernation(self)
@@ -210,7 +213,7 @@ class Startd:
         built = self.builder.build(
             state.layout,
             readings,
-            self.statuses.statuses(state),
+            self.condor_load.statuses(self.statuses.statuses(state)),
             now,
             extra_attributes=(*self.extra_attributes, *self.hibernation.attributes()),
             benchmarks=self.cron.benchmarks.published(state.last_benchmark),
@@ -239,8 +242,16 @@ class Startd:
         ads many times in one event, and each reading scans the terminal devices."""
         second = int(now)
         if self._last_readings is None or self._last_readings[0] != second:
-            self._last_readings = (second, self.plugins.host_readings(self.config, self.host, now))
+            raw = self.plugins.host_readings(self.config, self.host, now)
+            self._last_readings = (second, self.condor_load.readings(raw))
         return self._last_readings[1]
+
+    def sample_load(self, now: float) -> None:
+        """Sample the CPU of the slots' jobs (at each poll, as HTCondor does): the ads are
+        built again with the new CondorLoadAvg."""
+        sample_startd(self, now, self._readings(now).load_avg)
+        self._last_readings = None
+        self._ads_memo = None
 
     def power_changed(self) -> None:
         """The power attributes changed (the target state, a reconfiguration): the ads are
@@ -680,6 +691,7 @@ class Startd:
         self.backfill.reconfigured(self.clock())
         self.cron.reconfig(new)
         self.hibernation.configure()
+        self.condor_load.configure(new)
         self._ads_memo = None
         self.publish_wanted = True
         self.log.info("reconfigured")
