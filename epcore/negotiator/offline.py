@@ -93,3 +93,14 @@ def _scheduler(match: Match) -> str:
     if isinstance(global_id, str) and "#" in global_id:
         return global_id.split("#", 1)[0]
     return match.submitter
+
+
+def ghost_multiplier(slot: ClassAd) -> int:
+    """How many slots ``slot`` stands for in the pool's size: its ``GhostMultiplier`` (an
+    offline ad representing a kind of resource, so that the negotiator does not stop
+    matching as if the pool were full after one match), else 1. It scales only the pie,
+    as in HTCondor's sumSlotWeights, not what a match charges."""
+    value = slot.evaluate("GhostMultiplier")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 1
+    return int(value)
