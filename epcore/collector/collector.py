@@ -40,6 +40,32 @@ if TYPE_CHECKING:
 
 #: HTCondor's INT_MAX: "idle for ever", "kept for ever".
 _INT_MAX = 2**31 - 1
+#: Attributes every negotiation cycle's offline match record rewrites. The persistent log
+#: needs only whether they are there (the rooster's Unhibernate asks if
+#: MachineLastMatchTime is defined), not their latest values: a change of value alone does
+#: not rewrite COLLECTOR_PERSISTENT_AD_LOG.
+_MATCH_BOOKKEEPING = frozenset(
+    {"machinelastmatchtime", "machinematchcount", "offlinematches", "mycurrenttime", "updatestotal"}
+)
+
+
+def _persisted_form(ad: ClassAd) -> dict[str, str | None]:
+    """What of ``ad`` a restart needs: every attribute's text, the match bookkeeping's
+    presence only."""
+    form: dict[str, str | None] = {}
+    for name in ad:
+        lowered = name.lower()
+        bookkeeping = lowered in _MATCH_BOOKKEEPING or lowered.endswith("_machinelastmatchtime")
+        form[lowered] = None if bookkeeping else str(ad.lookup(name))
+    return form
+
+
+def _persisted_change(previous: _Entry | None, stored: ClassAd, state: AdState) -> bool:
+    """Whether storing ``stored`` changes what COLLECTOR_PERSISTENT_AD_LOG must hold."""
+    if previous is None or previous.state is not state:
+        return True
+    return _persisted_form(previous.ad) != _persisted_form(stored)
+
 
 __all__ = [
     "AdState",
@@ -117,7 +143,8 @@ class Collector:
 
     @property
     def persistent_generation(self) -> int:
-        """A number that changes whenever :meth:`persistent_ads` would give something else, so
+        """A number that changes whenever :meth:`persistent_ads` would give something else
+        (beyond the values of the negotiator's match bookkeeping: ``_MATCH_BOOKKEEPING``), so
         that the daemon rewrites COLLECTOR_PERSISTENT_AD_LOG only then."""
         return self._persistent_generation
 
@@ -148,8 +175,10 @@ class Collector:
                     # machine was last heard when it went to sleep, and expires from then.
                     heard = int(previous.last_heard)
                     stored["LastHeardFrom"] = heard
-            if state is not AdState.LIVE or (
-                previous is not None and previous.state is not AdState.LIVE
+            if (state is not AdState.LIVE and _persisted_change(previous, stored, state)) or (
+                previous is not None
+                and previous.state is not AdState.LIVE
+                and state is not previous.state
             ):
                 self._persistent_generation += 1
             self._entries[key] = _Entry(stored, state, heard, self._expiry(stored, state, heard))

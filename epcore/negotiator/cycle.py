@@ -48,6 +48,7 @@ from epcore.negotiator.group_cycle import GroupRun, Spin, negotiate_groups
 from epcore.negotiator.group_policy import GroupPolicy
 from epcore.negotiator.indexed import IndexedChooser
 from epcore.negotiator.limits import LimitCounter, LimitPolicy, count_limits, job_limits, rejection
+from epcore.negotiator.offline import ghost_multiplier
 from epcore.negotiator.records import Cycle, CycleStats
 from epcore.negotiator.settings import NegotiatorSettings
 
@@ -356,7 +357,7 @@ def _cycle(
     run.limits = LimitCounter(LimitPolicy(config), count_limits(all_slots, pending_limits))
     # NEGOTIATOR_SLOT_POOLSIZE_CONSTRAINT: only the slots it admits make the pie.
     pie = sum(
-        weight
+        weight * ghost_multiplier(ad)
         for weight, ad in zip(table.weights, table.ads, strict=True)
         if settings.admits(settings.poolsize_constraint, ad)
     )

@@ -30,6 +30,7 @@ from epcore.builtin.wol import wol_flags
 from epcore.classad import ClassAd, parse_expr
 from epcore.errors import ClassAdSyntaxError, EpError
 from epcore.jobs.codes import VacateCode
+from epcore.state.records import VacateReason
 from epcore.types import WAKE_MAGIC, MachineAttribute, PowerBackend, WakeOnLanFacts
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ _LEVEL_WORDS: Mapping[str, int] = {
     **dict.fromkeys(("s4", "4", "disk", "hibernate"), 4),
     **dict.fromkeys(("s5", "5", "shutdown", "off"), 5),
 }
+#: What a job whose claim hibernation ended records (HTCondor's ResMgr::disableResources).
+HIBERNATE_VACATE = VacateReason("Startd hibernated", int(VacateCode.STARTD_HIBERNATE))
 #: The UNHIBERNATE knob's default: wake a machine once a job matched its offline ad.
 DEFAULT_UNHIBERNATE = "MY.MachineLastMatchTime =!= UNDEFINED"
 
@@ -290,7 +293,7 @@ class Hibernation:
                 VacateCode.STARTD_HIBERNATE,
             )
             try:
-                startd.vacate(slot, fast=True)
+                startd.vacate(slot, fast=True, reason=HIBERNATE_VACATE)
             except EpError as error:
                 log.error("%s: cannot end its claim: %s", slot, error)
         return True

@@ -42,7 +42,7 @@ from epcore.starter import protocol
 from epcore.starter.sandbox import sandbox_path
 from epcore.starter.starter import StarterOrder, cgroup_key
 from epcore.state.engine import Engine, EngineError
-from epcore.state.records import Action, ActionKind, EngineState, StatusMemo
+from epcore.state.records import Action, ActionKind, EngineState, StatusMemo, VacateReason
 from epcore.state.restore import SavedClaim
 from epcore.state.work import Outcome
 from epcore.types import (
@@ -328,6 +328,15 @@ class Startd:
                 return
             payload = ClassAd()
             payload["Why"] = f"{kind.replace('_', ' ')} of {action.slot} by the startd's policy"
+            record = self.state.slot(action.slot)
+            why = record.vacate_reason if record is not None else None
+            if why is not None:
+                # HTCondor's startd gives the claim's vacate reason to the starter, which
+                # reports it with the job's end; the schedd writes it into the job ad.
+                payload["Why"] = why.reason
+                payload["VacateReason"] = why.reason
+                payload["VacateReasonCode"] = why.code
+                payload["VacateReasonSubCode"] = why.subcode
             if self.starters.send(handle.claim_id, command, payload):
                 self.log.info("%s: told the starter to %s", action.slot, kind.replace("_", " "))
             else:
@@ -638,10 +647,10 @@ class Startd:
     def alive(self, claim_id: str) -> None:
         self._claim_event(self.engine.alive, claim_id)
 
-    def vacate(self, slot: str, fast: bool = False) -> None:
+    def vacate(self, slot: str, fast: bool = False, *, reason: VacateReason | None = None) -> None:
         now = self.clock()
         try:
-            self._run(self.engine.vacate(self.state, slot, fast, now), now)
+            self._run(self.engine.vacate(self.state, slot, fast, now, reason), now)
         except EngineError as error:
             raise ControlError(str(error)) from error
 

@@ -242,6 +242,9 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
         why = ad.evaluate("Why")
         reason = why if isinstance(why, str) else command
         starter.log.info("the startd says %s (%s)", command, reason)
+        code, subcode = ad.evaluate("VacateReasonCode"), ad.evaluate("VacateReasonSubCode")
+        if isinstance(code, int) and command in (protocol.SOFT_KILL, protocol.HARD_KILL):
+            starter.vacate_code = (code, subcode if isinstance(subcode, int) else 0)
         if command == protocol.SUSPEND:
             _suspend(starter, logs, True)
         elif command == protocol.CONTINUE:

@@ -36,6 +36,8 @@ class Ending:
     exit_signal: int | None = None
     hold_code: int = 0
     hold_subcode: int = 0
+    #: The reason the startd gave with an eviction's code (``hold_code``), e.g. hibernation.
+    vacate_reason: str | None = None
 
     @property
     def by_signal(self) -> bool:
@@ -55,6 +57,10 @@ class Ending:
             ad["HoldReason"] = self.reason
             ad["HoldReasonCode"] = int(self.hold_code)
             ad["HoldReasonSubCode"] = self.hold_subcode
+        elif self.outcome == EVICTED and self.vacate_reason is not None:
+            ad["VacateReason"] = self.vacate_reason
+            ad["VacateReasonCode"] = int(self.hold_code)
+            ad["VacateReasonSubCode"] = self.hold_subcode
         elif self.outcome == REQUEUED and self.hold_code:
             # A starter error HTCondor's shadow turns into a vacate keeps its codes there.
             ad["VacateReason"] = self.reason
@@ -82,6 +88,7 @@ def decide(
     exit_code: int | None,
     exit_signal: int | None,
     stopped_by_startd: str | None,
+    vacate_code: tuple[int, int] | None = None,
     memory_limit_hit: bool,
     global_oom: bool,
     memory_mb: int,
@@ -91,7 +98,8 @@ def decide(
 
     ``stopped_by_startd`` is why the startd stopped it (None when it did not), ``memory_limit_hit``
     whether its cgroup's OOM killer fired, ``global_oom`` whether the machine's OOM killer
-    fired while it ran.
+    fired while it ran; ``vacate_code`` the code and subcode the startd gave with its stop
+    (then ``stopped_by_startd`` is the reason HTCondor records with them).
     """
     if memory_limit_hit:
         reason = (
@@ -101,7 +109,11 @@ def decide(
         )
         return Ending(HELD, reason, exit_code, exit_signal, HoldCode.JOB_OUT_OF_RESOURCES, 0)
     if stopped_by_startd is not None:
-        return Ending(EVICTED, f"The job was evicted: {stopped_by_startd}", exit_code, exit_signal)
+        reason = f"The job was evicted: {stopped_by_startd}"
+        if vacate_code is None:
+            return Ending(EVICTED, reason, exit_code, exit_signal)
+        code, subcode = vacate_code
+        return Ending(EVICTED, reason, exit_code, exit_signal, code, subcode, stopped_by_startd)
     if exit_signal == signal.SIGKILL and global_oom:
         reason = (
             "The machine ran out of memory and the kernel killed the job while it used "

@@ -209,6 +209,8 @@ class Starter:
         self.usage: JobUsage | None = None
         self.measured_pids: frozenset[int] = frozenset()
         self.stopped_by: str | None = None
+        #: The VacateReasonCode and SubCode the startd sent with its stop, if any.
+        self.vacate_code: tuple[int, int] | None = None
         self.suspended = False
         self.acknowledged = False
         self._next_connect = 0.0
@@ -436,6 +438,7 @@ class Starter:
             exit_code=exit_code,
             exit_signal=exit_signal,
             stopped_by_startd=self.stopped_by,
+            vacate_code=self.vacate_code,
             memory_limit_hit=memory_hit,
             # Only a SIGKILL can be the machine's OOM killer's: /proc/vmstat is read then.
             global_oom=exit_signal == signal.SIGKILL and _global_oom_kills() > oom_before,

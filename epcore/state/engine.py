@@ -35,7 +35,14 @@ from epcore.state.policy import (
     published_expressions,
     truth,
 )
-from epcore.state.records import ActionKind, Drain, EngineState, SlotRecord, initial_record
+from epcore.state.records import (
+    ActionKind,
+    Drain,
+    EngineState,
+    SlotRecord,
+    VacateReason,
+    initial_record,
+)
 from epcore.state.rules import (
     BACKFILL_BUSY,
     BACKFILL_IDLE,
@@ -497,11 +504,21 @@ class Engine:
 
     # -- the administrator's events ---------------------------------------------------------
 
-    def vacate(self, state: EngineState, slot: str, fast: bool, now: float) -> Outcome:
-        """condor_vacate: evict the slot's job (graceful, or ``fast``: hard kill at once)."""
+    def vacate(
+        self,
+        state: EngineState,
+        slot: str,
+        fast: bool,
+        now: float,
+        reason: VacateReason | None = None,
+    ) -> Outcome:
+        """condor_vacate: evict the slot's job (graceful, or ``fast``: hard kill at once);
+        ``reason`` (hibernation's code 1016) goes to the job with the kill."""
         w = Work(state, now, self.ads)
         record = self._record(w, slot)
-        self._evict(w, record.name, fast, "condor_vacate")
+        if reason is not None and record.claim is not None:
+            w.update(record.name, vacate_reason=reason)
+        self._evict(w, record.name, fast, reason.reason if reason else "condor_vacate")
         return self._finish(w)
 
     def _evict(self, w: Work, name: str, fast: bool, cause: str, retire: bool = False) -> None:

@@ -65,6 +65,17 @@ class ActionKind(enum.StrEnum):
 
 
 @attrs.frozen
+class VacateReason:
+    """Why the startd ends a claim, as the job's VacateReason, VacateReasonCode and
+    VacateReasonSubCode record it (HTCondor's startd hands these to the starter, whose
+    shadow writes them into the job ad)."""
+
+    reason: str
+    code: int
+    subcode: int = 0
+
+
+@attrs.frozen
 class Action:
     """Something the daemon must do for a slot."""
 
@@ -87,6 +98,8 @@ class SlotRecord:
     else to Owner); ``retire_reason`` says why the slot retires: ``"claim"`` when that claim
     caused the retirement (which then ends if the claim goes away, 19), else ``"preempt"`` or
     ``"eviction"`` (vacate, release, drain, shutdown), which nothing takes back.
+    ``vacate_reason`` is the reason and code an eviction gave (hibernation), carried to the
+    starter with the kill and cleared when the job has left.
     ``backfill_reason`` says why the backfill client is being killed: ``"evict"``
     (EVICT_BACKFILL: to Owner, 30), ``"match"`` (to Matched, 32), anything else (back to
     Backfill/Idle, 29, or to the waiting claim, 31).
@@ -114,6 +127,7 @@ class SlotRecord:
     fast: bool = False
     backfill_running: bool = False
     backfill_reason: str | None = None
+    vacate_reason: VacateReason | None = None
     totals: Mapping[str, float] = attrs.field(factory=dict)
 
     def suspended_seconds(self, now: float) -> float:

@@ -359,6 +359,7 @@ def after_preempting(w: Work, name: str) -> None:
         "retire_from": None,
         "fast": False,
         "suspended_total": 0.0,
+        "vacate_reason": None,
     }
     if record.preempting is not None and not w.shutting_down:
         number_ = 23 if vacating else 24

@@ -449,3 +449,34 @@ def test_persistent_generation_moves_exactly_when_persistent_ads_change() -> Non
     step(True)
     store.load_persistent([machine("old@a", Absent=True, LastHeardFrom=T0 + 1600)])
     step(True)
+
+
+def test_repeated_offline_match_records_do_not_rewrite_the_persistent_log() -> None:
+    """The first match record changes the persistent offline ad; later cycles that only
+    move MachineLastMatchTime, the counts and OfflineMatches leave persistent_generation
+    alone, while a real change to the offline ad still moves it."""
+    store = collector()
+    store.update([machine("asleep@a", Offline=True, Memory=512)], T0)
+    before = store.persistent_generation
+    [stored] = store.query("Machine", now=T0 + 5)
+    first = stored.copy()
+    first["MachineLastMatchTime"] = T0 + 5
+    first["MachineMatchCount"] = 1
+    first["slot1_MachineLastMatchTime"] = T0 + 5
+    first["OfflineMatches"] = [ClassAd({"Scheduler": "s", "AutoclusterID": 1, "RequestCount": 1})]
+    store.update([first], T0 + 5)
+    matched = store.persistent_generation
+    assert matched != before
+    again = first.copy()
+    again["MachineLastMatchTime"] = T0 + 65
+    again["MachineMatchCount"] = 3
+    again["slot1_MachineLastMatchTime"] = T0 + 65
+    again["OfflineMatches"] = []
+    store.update([again], T0 + 65)
+    assert store.persistent_generation == matched
+    [kept] = store.query("Machine", now=T0 + 66)
+    assert kept.evaluate("MachineLastMatchTime") == T0 + 65
+    changed = again.copy()
+    changed["Memory"] = 1024
+    store.update([changed], T0 + 70)
+    assert store.persistent_generation != matched

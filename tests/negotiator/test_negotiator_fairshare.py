@@ -180,3 +180,14 @@ def test_poolsize_constraint_sizes_the_pie(
     result = cycle(cfg, pool(20), queues, accountant, chooser=chooser)
     assert result.pie[A] == pytest.approx(slice_a)
     assert sum(count_by_submitter(result).values()) == 20
+
+
+def test_ghost_multiplier_scales_a_slot_in_the_pie() -> None:
+    """A slot ad's GhostMultiplier counts it that many times in the pool size (HTCondor's
+    sumSlotWeights), so the pie grows by it."""
+    cfg, accountant = with_rups("", {A: 1, B: 1})
+    queues = [jobs_of("a", 50, cluster=1), jobs_of("b", 50, cluster=2)]
+    slots = pool(4)
+    slots[0]["GhostMultiplier"] = 5
+    result = cycle(cfg, slots, queues, accountant)
+    assert result.pie[A] == pytest.approx(4.0)

@@ -45,3 +45,27 @@ def test_the_primary_slot_records_which_slot_was_matched() -> None:
     second["OfflinePrimarySlotName"] = "slot2@a"
     [own] = offline_match_ads([_match(second, "1.0")], [first, second], T0)
     assert own.evaluate("slot2_MachineLastMatchTime") == T0
+
+
+def test_offline_matches_list_each_request_and_restart_every_cycle() -> None:
+    """OfflineMatches gets [Scheduler; AutoclusterID; RequestCount] per match, the count
+    adds each job's request count, and a later cycle starts both afresh (as HTCondor's
+    negotiator resets them), not from the collector's stored values."""
+    asleep = _going_to_sleep()
+    job = ClassAd({"GlobalJobId": "sched.a#7.0#1", "AutoClusterId": 3})
+    job["_condor_RESOURCE_COUNT"] = 4
+    first = Match("u@a", "7.0", job, "slot1@a", asleep, reason="no_preemption")
+    [record] = offline_match_ads([first, _match(asleep, "8.0")], [], T0)
+    assert record.evaluate("MachineMatchCount") == 5
+    entries = record.evaluate("OfflineMatches")
+    assert isinstance(entries, list) and len(entries) == 2
+    assert isinstance(entries[0], ClassAd) and isinstance(entries[1], ClassAd)
+    assert entries[0].evaluate("Scheduler") == "sched.a"
+    assert entries[0].evaluate("AutoclusterID") == 3
+    assert entries[0].evaluate("RequestCount") == 4
+    assert entries[1].evaluate("Scheduler") == "u@a"
+    assert entries[1].evaluate("AutoclusterID") == -1
+    [again] = offline_match_ads([_match(record, "9.0")], [], T0 + 60)
+    assert again.evaluate("MachineMatchCount") == 1
+    later = again.evaluate("OfflineMatches")
+    assert isinstance(later, list) and len(later) == 1

@@ -346,3 +346,31 @@ def test_hibernate_is_checked_every_hibernate_check_interval(make_startd: Make) 
     clock[0] = 105.0
     hibernation.tick()
     assert hibernation.asleep
+
+
+def test_a_running_job_is_killed_with_the_hibernate_vacate_reason(
+    make_startd: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kill the starter of a running job gets carries VacateReasonCode 1016 and
+    "Startd hibernated", which the starter reports with the job's end."""
+    startd = make_startd('HIBERNATE = "RAM"\n', FakePower())
+    claim_id = startd.claim("slot1", ClassAd())
+    startd.state = startd.engine.activate(startd.state, claim_id, startd.clock()).state
+    sent: list[tuple[str, ClassAd]] = []
+    monkeypatch.setattr(startd, "_handle_of", lambda slot: StarterHandleStub(claim_id))
+    monkeypatch.setattr(
+        startd.starters, "send", lambda cid, command, ad: sent.append((command, ad)) or True
+    )
+    assert startd.hibernation.check(startd.clock()) is True
+    assert sent, "no kill reached the starter"
+    _command, payload = sent[0]
+    assert payload.evaluate("VacateReasonCode") == 1016
+    assert payload.evaluate("VacateReasonSubCode") == 0
+    assert payload.evaluate("VacateReason") == "Startd hibernated"
+
+
+class StarterHandleStub:
+    """Stands in for the starter running a job: only its claim id is read."""
+
+    def __init__(self, claim_id: str) -> None:
+        self.claim_id = claim_id

@@ -198,3 +198,14 @@ def test_vacate_codes_requeue_instead_of_holding(code: int, subcode: int, vacate
     """A starter error of code 1000 and up or subcode -1000 and below requeues the job, as
     HTCondor's shadow does (shouldVacateJobBasedOnCodes); any other holds it."""
     assert vacates_instead(code, subcode) is vacates
+
+
+def test_an_eviction_with_a_code_records_the_vacate_reason() -> None:
+    """A stop the startd gave a code (hibernation, 1016) reports VacateReason and its codes."""
+    ending = _decide(exit_signal=KILL, stopped_by_startd="Startd hibernated", vacate_code=(1016, 0))
+    ad = ending.attributes()
+    assert ending.outcome == "evicted"
+    assert ad.evaluate("VacateReason") == "Startd hibernated"
+    assert ad.evaluate("VacateReasonCode") == 1016
+    assert ad.evaluate("VacateReasonSubCode") == 0
+    assert _decide(stopped_by_startd="vacate").attributes().lookup("VacateReasonCode") is None

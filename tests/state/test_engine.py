@@ -11,7 +11,7 @@ from epcore.classad import parse_ad
 from epcore.slots.layout import plan_slots
 from epcore.state.claims import lease_seconds, new_claim_id
 from epcore.state.engine import Engine, EngineError
-from epcore.state.records import ActionKind, EngineState
+from epcore.state.records import ActionKind, EngineState, VacateReason
 from epcore.state.rules import retirement_end, vacate_time
 from epcore.state.scenario import Scenario
 from epcore.state.simulator import Simulation
@@ -318,3 +318,17 @@ def test_drain_resuming_on_completion_returns_the_slot_to_service() -> None:
         state = engine.poll(state, 32).state
         assert _place(state) == place
         assert (state.drain is None) is resume
+
+
+def test_a_vacate_with_a_reason_keeps_it_until_the_job_left() -> None:
+    """vacate(reason=...) marks the slot with the reason for the kill; the job's end clears it."""
+    engine, state, _claim = _running()
+    why = VacateReason("Startd hibernated", 1016)
+    outcome = engine.vacate(state, "slot1", True, 30, why)
+    record = outcome.state.slot("slot1")
+    assert record is not None and record.vacate_reason == why
+    assert ActionKind.HARD_KILL in [a.kind for a in outcome.actions]
+    gone = engine.job_gone(outcome.state, "slot1", 31).state.slot("slot1")
+    assert gone is not None and gone.vacate_reason is None
+    plain = engine.vacate(state, "slot1", True, 30).state.slot("slot1")
+    assert plain is not None and plain.vacate_reason is None
