@@ -38,6 +38,20 @@ DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestExcep
 ClientFactory = Callable[[], docker.APIClient]
 
 
+def machine_oom_kills(vmstat: str = "/proc/vmstat") -> int:
+    """The kernel's count of OOM kills since boot (``oom_kill`` in /proc/vmstat, Linux 4.13
+    and later); 0 where it cannot be read."""
+    try:
+        with open(vmstat, encoding="ascii") as lines:
+            for line in lines:
+                name, _, value = line.partition(" ")
+                if name == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return 0
+    return 0
+
+
 @attrs.frozen
 class Ended:
     """How the container stopped: dockerd's StatusCode and its OOMKilled flag."""
@@ -77,6 +91,7 @@ class DockerContainer:
         self._cgroup: ContainerCgroup | None = None
         self._oom_seen = False
         self._started_at = int(time.time()) - 1  # the job's container started just before
+        self._oom_kills_at_start = machine_oom_kills()
         self._find_cgroup()
         # The threads' clients connect here: while the starter's main thread acts as the
         # job's user (as_user: writing its logs) a connect from any thread is refused.
@@ -123,6 +138,14 @@ class DockerContainer:
                 return True
             if self._signalled or self._released or code != 128 + signal.SIGKILL:
                 return False
+            # A SIGKILL none of ours sent: the container's own memory group counts its OOM
+            # kills while runc has not removed it yet, and the kernel's machine-wide count
+            # (as the core's starter reads it for its own jobs) rose when dockerd is too late
+            # with both its flag and its event, as under heavy load.
+            if self._cgroup is not None and self._cgroup.oom_kills() > 0:
+                return True
+            if machine_oom_kills() > self._oom_kills_at_start:
+                return True
             # Under load dockerd may handle the kernel's OOM report after the exit, too late
             # for OOMKilled; its event log still gets an "oom" (waited for up to a second).
             events = api.events(
