@@ -99,6 +99,9 @@ class Startd:
         self.address = f"<unix:{self.paths.control_socket}>"
         self.extra_attributes: list[MachineAttribute] = []
         self.containers = backends.container_runtimes(plugins, config, log)
+        #: The plugins' host reading of the last second, and that reading with the slots'
+        #: condor load folded in (folded again after each load sample, read once).
+        self._last_raw: tuple[int, HostReadings] | None = None
         self._last_readings: tuple[int, HostReadings] | None = None
         #: Each slot's CondorLoadAvg, sampled at every poll (:meth:`sample_load`).
         self.condor_load = CondorLoad(config, float(self.inventory.detected_cpus))
@@ -242,13 +245,19 @@ class Startd:
         ads many times in one event, and each reading scans the terminal devices."""
         second = int(now)
         if self._last_readings is None or self._last_readings[0] != second:
-            raw = self.plugins.host_readings(self.config, self.host, now)
+            raw = self._raw_readings(now)
             self._last_readings = (second, self.condor_load.readings(raw))
         return self._last_readings[1]
 
+    def _raw_readings(self, now: float) -> HostReadings:
+        second = int(now)
+        if self._last_raw is None or self._last_raw[0] != second:
+            self._last_raw = (second, self.plugins.host_readings(self.config, self.host, now))
+        return self._last_raw[1]
+
     def sample_load(self, now: float) -> None:
         """Sample the CPU of the slots' jobs (at each poll, as HTCondor does): the ads are
-        built again with the new CondorLoadAvg."""
+        built again with the new CondorLoadAvg, from the same second's host reading."""
         sample_startd(self, now, self._readings(now).load_avg)
         self._last_readings = None
         self._ads_memo = None
