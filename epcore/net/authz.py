@@ -93,8 +93,16 @@ class Authorization:
     deny: dict[str, tuple[Entry, ...] | None]
 
     @classmethod
-    def from_config(cls, config: Config) -> Authorization:
+    def from_config(cls, config: Config, subsystem: str | None = None) -> Authorization:
+        """The lists as configured; with ``subsystem``, a daemon's own list of a level
+        (ALLOW_NEGOTIATOR_SCHEDD) comes before the level's (ALLOW_NEGOTIATOR), as HTCondor
+        reads ALLOW_<level>_<subsystem>."""
+
         def knob(kind: str, level: str) -> tuple[Entry, ...] | None:
+            if subsystem is not None:
+                daemons = _entries(config.get(f"{kind}_{level}_{subsystem}"))
+                if daemons is not None:
+                    return daemons
             own = _entries(config.get(f"{kind}_{level}"))
             return own if own is not None else _entries(config.get(f"{kind}_DEFAULT"))
 

@@ -20,6 +20,8 @@ schedd's rules about who may act on which job hold unchanged.
   answer is one message holding each ad of the history, newest first, then the end ad
   (``Owner = 0``, NumJobMatches, MalformedAds, ErrorCode).
 - RESCHEDULE: a negotiation cycle soon.
+- NEGOTIATE: a negotiator in another process negotiates for one submitter
+  (:mod:`epcore.schedd.negotiation`; :func:`negotiator_handlers`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Callable, Collection, Generator
 from typing import Final
 
 from epcore.classad import ClassAd
+from epcore.config import Config
 from epcore.interfaces import Requester
 from epcore.net import commands
 from epcore.net import qmgmt_protocol as qp
@@ -37,6 +40,7 @@ from epcore.net.commands import Command
 from epcore.net.conversation import Refused, Step, send
 from epcore.net.dispatch import CommandContext, Handler
 from epcore.net.handshake import Peer
+from epcore.schedd.negotiation import ScheddService, negotiation_handler
 from epcore.schedd.qmgmt import QueueSession, Route, queue_conversation
 
 #: JobAction's numbers and the pool's request for each.
@@ -293,6 +297,18 @@ def cedar_handlers(
         commands.QUERY_SCHEDD_HISTORY: history,
         commands.RESCHEDULE: reschedule,
     }
+
+
+def negotiator_handlers(
+    service: ScheddService,
+    config: Callable[[], Config],
+    *,
+    log: logging.Logger,
+    clock: Callable[[], float],
+) -> dict[Command, Handler]:
+    """NEGOTIATE for the schedd ``service``: its jobs for a negotiator in another process,
+    and that negotiator's matches (:mod:`epcore.schedd.negotiation`)."""
+    return {commands.NEGOTIATE: negotiation_handler(service, config, log=log, clock=clock)}
 
 
 def _outcome(refusal: str) -> int:

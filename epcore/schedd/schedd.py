@@ -183,11 +183,20 @@ class Schedd:
         with one user's queue."""
         if not self.queue_limits().may_start(len(self.busy_jobs())):
             return []
-        kinds = self.kinds
-        known = [i for i in kinds.representatives() if i in self.queue]
-        names = matching_names(significance, slots, [self.queue.get(i) for i in known])
-        kinds.distinguish(names)
-        return kinds.offered(self.idle_ids(), match_capacity(slots), self.queue.get)
+        names = matching_names(significance, slots, self.representative_jobs())
+        return self.offer(names, match_capacity(slots))
+
+    def representative_jobs(self) -> list[ClassAd]:
+        """One job of each kind the schedd tells apart now (their expressions name what
+        else a cycle may read)."""
+        return [self.queue.get(i) for i in self.kinds.representatives() if i in self.queue]
+
+    def offer(self, names: tuple[str, ...] | None, capacity: int) -> list[SubmitterJobs]:
+        """The idle jobs told apart by ``names`` (None: by every attribute), of each kind at
+        most ``capacity`` (:meth:`negotiable_jobs`; a negotiator in another process sends
+        the names its slots read and the capacity)."""
+        self.kinds.distinguish(names)
+        return self.kinds.offered(self.idle_ids(), capacity, self.queue.get)
 
     def reserved_slots(self) -> set[str]:
         """Partitionable slots (full names) held back for a pending claim: the resources their

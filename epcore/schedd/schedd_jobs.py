@@ -12,6 +12,10 @@ from epcore.classad import ClassAd, Expr
 from epcore.classad.references import ReferenceIndex
 from epcore.errors import PoolError
 from epcore.interfaces import Significance, SubmitterJobs
+
+# The capacity travels to a schedd in another process too (EpMatchCapacity): the one
+# definition is the protocol's.
+from epcore.net.negotiation import match_capacity as match_capacity
 from epcore.schedd.jobqueue import JobId
 
 
@@ -86,18 +90,6 @@ class IdleIndex:
         if not heap:
             del self.heaps[(submitter, key)]
         return job_id
-
-
-def match_capacity(slots: Sequence[ClassAd]) -> int:
-    """More matches than one negotiation cycle can make on ``slots``: one per slot ad, plus
-    one per CPU any of them has (a job asks for at least one CPU, so a partitionable slot
-    takes at most that many jobs, and each other slot one)."""
-    capacity = len(slots)
-    for slot in slots:
-        cpus = slot.evaluate("Cpus")
-        if isinstance(cpus, int | float) and not isinstance(cpus, bool) and cpus > 0:
-            capacity += int(cpus)
-    return max(capacity, 1)
 
 
 @attrs.frozen
