@@ -7,6 +7,10 @@ reschedule. Each cycle takes the slot ads from the collector and the idle jobs f
 schedd through their links, updates the accountant's usage, matches, and hands each
 schedd its matches; then it saves the accountant and advertises the negotiator's ad. No
 cycle starts once the pool is shutting down.
+
+A schedd in another process may be unreachable, slow or broken: its link says so
+(PeerUnreachable) and the cycle goes on with the others; the log names it, and so does the
+negotiator's ad (LastNegotiationCycleScheddsFailed0, epcore's, a list of addresses).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from epcore.interfaces import (
     JobSource,
     Locator,
     Match,
+    PeerUnreachable,
     RequestHandlers,
     SubmitterJobs,
 )
@@ -58,11 +63,17 @@ class NegotiatorService(TimedService):
         log: logging.Logger,
         clock: Callable[[], float],
         monotonic: Callable[[], float] = time.monotonic,
+        schedd_addresses: Callable[[], list[str]] | None = None,
     ) -> None:
         super().__init__(config, log=log, clock=clock, monotonic=monotonic)
         self.accountant = accountant
         self.collector = collector
         self.schedds = schedds
+        #: The schedds a cycle negotiates with, by address: those of the locator, or (the
+        #: assembly's choice when the schedds run elsewhere) those the submitters' ads name.
+        self.schedd_addresses = schedd_addresses or schedds.addresses
+        #: The schedds whose negotiation failed in the last cycle, by address, and why.
+        self.failed_schedds: dict[str, str] = {}
         self.accountant_file = accountant_file
         self.ad_name = ad_name
         #: How clients reach and know the negotiator (Machine, MyAddress, CondorVersion...): its
@@ -140,23 +151,34 @@ class NegotiatorService(TimedService):
     def negotiate(self, now: float) -> None:
         """One negotiation cycle: update the usage, match, hand the matches to the schedds."""
         started = self.monotonic()
-        schedds = [self.schedds.link(address) for address in self.schedds.addresses()]
-        for schedd in schedds:
+        failed: dict[str, str] = {}
+        schedds: dict[str, JobSource] = {}
+        for address in self.schedd_addresses():
+            try:
+                schedds[address] = self.schedds.link(address)
+            except PeerUnreachable as error:
+                failed[address] = str(error)
+        for schedd in schedds.values():
             schedd.cycle_started()
         slots = self.collector.query("Machine", now=now)
         self.accountant = self.accountant.update_usage(slots, now)
         timeout = max(self.config.get_float("MATCH_TIMEOUT", 120.0), 1.0)
         self.matched_limits = still_pending(self.matched_limits, slots, now, timeout)
-        reserved = set().union(*(schedd.reserved_slots() for schedd in schedds))
+        reserved = set().union(*(schedd.reserved_slots() for schedd in schedds.values()))
         if reserved:
             slots = [s for s in slots if str(s.evaluate("Name")) not in reserved]
         wanted = significance(self.config, slots, now)
         submitters: list[SubmitterJobs] = []
-        owners: dict[str, JobSource] = {}
-        for schedd in schedds:
-            for offered in schedd.negotiable_jobs(slots, wanted, now):
+        owners: dict[str, str] = {}  # each submitter's schedd, by address
+        for address, schedd in schedds.items():
+            try:
+                offers = schedd.negotiable_jobs(slots, wanted, now)
+            except PeerUnreachable as error:
+                failed[address] = str(error)
+                continue
+            for offered in offers:
                 submitters.append(offered)
-                owners.setdefault(offered.submitter, schedd)
+                owners.setdefault(offered.submitter, address)
         matches = 0
         if submitters:
             pending = [entry.limits for entry in self.matched_limits]
@@ -178,7 +200,8 @@ class NegotiatorService(TimedService):
                 for match in offline:
                     self.log.info("Matched %s to %s (offline)", match.job_id, match.slot_name)
                 self.collector.update(offline_match_ads(offline, slots, now), now)
-            self._hand_out(live, owners, now)
+            failed.update(self._hand_out(live, schedds, owners, now))
+        self._log_schedd_failures(failed)
         self.save_accountant()
         tick = self.monotonic()
         self.cycles += 1
@@ -201,6 +224,7 @@ class NegotiatorService(TimedService):
         stats["LastNegotiationCycleActiveSubmitterCount0"] = len(submitters)
         stats["LastNegotiationCycleNumIdleJobs0"] = jobs
         stats["LastNegotiationCycleTotalSlots0"] = len(slots)
+        stats["LastNegotiationCycleScheddsFailed0"] = ", ".join(sorted(failed))
         self.last_cycle_stats = stats
 
     def _remember(self, cycle: Cycle, submitters: Sequence[SubmitterJobs], now: float) -> None:
@@ -223,15 +247,34 @@ class NegotiatorService(TimedService):
         self.last_report = cycle
 
     def _hand_out(
-        self, matches: Sequence[Match], owners: Mapping[str, JobSource], now: float
-    ) -> None:
-        """Each schedd's matches, in the cycle's order, to that schedd."""
-        by_schedd: dict[int, tuple[JobSource, list[Match]]] = {}
+        self,
+        matches: Sequence[Match],
+        schedds: Mapping[str, JobSource],
+        owners: Mapping[str, str],
+        now: float,
+    ) -> dict[str, str]:
+        """Each schedd's matches, in the cycle's order, to that schedd (to every schedd that
+        offered jobs, none perhaps: a schedd in another process ends its negotiation then);
+        the schedds that could not take them, by address."""
+        by_schedd: dict[str, list[Match]] = {address: [] for address in owners.values()}
         for match in matches:
-            schedd = owners[match.submitter]
-            by_schedd.setdefault(id(schedd), (schedd, []))[1].append(match)
-        for schedd, taken in by_schedd.values():
-            schedd.take_matches(taken, now)
+            by_schedd[owners[match.submitter]].append(match)
+        failed: dict[str, str] = {}
+        for address, taken in by_schedd.items():
+            try:
+                schedds[address].take_matches(taken, now)
+            except PeerUnreachable as error:
+                # Its slots stay unclaimed; MATCH_TIMEOUT lets them go, as a failed claim.
+                failed[address] = str(error)
+        return failed
+
+    def _log_schedd_failures(self, failed: Mapping[str, str]) -> None:
+        """Log each schedd the cycle could not negotiate with (and when it is back)."""
+        for address, error in failed.items():
+            self.log.warning("negotiation with the schedd at %s failed: %s", address, error)
+        for address in self.failed_schedds.keys() - failed.keys():
+            self.log.info("negotiation with the schedd at %s works again", address)
+        self.failed_schedds = dict(failed)
 
     def _log_failures(self, failures: Mapping[str, str]) -> None:
         """Log each job the cycle could not handle, once for as long as it keeps failing."""

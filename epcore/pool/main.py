@@ -130,12 +130,13 @@ def build_pool(
     from epcore.collector.cedar import cedar_handlers
     from epcore.collector.rooster import Rooster
     from epcore.defrag.service import DefragService
+    from epcore.links.negotiate import remote_schedd_addresses, remote_schedd_connector
     from epcore.negotiator.cedar import cedar_handlers as negotiator_cedar_handlers
     from epcore.net.methods import uid_domain
     from epcore.net.policy import VERSION
     from epcore.pool.network import PLATFORM, build_listener, create_signing_key_if_missing
     from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
-    from epcore.schedd.cedar import qualified_super_users
+    from epcore.schedd.cedar import negotiator_handlers, qualified_super_users
     from epcore.schedd.jobqueue import JobQueue
     from epcore.schedd.schedd import Schedd
     from epcore.schedd.service import ScheddService
@@ -175,6 +176,13 @@ def build_pool(
         negotiator = _negotiator(
             shared, paths, collector, schedds, ad_name, logs[NEGOTIATOR], clock
         )
+        # The negotiator's schedds: the one in this process, or (none here) those the
+        # Submitter ads in the collector name, each reached by NEGOTIATE over CEDAR.
+        schedds.connect = remote_schedd_connector(
+            collector, shared, name=ad_name, log=logs[NEGOTIATOR], clock=clock
+        )
+        if SCHEDD not in daemons:
+            negotiator.schedd_addresses = remote_schedd_addresses(collector, clock)
         negotiator.contact = {
             "Machine": host_name,
             "MyAddress": f"<unix:{paths.control_socket}>",
@@ -199,6 +207,8 @@ def build_pool(
             clock=clock,
         )
         schedds.register(schedd.address, schedd)
+        # A negotiator in another process negotiates with this schedd over CEDAR.
+        cedar.append(negotiator_handlers(schedd, shared, log=logs[SCHEDD], clock=clock))
         if startd is not None:
             startd.job_results = schedd
         handlers.update(schedd.handlers())

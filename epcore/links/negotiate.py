@@ -1,0 +1,314 @@
+"""A schedd in another process as its negotiator sees it: the :class:`JobSource` that speaks
+HTCondor's negotiation protocol (:mod:`epcore.net.negotiation`) over CEDAR.
+
+The negotiator learns a remote schedd's submitters from the Submitter ads in its collector
+(ScheddIpAddr names the schedd; ``submitters`` gives them). A cycle is in two halves, as the
+negotiator's cycle asks: :meth:`RemoteJobSource.negotiable_jobs` opens one round per
+submitter (a connection, NEGOTIATE with DAEMON-level credentials as the NEGOTIATOR
+subsystem, the header ad) and fetches its requests with SEND_RESOURCE_REQUEST_LIST until
+NO_MORE_JOBS, keeping the rounds open; :meth:`RemoteJobSource.take_matches` sends each round
+its matches (PERMISSION_AND_AD) and END_NEGOTIATE and closes it. A round with no jobs ends
+at once; rounds a cycle left open (it failed between the halves) end at the next
+:meth:`cycle_started`.
+
+A schedd that cannot be reached, is slow or answers nonsense costs the cycle at most
+NEGOTIATOR_TIMEOUT for each wait and NEGOTIATOR_MAX_TIME_PER_SCHEDD in all (HTCondor's
+knobs, defaults 30 s and 120 s): its rounds are closed and :class:`PeerUnreachable` names
+it, which the negotiator logs and reports while the other schedds' cycle goes on.
+
+What epcore's in-process schedd tells its negotiator and HTCondor's protocol has no place
+for is left out: a remote schedd never asks for a cycle sooner (:meth:`wants_negotiation`:
+cycles come every NEGOTIATOR_INTERVAL) and holds no slots back (:meth:`reserved_slots`).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable, Generator, Sequence
+
+import attrs
+
+from epcore.classad import ClassAd
+from epcore.classad.references import ReferenceIndex
+from epcore.config import Config
+from epcore.errors import EpError
+from epcore.interfaces import AdQuery, Match, PeerUnreachable, Significance, SubmitterJobs
+from epcore.net import negotiation as neg
+from epcore.net.client import connect, start_command
+from epcore.net.commands import NEGOTIATE
+from epcore.net.conversation import (
+    Conversation,
+    Refused,
+    Result,
+    Step,
+    Stream,
+    receive,
+    run_blocking,
+    send,
+)
+from epcore.net.keyexchange import EcdhClientKeyExchange
+from epcore.net.sinful import parse_sinful
+
+#: HTCondor's defaults: seconds for each wait on a schedd, for all of one schedd's rounds
+#: in a cycle, and how many requests one SEND_RESOURCE_REQUEST_LIST asks for.
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_TIME = 120.0
+DEFAULT_LIST_SIZE = 200
+#: Where a Submitter ad says its schedd is (HTCondor's ATTR_SCHEDD_IP_ADDR).
+SCHEDD_ADDRESS = "ScheddIpAddr"
+
+
+@attrs.define(eq=False)
+class Round:
+    """One submitter's open negotiation: its connection, stream and the requests it sent."""
+
+    submitter: str
+    sock: socket.socket
+    stream: Stream
+
+
+class RemoteJobSource:
+    """The schedd at ``address`` (a sinful string) over CEDAR (module docstring).
+
+    ``submitters`` gives the Submitter ads that name this schedd now; ``config`` the
+    negotiator's configuration in force; ``name`` is the negotiator's name for the header.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        submitters: Callable[[], Sequence[ClassAd]],
+        config: Callable[[], Config],
+        *,
+        name: str,
+        log: logging.Logger,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.address = address
+        self.submitters = submitters
+        self.config = config
+        self.name = name
+        self.log = log
+        self.monotonic = monotonic
+        self.rounds: dict[str, Round] = {}
+        self._deadline = 0.0
+
+    # -- JobSource ------------------------------------------------------------------------
+
+    def wants_negotiation(self) -> bool:
+        return False
+
+    def cycle_started(self) -> None:
+        self._end_rounds()
+
+    def reserved_slots(self) -> set[str]:
+        return set()
+
+    def negotiable_jobs(
+        self, slots: Sequence[ClassAd], significance: Significance, now: float
+    ) -> list[SubmitterJobs]:
+        self._end_rounds()
+        config = self.config()
+        self._deadline = self.monotonic() + config.get_float(
+            "NEGOTIATOR_MAX_TIME_PER_SCHEDD", DEFAULT_MAX_TIME, minimum=1.0
+        )
+        names = ReferenceIndex(slots).closure(significance.expressions, significance.always_read)
+        header = ClassAd()
+        if names.names is not None:
+            header[neg.AUTO_CLUSTER_ATTRS] = ",".join(names.names)
+        header[neg.MATCH_CAPACITY] = neg.match_capacity(slots)
+        header[neg.NEGOTIATOR_NAME] = self.name
+        header["MatchCaps"] = "MatchDiag3"
+        size = max(config.get_int("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", DEFAULT_LIST_SIZE), 1)
+        offered: list[SubmitterJobs] = []
+        try:
+            for ad in sorted(self.submitters(), key=lambda ad: str(ad.evaluate("Name"))):
+                submitter = ad.evaluate("Name")
+                if not isinstance(submitter, str) or submitter in self.rounds:
+                    continue
+                mine = header.copy()
+                mine[neg.OWNER] = submitter
+                tag = ad.evaluate(neg.SUBMITTER_TAG)
+                mine[neg.SUBMITTER_TAG] = tag if isinstance(tag, str) else ""
+                jobs = self._fetch(submitter, mine, size)
+                if jobs:
+                    offered.append(SubmitterJobs(submitter, tuple(jobs)))
+        except (OSError, EpError) as error:
+            raise self._failed("asking for its jobs", error) from error
+        return offered
+
+    def take_matches(self, matches: Sequence[Match], now: float) -> None:
+        by_submitter: dict[str, list[Match]] = {}
+        for match in matches:
+            by_submitter.setdefault(match.submitter, []).append(match)
+        for submitter in by_submitter.keys() - self.rounds.keys():
+            self.log.warning(
+                "schedd %s: %d matches for %s, whose negotiation is not open: not sent",
+                self.address,
+                len(by_submitter[submitter]),
+                submitter,
+            )
+        try:
+            while self.rounds:
+                submitter, current = next(iter(self.rounds.items()))
+                offers = [offer_ad(match) for match in by_submitter.get(submitter, ())]
+                self._run(current, finish(current.stream, offers))
+                self._close(submitter)
+        except (OSError, EpError) as error:
+            raise self._failed("sending its matches", error) from error
+
+    # -- the rounds -----------------------------------------------------------------------
+
+    def _fetch(self, submitter: str, header: ClassAd, size: int) -> list[ClassAd]:
+        """Open ``submitter``'s round and fetch its requests (kept open when there are)."""
+        sinful = parse_sinful(self.address)
+        sock, stream = connect(sinful.host, sinful.port, self._timeout())
+        current = self.rounds[submitter] = Round(submitter, sock, stream)
+        jobs = self._run(
+            current,
+            fetch(stream, self.config(), header, size, self._check_time),
+        )
+        if not jobs:
+            self._run(current, finish(stream, ()))
+            self._close(submitter)
+        return jobs
+
+    def _run(self, current: Round, conversation: Conversation[Result]) -> Result:
+        current.sock.settimeout(self._timeout())
+        return run_blocking(current.sock, current.stream, conversation)
+
+    def _timeout(self) -> float:
+        """The wait for one step: NEGOTIATOR_TIMEOUT, within what is left of the schedd's
+        time (at least a moment, so that the step fails as out of time)."""
+        wait = self.config().get_float("NEGOTIATOR_TIMEOUT", DEFAULT_TIMEOUT, minimum=0.01)
+        return max(min(wait, self._deadline - self.monotonic()), 0.01)
+
+    def _check_time(self) -> None:
+        if self.monotonic() > self._deadline:
+            raise Refused("NEGOTIATOR_MAX_TIME_PER_SCHEDD ran out")
+
+    def _failed(self, doing: str, error: Exception) -> PeerUnreachable:
+        """Close every round; the error naming the schedd (logged by the negotiator)."""
+        for submitter in list(self.rounds):
+            self._close(submitter)
+        why = "timed out" if isinstance(error, TimeoutError) else str(error) or type(error).__name__
+        return PeerUnreachable(f"schedd at {self.address}: {doing}: {why}")
+
+    def _end_rounds(self) -> None:
+        """End the rounds an earlier cycle left open (best effort: they are closed anyway)."""
+        for submitter, current in list(self.rounds.items()):
+            try:
+                self._run(current, finish(current.stream, ()))
+            except (OSError, EpError) as error:
+                self.log.info("schedd %s: ending %s's round: %s", self.address, submitter, error)
+            self._close(submitter)
+
+    def _close(self, submitter: str) -> None:
+        current = self.rounds.pop(submitter, None)
+        if current is not None:
+            current.sock.close()
+
+
+def fetch(
+    stream: Stream,
+    config: Config,
+    header: ClassAd,
+    size: int,
+    check_time: Callable[[], None] = lambda: None,
+) -> Generator[Step, bytes | None, list[ClassAd]]:
+    """Start NEGOTIATE, send ``header`` and ask for requests ``size`` at a time until the
+    schedd has no more; its requests (jobs), in its order. ``check_time`` raises when the
+    schedd's time is over."""
+    yield from start_command(
+        stream,
+        NEGOTIATE.number,
+        config,
+        key_exchange=EcdhClientKeyExchange(),
+        subsystem="NEGOTIATOR",
+    )
+    yield from send(stream.writer().put_classad(header))
+    jobs: list[ClassAd] = []
+    while True:
+        check_time()
+        ask = stream.writer().put_int(neg.SEND_RESOURCE_REQUEST_LIST).put_int(size)
+        yield from send(ask)
+        for _ in range(size):
+            reader = yield from receive(stream, "the schedd's next request")
+            request = neg.read_request(reader)
+            if request is None:
+                return jobs
+            jobs.append(request)
+
+
+def finish(stream: Stream, offers: Sequence[ClassAd]) -> Generator[Step, bytes | None, None]:
+    """Send each match (``offers``: :func:`offer_ad`), then END_NEGOTIATE."""
+    for offer in offers:
+        claim = offer.evaluate("ClaimId")
+        writer = stream.writer().put_int(neg.PERMISSION_AND_AD)
+        writer.put_string(claim if isinstance(claim, str) and claim else "null")
+        yield from send(writer.put_classad(offer, private=False))
+    yield from send(stream.writer().put_int(neg.END_NEGOTIATE))
+
+
+def offer_ad(match: Match) -> ClassAd:
+    """The slot ad PERMISSION_AND_AD sends for ``match``: the request it answers, and what
+    epcore's schedd takes a match with (:mod:`epcore.net.negotiation`)."""
+    cluster, _, proc = match.job_id.partition(".")
+    offer = match.slot.copy()
+    offer.pop("ClaimId", None)  # it travels as the claim id, never in the ad
+    offer[neg.REQUEST_CLUSTER] = int(cluster)
+    offer[neg.REQUEST_PROC] = int(proc)
+    offer[neg.MATCH_REASON] = match.reason
+    if match.preempts:
+        offer[neg.PREEMPTS] = " ".join(match.preempts)
+    offer[neg.MATCH_WEIGHT] = match.weight
+    return offer
+
+
+def _submitter_ads(collector: AdQuery, now: float) -> list[ClassAd]:
+    return collector.query("Submitter", projection=SUBMITTER_ATTRIBUTES, now=now)
+
+
+#: What the negotiator reads of a Submitter ad to find and negotiate with its schedd.
+SUBMITTER_ATTRIBUTES = ("Name", SCHEDD_ADDRESS, neg.SUBMITTER_TAG)
+
+
+def remote_schedd_addresses(
+    collector: AdQuery, clock: Callable[[], float]
+) -> Callable[[], list[str]]:
+    """The schedds the Submitter ads in ``collector`` name (ScheddIpAddr), each once: the
+    schedds a negotiator negotiates with when none runs in its process."""
+
+    def addresses() -> list[str]:
+        found = (ad.evaluate(SCHEDD_ADDRESS) for ad in _submitter_ads(collector, clock()))
+        return sorted({address for address in found if isinstance(address, str) and address})
+
+    return addresses
+
+
+def remote_schedd_connector(
+    collector: AdQuery,
+    config: Callable[[], Config],
+    *,
+    name: str,
+    log: logging.Logger,
+    clock: Callable[[], float],
+) -> Callable[[str], RemoteJobSource]:
+    """The ``connect`` of a negotiator's schedd Locator: the link to the schedd at an
+    address, whose submitters are the Submitter ads in ``collector`` naming it."""
+
+    def connect(address: str) -> RemoteJobSource:
+        try:
+            parse_sinful(address)
+        except EpError as error:
+            raise PeerUnreachable(f"schedd at {address!r}: not an address: {error}") from error
+
+        def submitters() -> list[ClassAd]:
+            ads = _submitter_ads(collector, clock())
+            return [ad for ad in ads if ad.evaluate(SCHEDD_ADDRESS) == address]
+
+        return RemoteJobSource(address, submitters, config, name=name, log=log)
+
+    return connect
