@@ -28,6 +28,11 @@ accounting groups in three levels (5 groups, 15 subgroups, 30 sub-subgroups; sta
 dynamic quotas, some accepting surplus) with 20 concurrency limits (each job asks for one or
 two, one of them fractional): the cycle with the group layer and the limits has the same 2 s
 target (its median is printed).
+
+The wire case (``benchmarks/negotiate_wire.py``; ``--no-wire`` skips it) runs the
+negotiator's whole cycle on the same slots and jobs twice over, interleaved: with the schedd
+in-process, and with the schedd in another process reached over CEDAR (NEGOTIATE, issue 23);
+informational, the two medians and their ratio are printed.
 """
 
 from __future__ import annotations
@@ -222,6 +227,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one cycle only")
     parser.add_argument(
+        "--no-wire",
+        action="store_true",
+        help="skip the whole cycle in-process and over CEDAR (a schedd in another process)",
+    )
+    parser.add_argument(
         "--pslots",
         action="store_true",
         help="also time the pool as partitionable slots with a consumption policy",
@@ -291,6 +301,11 @@ def main() -> None:
             f"informational, {len(pslots)} partitionable slots with a consumption policy: "
             f"{time.perf_counter() - began:.3f} s ({len(cp_cycle.matches)} matches)"
         )
+    if not args.no_wire:
+        # Imported here: the wire case needs the schedd and the network, the rest does not.
+        from benchmarks.negotiate_wire import describe, wire_case
+
+        print(describe(*wire_case(slots, queues, NOW, 1 if args.quick else 3)))
     print(f"classad2 baseline (one match per autocluster and slot): {oracle:.3f} s")
     print(f"ratio epcore / classad2: {median / oracle:.2f}")
 

@@ -12,9 +12,11 @@ at once; rounds a cycle left open (it failed between the halves) end at the next
 :meth:`cycle_started`.
 
 A schedd that cannot be reached, is slow or answers nonsense costs the cycle at most
-NEGOTIATOR_TIMEOUT for each wait and NEGOTIATOR_MAX_TIME_PER_SCHEDD in all (HTCondor's
-knobs, defaults 30 s and 120 s): its rounds are closed and :class:`PeerUnreachable` names
-it, which the negotiator logs and reports while the other schedds' cycle goes on.
+NEGOTIATOR_TIMEOUT for each wait (the connection's too) and NEGOTIATOR_MAX_TIME_PER_SCHEDD
+for each half of the cycle (HTCondor's knobs, defaults 30 s and 120 s): its rounds are
+closed and :class:`PeerUnreachable` names it, which the negotiator logs and reports while
+the other schedds' cycle goes on. The cycle runs in the central manager's loop, as the
+in-process one does: those bounds are how long a schedd can hold it.
 
 What epcore's in-process schedd tells its negotiator and HTCondor's protocol has no place
 for is left out: a remote schedd never asks for a cycle sooner (:meth:`wants_negotiation`:
@@ -109,11 +111,9 @@ class RemoteJobSource:
     def negotiable_jobs(
         self, slots: Sequence[ClassAd], significance: Significance, now: float
     ) -> list[SubmitterJobs]:
-        self._end_rounds()
         config = self.config()
-        self._deadline = self.monotonic() + config.get_float(
-            "NEGOTIATOR_MAX_TIME_PER_SCHEDD", DEFAULT_MAX_TIME, minimum=1.0
-        )
+        self._start_clock()
+        self._end_rounds()
         names = ReferenceIndex(slots).closure(significance.expressions, significance.always_read)
         header = ClassAd()
         if names.names is not None:
@@ -140,6 +140,7 @@ class RemoteJobSource:
         return offered
 
     def take_matches(self, matches: Sequence[Match], now: float) -> None:
+        self._start_clock()  # the matching in between is the negotiator's time, not the schedd's
         by_submitter: dict[str, list[Match]] = {}
         for match in matches:
             by_submitter.setdefault(match.submitter, []).append(match)
@@ -178,6 +179,13 @@ class RemoteJobSource:
     def _run(self, current: Round, conversation: Conversation[Result]) -> Result:
         current.sock.settimeout(self._timeout())
         return run_blocking(current.sock, current.stream, conversation)
+
+    def _start_clock(self) -> None:
+        """Each half of the cycle has NEGOTIATOR_MAX_TIME_PER_SCHEDD for this schedd."""
+        limit = self.config().get_float(
+            "NEGOTIATOR_MAX_TIME_PER_SCHEDD", DEFAULT_MAX_TIME, minimum=1.0
+        )
+        self._deadline = self.monotonic() + limit
 
     def _timeout(self) -> float:
         """The wait for one step: NEGOTIATOR_TIMEOUT, within what is left of the schedd's
