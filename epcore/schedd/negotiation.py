@@ -177,10 +177,12 @@ def negotiation_handler(
 
 
 def _names(value: object) -> tuple[str, ...] | None:
-    """AutoClusterAttrs as names (commas or spaces); None (every name) when it is absent."""
+    """AutoClusterAttrs as names (commas or spaces), in lower case as the schedd's kinds
+    keep them (HTCondor's negotiator sends them as the ads spell them); None (every name)
+    when it is absent."""
     if not isinstance(value, str):
         return None
-    return tuple(sorted({name for name in value.replace(",", " ").split() if name}))
+    return tuple(sorted({name.lower() for name in value.replace(",", " ").split() if name}))
 
 
 def _request(job: ClassAd) -> ClassAd:
