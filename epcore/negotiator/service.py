@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 from epcore.classad import ClassAd
 from epcore.config import Config
@@ -169,7 +169,10 @@ class NegotiatorService(TimedService):
             slots = [s for s in slots if str(s.evaluate("Name")) not in reserved]
         wanted = significance(self.config, slots, now)
         submitters: list[SubmitterJobs] = []
-        owners: dict[str, str] = {}  # each submitter's schedd, by address
+        # Where each submitter's jobs came from, by address, and (a user may submit at
+        # several schedds) each job's.
+        owners: dict[str, str] = {}
+        sources: dict[Hashable, str] = {}
         for address, schedd in schedds.items():
             try:
                 offers = schedd.negotiable_jobs(slots, wanted, now)
@@ -179,6 +182,8 @@ class NegotiatorService(TimedService):
             for offered in offers:
                 submitters.append(offered)
                 owners.setdefault(offered.submitter, address)
+                for job in offered.jobs:
+                    sources.setdefault(_job_key(offered.submitter, job), address)
         matches = 0
         if submitters:
             pending = [entry.limits for entry in self.matched_limits]
@@ -200,7 +205,7 @@ class NegotiatorService(TimedService):
                 for match in offline:
                     self.log.info("Matched %s to %s (offline)", match.job_id, match.slot_name)
                 self.collector.update(offline_match_ads(offline, slots, now), now)
-            failed.update(self._hand_out(live, schedds, owners, now))
+            failed.update(self._hand_out(live, schedds, owners, sources, now))
         self._log_schedd_failures(failed)
         self.save_accountant()
         tick = self.monotonic()
@@ -251,14 +256,18 @@ class NegotiatorService(TimedService):
         matches: Sequence[Match],
         schedds: Mapping[str, JobSource],
         owners: Mapping[str, str],
+        sources: Mapping[Hashable, str],
         now: float,
     ) -> dict[str, str]:
         """Each schedd's matches, in the cycle's order, to that schedd (to every schedd that
         offered jobs, none perhaps: a schedd in another process ends its negotiation then);
         the schedds that could not take them, by address."""
-        by_schedd: dict[str, list[Match]] = {address: [] for address in owners.values()}
+        by_schedd: dict[str, list[Match]] = {
+            address: [] for address in dict.fromkeys([*owners.values(), *sources.values()])
+        }
         for match in matches:
-            by_schedd[owners[match.submitter]].append(match)
+            address = sources.get(_job_key(match.submitter, match.job), owners[match.submitter])
+            by_schedd[address].append(match)
         failed: dict[str, str] = {}
         for address, taken in by_schedd.items():
             try:
@@ -301,3 +310,12 @@ class NegotiatorService(TimedService):
         for name, value in self.contact.items():
             ad[name] = value
         self.collector.update([ad], now)
+
+
+def _job_key(submitter: str, job: ClassAd) -> Hashable:
+    """What tells a job apart among every schedd's: its GlobalJobId (the schedd's name is
+    in it), else its submitter and ids."""
+    global_id = job.evaluate("GlobalJobId")
+    if isinstance(global_id, str) and global_id:
+        return global_id
+    return (submitter, job.evaluate("ClusterId"), job.evaluate("ProcId"))

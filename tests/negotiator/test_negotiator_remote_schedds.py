@@ -35,9 +35,10 @@ class Slots:
 class Source:
     """A schedd with one idle job of ``owner``; ``broken`` says which call fails."""
 
-    def __init__(self, owner: str, broken: str = "") -> None:
+    def __init__(self, owner: str, broken: str = "", schedd: str = "") -> None:
         self.owner = owner
         self.broken = broken
+        self.schedd = schedd or f"ap-{owner}"  # GlobalJobId names the schedd
         self.taken: list[list[Match]] = []
 
     def wants_negotiation(self) -> bool:
@@ -57,6 +58,7 @@ class Source:
         job = ClassAd({"ClusterId": 1, "ProcId": 0, "Owner": self.owner, "JobPrio": 0})
         job["Requirements"] = True
         job["QDate"] = 1
+        job["GlobalJobId"] = f"{self.schedd}#1.0#1"
         return [SubmitterJobs(f"{self.owner}@example.org", (job,))]
 
     def take_matches(self, matches: Sequence[Match], now: float) -> None:
@@ -156,3 +158,15 @@ def test_a_schedd_that_offered_jobs_but_got_no_match_is_told_the_cycle_ended(
     )
     service.negotiate(NOW)
     assert sorted(len(taken[0]) for taken in (first.taken, second.taken)) == [0, 1]
+
+
+def test_a_user_at_two_schedds_has_each_match_sent_where_its_job_is(tmp_path: Path) -> None:
+    """The same submitter's job 1.0 at two schedds: each schedd gets the match of its own
+    job (told apart by GlobalJobId), not both the first one's."""
+    first, second = Source("alice", schedd="ap1"), Source("alice", schedd="ap2")
+    service = _service(tmp_path, {"<10.0.0.1:9618>": first, "<10.0.0.2:9618>": second})
+    service.negotiate(NOW)
+    got = [
+        [m.job.evaluate("GlobalJobId") for m in taken[0]] for taken in (first.taken, second.taken)
+    ]
+    assert got == [["ap1#1.0#1"], ["ap2#1.0#1"]]
