@@ -14,6 +14,8 @@ use (:mod:`epcore.negotiator.requests`), so that a change is logged and saved th
   RESET_USAGE, DELETE_USER: the submitter; RESET_ALL_USAGE: nothing. Only
   SET_PRIORITYFACTOR is answered (an ad with ErrorCode and, on failure, ErrorString), as
   HTCondor 8.9.9 and later answers it.
+- RESCHEDULE (DAEMON, only where no schedd runs in the process: :func:`reschedule_handlers`):
+  a schedd in another process asks for a cycle soon.
 
 The changes need ADMINISTRATOR (:mod:`epcore.net.commands`); the handshake refused anyone
 else. A change the accountant refuses (a factor below 1...) is logged with who asked.
@@ -151,6 +153,18 @@ def cedar_handlers(service: NegotiatorService) -> dict[Command, Handler]:
         if command.number in _CHANGES:
             table[command] = change
     return table
+
+
+def reschedule_handlers(service: NegotiatorService) -> dict[Command, Handler]:
+    """RESCHEDULE for a negotiator whose schedds run in other processes: a cycle soon
+    (:data:`epcore.net.commands.NEGOTIATOR_RESCHEDULE`, DAEMON level, as HTCondor's)."""
+
+    def reschedule(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        service.reschedule()
+        return None
+        yield
+
+    return {commands.NEGOTIATOR_RESCHEDULE: reschedule}
 
 
 def _carry_out(

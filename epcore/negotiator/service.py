@@ -92,6 +92,8 @@ class NegotiatorService(TimedService):
         #: The last cycle that had idle jobs (groups, limits and why jobs wait).
         self.last_report: Cycle | None = None
         self.waiting: dict[tuple[str, str], str] = {}
+        #: A schedd in another process asked for a cycle soon (RESCHEDULE).
+        self.rescheduled = False
 
     # -- the in-process link (PriorityQuery) --------------------------------------------------
 
@@ -110,8 +112,15 @@ class NegotiatorService(TimedService):
     def open(self, loop: LoopHandle) -> None:
         self.next_cycle = self.monotonic() + self._min_interval()
 
+    def reschedule(self) -> None:
+        """A cycle soon (not within NEGOTIATOR_MIN_INTERVAL of the last): a schedd in
+        another process asked, as the in-process one says by wants_negotiation."""
+        self.rescheduled = True
+
     def _wanted(self) -> bool:
-        return any(self.schedds.link(a).wants_negotiation() for a in self.schedds.addresses())
+        return self.rescheduled or any(
+            self.schedds.link(a).wants_negotiation() for a in self.schedds.addresses()
+        )
 
     def timeout(self) -> float:
         if self.stopping:
@@ -151,6 +160,7 @@ class NegotiatorService(TimedService):
     def negotiate(self, now: float) -> None:
         """One negotiation cycle: update the usage, match, hand the matches to the schedds."""
         started = self.monotonic()
+        self.rescheduled = False
         failed: dict[str, str] = {}
         schedds: dict[str, JobSource] = {}
         for address in self.schedd_addresses():

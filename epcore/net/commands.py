@@ -145,6 +145,12 @@ BY_NUMBER: Final[dict[int, Command]] = {
     command.number: command for command in list(globals().values()) if isinstance(command, Command)
 }
 
+# The negotiator's RESCHEDULE (matchmaker.cpp registers it at DAEMON): a schedd in another
+# process asks for a cycle soon. Same number as the schedd's (a tool asks the schedd at
+# WRITE); one CEDAR port serves a process's daemons, so only a process without a schedd
+# answers it for its negotiator. Kept out of BY_NUMBER, which names the schedd's.
+NEGOTIATOR_RESCHEDULE = Command(421, "RESCHEDULE", DAEMON)
+
 #: The MyType of the ads each collector query, update and invalidation is about (the
 #: collector's AdTypes, collector_engine.cpp); None: any type (the query's TargetType, or
 #: the ad's own MyType, says which).

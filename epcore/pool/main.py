@@ -132,6 +132,7 @@ def build_pool(
     from epcore.defrag.service import DefragService
     from epcore.links.negotiate import remote_schedd_addresses, remote_schedd_connector
     from epcore.negotiator.cedar import cedar_handlers as negotiator_cedar_handlers
+    from epcore.negotiator.cedar import reschedule_handlers as negotiator_reschedule_handlers
     from epcore.net.methods import uid_domain
     from epcore.net.policy import VERSION
     from epcore.pool.network import PLATFORM, build_listener, create_signing_key_if_missing
@@ -183,6 +184,7 @@ def build_pool(
         )
         if SCHEDD not in daemons:
             negotiator.schedd_addresses = remote_schedd_addresses(collector, clock)
+            cedar.append(negotiator_reschedule_handlers(negotiator))
         negotiator.contact = {
             "Machine": host_name,
             "MyAddress": f"<unix:{paths.control_socket}>",

@@ -13,8 +13,11 @@ import pytest
 from epcore.classad import ClassAd
 from epcore.interfaces import Locator, Match, PeerUnreachable, Significance, SubmitterJobs
 from epcore.negotiator import Accountant
+from epcore.negotiator.cedar import reschedule_handlers
 from epcore.negotiator.service import NegotiatorService
+from epcore.net import commands
 from tests.negotiator.negotiator_helpers import config
+from tests.net.drive import drive
 
 NOW = 1_800_000_000.0
 
@@ -170,3 +173,19 @@ def test_a_user_at_two_schedds_has_each_match_sent_where_its_job_is(tmp_path: Pa
         [m.job.evaluate("GlobalJobId") for m in taken[0]] for taken in (first.taken, second.taken)
     ]
     assert got == [["ap1#1.0#1"], ["ap2#1.0#1"]]
+
+
+def test_reschedule_from_a_remote_schedd_asks_for_a_cycle_soon(tmp_path: Path) -> None:
+    """RESCHEDULE at the negotiator (DAEMON level, kept apart from the schedd's WRITE one)
+    makes a cycle due once NEGOTIATOR_MIN_INTERVAL has passed, not NEGOTIATOR_INTERVAL; the
+    cycle clears it."""
+    assert commands.NEGOTIATOR_RESCHEDULE.level == commands.DAEMON
+    assert commands.BY_NUMBER[421].level == commands.WRITE
+    service = _service(tmp_path, {"<10.0.0.1:9618>": Source("alice")})
+    service.negotiate(NOW)
+    assert not service._wanted()
+    [handler] = reschedule_handlers(service).values()
+    drive(handler, commands.NEGOTIATOR_RESCHEDULE.number, [], user="condor")
+    assert service._wanted()
+    service.negotiate(NOW)
+    assert not service._wanted()

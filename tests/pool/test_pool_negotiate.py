@@ -22,6 +22,10 @@ from click.testing import CliRunner
 from epcore.cli.main import ep
 from epcore.config import Config
 from epcore.net import tokens
+from epcore.net.client import connect, start_command
+from epcore.net.commands import NEGOTIATOR_RESCHEDULE
+from epcore.net.conversation import run_blocking
+from epcore.net.sinful import parse_sinful
 from epcore.testing.cedar import run_htcondor2
 from epcore.testing.pool import PoolProcess, submit_as
 from epcore.testing.system import SlotUser
@@ -178,3 +182,25 @@ def test_without_a_token_the_schedd_refuses_and_both_logs_say_so(
     )
     assert _rounds(submit) == []
     assert "NEGOTIATE" in submit.log("CollectorLog") + submit.log("SchedLog")
+
+
+def test_reschedule_at_the_central_manager_starts_a_cycle_soon(
+    pool_factory: Callable[..., PoolProcess],
+) -> None:
+    """A central manager without a schedd answers RESCHEDULE (a schedd elsewhere asking, at
+    DAEMON level: here root by FS) with a cycle at once, although NEGOTIATOR_INTERVAL is ten
+    minutes."""
+    manager = pool_factory(
+        CENTRAL_MANAGER.replace("NEGOTIATOR_INTERVAL = 2", "NEGOTIATOR_INTERVAL = 600")
+    )
+    manager.wait_for(
+        lambda: "negotiation cycle 1:" in manager.log("NegotiatorLog"), 30, "the first cycle"
+    )
+    sinful = parse_sinful(_address(manager))
+    config = Config.load(str(manager.config_path))
+    sock, stream = connect(sinful.host, sinful.port)
+    with sock:
+        run_blocking(sock, stream, start_command(stream, NEGOTIATOR_RESCHEDULE.number, config))
+    manager.wait_for(
+        lambda: "negotiation cycle 2:" in manager.log("NegotiatorLog"), 15, "the rescheduled cycle"
+    )
