@@ -31,6 +31,9 @@ PURE = frozenset(
 #: network face; roles use both, neither knows a role.
 RUNTIME = frozenset({"runtime", "net"})
 INTERFACES = frozenset({"interfaces"})
+#: Links to peers in other processes: the interfaces' Protocols spoken over CEDAR; only the
+#: assembly makes them, and they know no role.
+LINKS = frozenset({"links"})
 ROLES = frozenset({"collector", "negotiator", "schedd", "startd", "defrag"})
 #: The startd's own child process: only the startd (and the shared shell) may start it.
 STARTER = frozenset({"starter"})
@@ -39,13 +42,14 @@ STARTER = frozenset({"starter"})
 SHARED = frozenset({"", "plugins", "builtin", "api", "logs"})
 ASSEMBLY = frozenset({"pool", "cli"})
 TESTING = frozenset({"testing"})
-LAYERS = PURE | RUNTIME | INTERFACES | ROLES | STARTER | SHARED | ASSEMBLY | TESTING
+LAYERS = PURE | RUNTIME | INTERFACES | LINKS | ROLES | STARTER | SHARED | ASSEMBLY | TESTING
 
 #: What the modules of each part may import, besides themselves.
 ALLOWED: dict[str, frozenset[str]] = {
     **{part: PURE for part in PURE},
     **{part: PURE | RUNTIME | frozenset({"logs"}) for part in RUNTIME},
     **{part: PURE | RUNTIME for part in INTERFACES},
+    **{part: PURE | RUNTIME | INTERFACES | frozenset({"logs"}) for part in LINKS},
     **{part: PURE | RUNTIME | INTERFACES | SHARED | STARTER for part in SHARED},
     **{part: PURE | RUNTIME | INTERFACES | SHARED for part in ROLES - {"startd"}},
     "startd": PURE | RUNTIME | INTERFACES | SHARED | STARTER,
