@@ -338,8 +338,10 @@ class RemoteCollector:
         pause = 0.0
         while True:
             with self._lock:
-                if pause and not self._stopping:
-                    self._lock.wait(pause)
+                # New updates wake the worker but do not cut the pause after a failure.
+                retry_at = self.monotonic() + pause
+                while not self._stopping and (left := retry_at - self.monotonic()) > 0:
+                    self._lock.wait(left)
                 while not self._pending and not self._stopping:
                     if self._sock is None:
                         self._lock.wait()
