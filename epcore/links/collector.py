@@ -219,9 +219,11 @@ class RemoteCollector:
         now: float,
         absent: bool = False,
     ) -> list[ClassAd]:
-        """One QUERY_*_ADS (blocking, QUERY_TIMEOUT at most); the collector decides which
-        absent ads to answer with (those the constraint asks for, as HTCondor's does).
-        PoolError-like EpError when the collector cannot be asked."""
+        """One QUERY_*_ADS (blocking, QUERY_TIMEOUT at most); ``absent`` asks for the absent
+        ads alone, as ``condor_status -absent`` does (a constraint naming Absent). EpError
+        when the collector cannot be asked."""
+        if absent:
+            constraint = f"(Absent =?= true) && ({constraint})" if constraint else "Absent =?= true"
         command = commands.QUERY_ANY_ADS if my_type is None else _QUERIES.get(my_type.lower())
         query = ClassAd()
         query["Requirements"] = parse_expr(constraint) if constraint else True

@@ -256,3 +256,26 @@ def test_a_silent_collector_does_not_stall_the_startd(
         assert took[len(took) // 2] < 0.2 and took[-1] < 2.0, took
         execute.wait_for(lambda: "cannot send ads" in execute.log("StartLog"), 10, "the warning")
         assert execute.log("StartLog").count("cannot send ads") == 1
+
+
+def test_a_killed_host_is_kept_absent_when_absent_requirements_say_so(
+    pool_factory: Callable[..., PoolProcess],
+) -> None:
+    """With ABSENT_REQUIREMENTS true, a killed execute host's slot ad is not dropped after
+    CLASSAD_LIFETIME but kept as absent (Absent = true), answered only to a query that asks
+    for absent ads."""
+    pool = Pool(pool_factory, lifetime=4)
+    with open(pool.manager.config_path, "a", encoding="utf-8") as handle:
+        handle.write("ABSENT_REQUIREMENTS = True\n")
+    assert pool.manager.process is not None
+    pool.manager.process.send_signal(signal.SIGHUP)
+    execute = pool.host("STARTD", EXECUTE_IP, pool.token())
+    (live,) = pool.wait_for_ads(1, 60)
+    execute.stop()
+    pool.wait_for_ads(0, 30)
+    config = Config.load(pool.manager.config_path)
+    (absent,) = query_collector(
+        CM_IP, pool.port, commands.QUERY_STARTD_ADS.number, config, constraint="Absent"
+    )
+    assert absent.evaluate("Name") == live.evaluate("Name")
+    assert absent.evaluate("Absent") is True
