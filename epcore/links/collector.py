@@ -5,12 +5,14 @@ Ads go out as HTCondor's daemons send them: a slot ad with UPDATE_STARTD_AD (the
 then the private ad: its Name and the private attributes such as the ClaimId, which travel
 only over an encrypted stream), a schedd's ad with UPDATE_SCHEDD_AD, a submitter's with
 UPDATE_SUBMITTOR_AD, any other with UPDATE_AD_GENERIC; a withdrawn ad with the matching
-INVALIDATE_* and a query ad naming it. Each connection starts with DAEMON-level credentials
-(the daemon's token in SEC_TOKEN_DIRECTORY, as HTCondor's) and is kept for the next updates
-(HTCondor's stashed update socket: each further command's number and ad on the same
-connection) while updates follow each other within KEEP_IDLE seconds, so one authentication
-serves a burst of updates; a connection the collector closed is noticed before it is used
-and made again.
+INVALIDATE_* and a query ad naming it.
+
+The first connection starts a session with DAEMON-level credentials (the daemon's token in
+SEC_TOKEN_DIRECTORY, as HTCondor's); later connections resume it (UseSession: no second
+authentication) until the collector forgets it, then a new one starts. A connection is kept
+while updates follow each other within KEEP_IDLE seconds (HTCondor's stashed update socket:
+each further command's number and ad on the same connection); one the collector closed is
+noticed before it is used and made again.
 
 Nothing here waits in the daemon's loop: :meth:`advertise` and the others only note what is
 to be sent (the latest ad of each Name replacing one not yet sent: updates coalesce) and a
@@ -38,7 +40,7 @@ from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.net import commands
-from epcore.net.client import connect, start_command
+from epcore.net.client import ClientSession, connect, resume_command, start_command
 from epcore.net.codec import Writer, is_private
 from epcore.net.commands import Command
 from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
@@ -177,8 +179,11 @@ class RemoteCollector:
         self.backoff = FIRST_BACKOFF
         #: Updates and invalidations sent, and attempts that failed (for tests and logs).
         self.sent = 0
-        #: Connections made (each one authenticated): one serves many updates.
+        #: Connections made (one serves a burst of updates), and those that resumed the
+        #: session the first one made instead of authenticating again.
         self.connections = 0
+        self.resumed = 0
+        self._session: ClientSession | None = None
         self.failures = 0
 
     # -- the CollectorLink ----------------------------------------------------------------
@@ -284,7 +289,8 @@ class RemoteCollector:
         pass
 
     def reconfig(self) -> None:
-        # COLLECTOR_HOST may name another collector: the next batch connects anew.
+        # COLLECTOR_HOST may name another collector: the next batch connects anew, in a new
+        # session.
         with self._lock:
             self._reconnect = True
             self.backoff = FIRST_BACKOFF
@@ -357,6 +363,7 @@ class RemoteCollector:
                 if self._reconnect:
                     self._reconnect = False
                     self._drop()
+                    self._session = None
                 batch = list(self._pending.items())
                 self._pending.clear()
                 self._busy = True
@@ -437,32 +444,55 @@ class RemoteCollector:
             self._drop()
             sock = stream = None
         if sock is None or stream is None:
-            host, port = self.collector()
-            sock, stream = open_connection(self.config(), host, port)
-            self._sock, self._stream = sock, stream
-            self.connections += 1
-            shown = self._reachable(ad, self._our_address(stream))
-            run_blocking(sock, stream, self._first(stream, command, shown))
+            if self._session is not None:
+                try:
+                    self._connect_and_send(command, ad, self._session)
+                    self.resumed += 1
+                    return
+                except Refused:
+                    # The collector forgot the session (it expired, or it restarted).
+                    self._drop()
+                    self._session = None
+            self._connect_and_send(command, ad, None)
             return
         writer = stream.writer().put_int(command.number)
         self._put_ads(writer, command, self._reachable(ad, self._our_address(stream)))
         sock.sendall(stream.framer.frame(writer.bytes()))
 
+    def _connect_and_send(
+        self, command: Command, ad: ClassAd, session: ClientSession | None
+    ) -> None:
+        """A new connection, its command started in ``session`` (None: a new session, kept
+        for the next connections), and the ad."""
+        host, port = self.collector()
+        sock, stream = open_connection(self.config(), host, port)
+        self._sock, self._stream = sock, stream
+        self.connections += 1
+        shown = self._reachable(ad, self._our_address(stream))
+        run_blocking(sock, stream, self._first(stream, command, shown, session))
+
     def _first(
-        self, stream: Stream, command: Command, ad: ClassAd
+        self, stream: Stream, command: Command, ad: ClassAd, session: ClientSession | None
     ) -> Generator[Step, bytes | None, None]:
-        yield from self._start(stream, command)
+        if session is not None:
+            yield from resume_command(stream, command.number, session)
+        else:
+            self._session = yield from self._start(stream, command)
         writer = stream.writer()
         self._put_ads(writer, command, ad)
         yield from send(writer)
 
-    def _start(self, stream: Stream, command: Command) -> Generator[Step, bytes | None, None]:
-        yield from start_command(
-            stream,
-            command.number,
-            self.config(),
-            key_exchange=EcdhClientKeyExchange(),
-            subsystem=self.subsystem,
+    def _start(
+        self, stream: Stream, command: Command
+    ) -> Generator[Step, bytes | None, ClientSession]:
+        return (
+            yield from start_command(
+                stream,
+                command.number,
+                self.config(),
+                key_exchange=EcdhClientKeyExchange(),
+                subsystem=self.subsystem,
+            )
         )
 
     @staticmethod

@@ -4,18 +4,21 @@ LOCAL_DIR, advertising over CEDAR with a token ``ep token create`` made (issue 2
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
 from epcore.classad import ClassAd
 from epcore.cli.main import ep
 from epcore.config import Config
+from epcore.links.collector import RemoteCollector
 from epcore.net import commands, tokens
 from epcore.net.client import query_collector
 from epcore.runtime.control import ControlError
@@ -279,3 +282,49 @@ def test_a_killed_host_is_kept_absent_when_absent_requirements_say_so(
     )
     assert absent.evaluate("Name") == live.evaluate("Name")
     assert absent.evaluate("Absent") is True
+
+
+def test_later_connections_resume_the_session_and_a_forgotten_one_is_made_anew(
+    pool_factory: Callable[..., PoolProcess], tmp_path: Path
+) -> None:
+    """The remote collector link authenticates once: its next connection resumes the
+    session (UseSession), and when the collector no longer knows the session id the link
+    starts a new session and the ad still arrives."""
+    pool = Pool(pool_factory, lifetime=600)
+    tokens_dir = tmp_path / "tokens.d"
+    tokens_dir.mkdir(mode=0o700)
+    (tokens_dir / "daemon").write_text(pool.token() + "\n")
+    (tokens_dir / "daemon").chmod(0o600)
+    config = Config.from_text(
+        COMMON + f"COLLECTOR_HOST = {pool.collector}\nSEC_TOKEN_DIRECTORY = {tokens_dir}\n",
+        subsystem="STARTD",
+    )
+    link = RemoteCollector(
+        lambda: config,
+        address=lambda: (EXECUTE_IP, 9),
+        subsystem="STARTD",
+        log=logging.getLogger("test.resume"),
+    )
+    link.open(None)  # type: ignore[arg-type]  # the link registers nothing in the loop
+
+    def send(name: str) -> None:
+        ad = ClassAd({"MyType": "Machine", "Name": name, "MyAddress": "<unix:/x>"})
+        link.advertise([ad], time.time())
+        assert link.wait_sent(10)
+        assert link.failures == 0
+        with link._lock:
+            link._drop()  # as after KEEP_IDLE: the next update needs a new connection
+
+    try:
+        send("slot1@first")
+        send("slot1@second")
+        assert (link.connections, link.resumed) == (2, 1)
+        assert link._session is not None
+        link._session = attrs.evolve(link._session, sid="forgotten:1:2")
+        send("slot1@third")
+        assert (link.connections, link.resumed) == (4, 1)
+        names = sorted(str(ad.evaluate("Name")) for ad in pool.ads())
+        assert names == ["slot1@first", "slot1@second", "slot1@third"]
+        assert all(ad.evaluate("MyAddress") == f"<{EXECUTE_IP}:9>" for ad in pool.ads())
+    finally:
+        link.close()
