@@ -39,19 +39,22 @@ from typing import Final
 from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.errors import EpError
+from epcore.links.connection import (
+    CONNECT_TIMEOUT,
+    FAILURES,
+    collector_address,
+    collector_host,
+    open_connection,
+    tcp_address,
+)
 from epcore.net import commands
-from epcore.net.client import ClientSession, connect, resume_command, start_command
+from epcore.net.client import ClientSession, resume_command, start_command
 from epcore.net.codec import Writer, is_private
 from epcore.net.commands import Command
 from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
-from epcore.net.frames import FrameError, Framer
 from epcore.net.keyexchange import EcdhClientKeyExchange
-from epcore.net.sinful import parse_sinful
-from epcore.net.tools import parse_pool
 from epcore.runtime.loop import LoopHandle, ReadyEvent
 
-#: Seconds a connection to the collector and each of its steps may take.
-CONNECT_TIMEOUT: Final = 5.0
 #: Seconds a query of a remote collector may take in all.
 QUERY_TIMEOUT: Final = 10.0
 #: The first pause after a failed attempt, doubled after each failure up to MAX_BACKOFF.
@@ -88,50 +91,6 @@ _QUERIES: Final[dict[str, Command]] = {
     "collector": commands.QUERY_COLLECTOR_ADS,
     "accounting": commands.QUERY_ACCOUNTING_ADS,
 }
-#: What a broken or refused conversation raises.
-FAILURES: Final = (OSError, Refused, FrameError, EpError)
-
-
-def collector_host(config: Config) -> str | None:
-    """Where the pool's collector is: COLLECTOR_HOST's first entry, else CONDOR_HOST's
-    (HTCondor's default COLLECTOR_HOST is $(CONDOR_HOST)); None when neither names one."""
-    for knob in ("COLLECTOR_HOST", "CONDOR_HOST"):
-        text = (config.get(knob) or "").replace(",", " ").split()
-        if text:
-            return text[0]
-    return None
-
-
-def tcp_address(host: str, port: int) -> str:
-    """The sinful string of a TCP address."""
-    return f"<[{host}]:{port}>" if ":" in host else f"<{host}:{port}>"
-
-
-def open_connection(config: Config, host: str, port: int) -> tuple[socket.socket, Stream]:
-    """A connection to ``host:port`` from NETWORK_INTERFACE's address when it names one (as
-    HTCondor binds its outgoing sockets), so that the peer sees this host's address."""
-    interface = (config.get("NETWORK_INTERFACE") or "").strip()
-    if not interface or interface == "*" or interface.startswith("0.0.0.0"):
-        return connect(host, port, CONNECT_TIMEOUT)
-    sock = socket.create_connection(
-        (host, port), timeout=CONNECT_TIMEOUT, source_address=(interface, 0)
-    )
-    local, peer = sock.getsockname(), sock.getpeername()
-    stream = Stream(Framer(), (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1])))
-    return sock, stream
-
-
-def _address_file(path: str | None) -> tuple[str, int]:
-    """The host and port in the first line of a daemon's address file."""
-    if not path:
-        raise EpError("COLLECTOR_HOST's port is 0 and no COLLECTOR_ADDRESS_FILE is set")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            first = handle.readline().strip()
-    except OSError as error:
-        raise EpError(f"cannot read the collector's address in {path}: {error.strerror}") from None
-    where = parse_sinful(first)
-    return where.host, where.port
 
 
 def _kind(ad: ClassAd) -> str:
@@ -259,16 +218,7 @@ class RemoteCollector:
 
     def collector(self) -> tuple[str, int]:
         """The collector's host and port (EpError when no knob names one)."""
-        config = self.config()
-        where = collector_host(config)
-        if where is None:
-            raise EpError("neither COLLECTOR_HOST nor CONDOR_HOST names the pool's collector")
-        host, port = parse_pool(where)
-        if port == 0:
-            # Port 0: the collector took a free port and wrote it to its address file, as
-            # HTCondor's clients read it on the collector's own host.
-            return _address_file(config.get("COLLECTOR_ADDRESS_FILE"))
-        return host, port
+        return collector_address(self.config())
 
     # -- the loop's service ---------------------------------------------------------------
 

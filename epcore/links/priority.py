@@ -20,7 +20,7 @@ from typing import Final
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.interfaces import AdQuery
-from epcore.links.collector import FAILURES
+from epcore.links.connection import FAILURES
 from epcore.net import tools
 from epcore.net.sinful import SinfulError, parse_sinful
 

@@ -9,6 +9,11 @@ and jobs from the schedd and hands it the matches; the schedd claims slots throu
 of startds by address. The collector's absent and offline ads, the accountant and the job
 queue are read back from SPOOL at start, so a restarted pool keeps its users' priorities,
 its jobs and (as the startd does) its running jobs.
+
+A role running alone (:mod:`epcore.pool.roles`) gets the remote links of
+:mod:`epcore.links` where a peer does not run here: a startd or schedd advertises to, and
+queries, the collector at COLLECTOR_HOST over CEDAR; a schedd asks the negotiator it finds
+through the collector for its submitters' priorities.
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.links import collector as link_module
-from epcore.links.collector import RemoteCollector, collector_host
+from epcore.links import connection
+from epcore.links.collector import RemoteCollector
+from epcore.links.connection import collector_host
 from epcore.links.priority import STARTING_PRIORITY, RemotePriorities
 
 
@@ -54,7 +56,7 @@ def test_advertising_to_a_silent_collector_never_waits_and_updates_coalesce(
     """With a collector that accepts nothing, 300 rounds of 10 slot ads each return at once
     (the median call well under a millisecond), and what waits to be sent is one entry per
     slot, the latest."""
-    monkeypatch.setattr(link_module, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(connection, "CONNECT_TIMEOUT", 1.0)
     link = _link(silent_collector.getsockname()[1], logging.getLogger("test.link"))
     link.open(None)  # type: ignore[arg-type]  # the link registers nothing in the loop
     try:
