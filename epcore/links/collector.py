@@ -127,6 +127,8 @@ class RemoteCollector:
         #: What is to be sent, by (command number, Name): the latest ad or invalidation.
         self._pending: dict[tuple[int, str], tuple[Command, ClassAd]] = {}
         self._stopping = False
+        #: Whether the worker is sending a batch it took from ``_pending``.
+        self._busy = False
         #: Set by a reconfiguration: the worker connects anew before its next update.
         self._reconnect = False
         self._thread: threading.Thread | None = None
@@ -280,8 +282,6 @@ class RemoteCollector:
         return True
 
     # -- the worker -----------------------------------------------------------------------
-
-    _busy = False
 
     def _queue(self, entries: list[tuple[tuple[int, str], tuple[Command, ClassAd]]]) -> None:
         if not entries:
