@@ -207,7 +207,8 @@ def test_a_submit_host_advertises_its_schedd_and_submitters_and_answers_through_
 ) -> None:
     """A submit host's schedd ad and its submitter ad (ScheddIpAddr its TCP address) reach
     the central manager; ``ep q -pool``, ``ep status -pool -submitters`` and
-    ``ep userprio -pool`` run from another process against the central manager answer."""
+    ``ep userprio -pool`` run from another process against the central manager answer; the
+    submit host's better-analyze reads the slots from that collector."""
     pool = Pool(pool_factory, lifetime=600)
     submit = pool.host("SCHEDD", SUBMIT_IP, pool.token())
     user = slot_users[0]
@@ -231,6 +232,14 @@ def test_a_submit_host_advertises_its_schedd_and_submitters_and_answers_through_
     assert submitters.status == 0 and user.name in submitters.stdout
     priorities = pool.manager.ep("userprio", "-pool", pool.collector)
     assert priorities.status == 0, priorities.stderr
+    execute = pool.host("STARTD", EXECUTE_IP, pool.token())
+    execute.wait_for(_startd_answers(execute), 60, "the startd")
+    pool.wait_for_ads(1, 30)
+    # A job no slot can take: it stays idle whatever a negotiator does.
+    submit_as(submit, user, shared_dir, "executable = /bin/true\nrequest_memory = 9000000\nqueue\n")
+    analysis = submit.ep("q", "-better-analyze", "2.0", user=user)
+    assert analysis.status == 0, analysis.stderr
+    assert "Of 1 slot," in analysis.stdout and "1 are rejected" in analysis.stdout
 
 
 def test_a_silent_collector_does_not_stall_the_startd(
