@@ -56,8 +56,8 @@ def run_command(config_file: str | None, role: str | None) -> None:
     (SchedLog, NegotiatorLog, StartLog...). SIGTERM or Ctrl-C shuts down peacefully (running
     jobs finish), a second one or SIGQUIT fast (jobs are killed and go back to idle); SIGHUP
     re-reads the configuration. With --role (or a DAEMON_LIST naming daemons) it runs only
-    those; daemons in other processes cannot reach each other yet (issue 22), so a role that
-    needs a peer elsewhere is refused naming the knob.
+    those, reaching the pool's collector elsewhere at COLLECTOR_HOST (else CONDOR_HOST) over
+    CEDAR; a role that cannot work alone is refused naming the knob to set.
     """
     from epcore.pool.main import run_pool
 

@@ -91,13 +91,28 @@ def _constraint(query: ClassAd) -> str | None:
     return None if expr is None else str(expr)
 
 
+#: The attributes that hold a daemon's address (a submitter ad names its schedd's).
+_ADDRESSES = ("MyAddress", "StartdIpAddr", "ScheddIpAddr")
+
+
+def _in_process(ad: ClassAd) -> bool:
+    """Whether the ad holds an in-process (``<unix:...>``) address."""
+    for name in _ADDRESSES:
+        if name in ad:
+            address = ad.evaluate(name)
+            if isinstance(address, str) and address.startswith("<unix:"):
+                return True
+    return False
+
+
 def _reachable(ad: ClassAd, here: tuple[str, int]) -> None:
     """A daemon of this process is reached in-process (``<unix:...>``); a CEDAR client
     reaches it at the port it came in by, which every role of the process answers."""
-    address = ad.evaluate("MyAddress")
-    if isinstance(address, str) and address.startswith("<unix:"):
-        host, port = here
-        ad["MyAddress"] = f"<[{host}]:{port}>" if ":" in host else f"<{host}:{port}>"
+    host, port = here
+    for name in _ADDRESSES:
+        address = ad.evaluate(name) if name in ad else None
+        if isinstance(address, str) and address.startswith("<unix:"):
+            ad[name] = f"<[{host}]:{port}>" if ":" in host else f"<{host}:{port}>"
 
 
 class AnswerCache:
@@ -115,8 +130,7 @@ class AnswerCache:
         if kept is not None and kept[0] is ad:
             return kept[1]
         shown = ad
-        address = ad.evaluate("MyAddress")
-        if isinstance(address, str) and address.startswith("<unix:"):
+        if _in_process(ad):
             shown = ad.copy()  # the stored ad is never changed
             _reachable(shown, here)
         part = Writer(encrypted=encrypted).put_int(1).put_classad(shown, private=False).bytes()

@@ -43,6 +43,11 @@ class ClientSession:
     sid: str
     user: str | None
     method: str | None
+    #: What protects a stream of this session, and whether it encrypts or checks integrity:
+    #: a resumed session (:func:`resume_command`) protects its new stream the same way.
+    protection: Callable[[bool, bool], PacketProtection | None] | None = None
+    encrypt: bool = False
+    integrity: bool = False
 
 
 class ClientKeyExchange(Protocol):
@@ -126,7 +131,42 @@ def start_command(
         sid if isinstance(sid, str) else "",
         user if isinstance(user, str) else None,
         method_used,
+        protection=protection,
+        encrypt=encrypt,
+        integrity=integrity,
     )
+
+
+def resume_command(
+    stream: Stream, command: int, session: ClientSession
+) -> Generator[Step, bytes | None, ClientSession]:
+    """Start ``command`` in a session an earlier :func:`start_command` made (UseSession
+    with its Sid, asking for the server's answer), without authenticating again; the new
+    stream is protected as the session's first was. Refused when the server no longer
+    knows the session (SID_NOT_FOUND: it expired or the server restarted), which ends the
+    connection: the caller starts a new session on a new one."""
+    auth_info = ClassAd()
+    auth_info["Command"] = command
+    auth_info["UseSession"] = "YES"
+    auth_info["Sid"] = session.sid
+    auth_info["ResumeResponse"] = True
+    auth_info["RemoteVersion"] = pol.VERSION
+    auth_info["ServerPid"] = os.getpid()
+    yield from send(stream.writer().put_int(DC_AUTHENTICATE.number).put_classad(auth_info))
+    reader = yield from receive(stream, "the server's answer to the resumption")
+    answer = reader.get_classad("the server's answer to the resumption", literals_only=True)
+    code = answer.evaluate("ReturnCode")
+    if code != "AUTHORIZED":
+        raise Refused(f"{describe(command)}: session {session.sid} not resumed: {code!r}")
+    made = (
+        session.protection(session.encrypt, session.integrity)
+        if session.protection is not None
+        else None
+    )
+    if made is not None:
+        stream.framer.protect(made)
+        stream.encrypted = session.encrypt
+    return session
 
 
 def _authenticate(

@@ -9,6 +9,11 @@ and jobs from the schedd and hands it the matches; the schedd claims slots throu
 of startds by address. The collector's absent and offline ads, the accountant and the job
 queue are read back from SPOOL at start, so a restarted pool keeps its users' priorities,
 its jobs and (as the startd does) its running jobs.
+
+A role running alone (:mod:`epcore.pool.roles`) gets the remote links of
+:mod:`epcore.links` where a peer does not run here: a startd or schedd advertises to, and
+queries, the collector at COLLECTOR_HOST over CEDAR; a schedd asks the negotiator it finds
+through the collector for its submitters' priorities.
 """
 
 from __future__ import annotations
@@ -21,7 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from epcore.config import Config
-from epcore.interfaces import JobSource, Locator, RequestHandler, StartdLink
+from epcore.interfaces import (
+    CollectorLink,
+    JobSource,
+    Locator,
+    PriorityQuery,
+    RequestHandler,
+    StartdLink,
+)
 from epcore.plugins import Plugins, load_plugins
 from epcore.pool.roles import (
     COLLECTOR,
@@ -31,6 +43,7 @@ from epcore.pool.roles import (
     SCHEDD,
     STARTD,
     check_reachable,
+    collector_named,
     daemons_of,
     role_names,
 )
@@ -47,9 +60,11 @@ from epcore.types import MachineHost
 
 if TYPE_CHECKING:
     from epcore.collector.service import CollectorService
+    from epcore.links.collector import RemoteCollector
     from epcore.negotiator.service import NegotiatorService
     from epcore.net.commands import Command
     from epcore.net.dispatch import Handler
+    from epcore.pool.network import PoolListener
 
 
 class SharedConfig:
@@ -157,19 +172,31 @@ def build_pool(
     log = startd.log if startd is not None else next(iter(logs.values()))
     _make_private(paths, daemons, log)
     create_signing_key_if_missing(config, daemons, log)
-    if startd is not None and COLLECTOR not in daemons:
-        log.warning(
-            "the startd's ads stay in %s/startd_ads: the collector at COLLECTOR_HOST (%s) is"
-            " reached over the network only once issue 22 lands",
-            startd.paths.spool,
-            config.get("COLLECTOR_HOST") or "unset",
-        )
-    collector = None
+    collector: CollectorService | None = None
+    # The collector the daemons here advertise to and query: this process's own, or (a role
+    # running alone) the one at COLLECTOR_HOST over CEDAR, once the listener gives this
+    # process the network address its ads carry.
+    pool_collector: CollectorLink
+    remote_collector: RemoteCollector | None = None
+    listening: list[PoolListener] = []
     if COLLECTOR in daemons:
-        collector = _collector(shared, paths, logs[COLLECTOR], clock)
-        if startd is not None:
-            startd.sink = collector
+        collector = pool_collector = _collector(shared, paths, logs[COLLECTOR], clock)
         handlers.update(collector.handlers())
+    else:
+        from epcore.links.collector import RemoteCollector
+
+        remote_collector = pool_collector = RemoteCollector(
+            shared,
+            address=lambda: _listening_at(listening),
+            subsystem="STARTD" if startd is not None else "SCHEDD",
+            log=log,
+        )
+        log.info(
+            "the collector is at %s (COLLECTOR_HOST); this process advertises to it over CEDAR",
+            collector_named(config),
+        )
+    if startd is not None:
+        startd.sink = pool_collector
     negotiator = None
     if NEGOTIATOR in daemons:
         assert collector is not None  # check_reachable saw to it
@@ -195,16 +222,21 @@ def build_pool(
         cedar.append(negotiator_cedar_handlers(negotiator))
     schedd = None
     if SCHEDD in daemons:
-        assert collector is not None  # check_reachable saw to it
+        priorities: PriorityQuery | None = negotiator
+        if negotiator is None:
+            from epcore.links.priority import RemotePriorities
+
+            # The negotiator elsewhere, found through the collector's Negotiator ad.
+            priorities = RemotePriorities(shared, pool_collector, log=logs[SCHEDD], clock=clock)
         queue = JobQueue.open(paths.queue_database)
         core = Schedd(config, queue, startds, host_name=host_name, log=logs[SCHEDD], clock=clock)
         schedd = ScheddService(
             core,
             config=shared,
             address=f"<unix:{paths.control_socket}>",
-            collector=collector,
-            slots=collector,
-            priorities=negotiator,
+            collector=pool_collector,
+            slots=pool_collector,
+            priorities=priorities,
             log=logs[SCHEDD],
             clock=clock,
         )
@@ -251,14 +283,25 @@ def build_pool(
         local_address=f"<unix:{paths.control_socket}>",
         log=logs.get(COLLECTOR, log),
     )
+    listening.append(listener)
     services: list[Service] = [StartdService(startd)] if startd is not None else []
     services.extend((router, listener))
     services.extend(s for s in (schedd, collector, negotiator, defrag) if s is not None)
+    if remote_collector is not None:
+        # Last: its close sends the invalidations the daemons' closes queued.
+        services.append(remote_collector)
     if ROOSTER in daemons:
         assert collector is not None  # check_reachable saw to it
         services.append(Rooster(collector, config=shared, log=logs[ROOSTER], clock=clock))
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
+
+
+def _listening_at(listening: list[PoolListener]) -> tuple[str, int] | None:
+    """The host and port the process's CEDAR listener listens on, once it does."""
+    if not listening or listening[0].sock is None:
+        return None
+    return listening[0].host, listening[0].port
 
 
 def _rooster_log(config: Config) -> str:

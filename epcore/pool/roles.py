@@ -6,11 +6,12 @@ The roles are HTCondor's: ``personal`` (the whole pool in one process), ``centra
 names none of these daemons (the default DAEMON_LIST, or no configuration) means the
 personal pool.
 
-Until the network links come (issue 22), daemons reach each other only inside one process:
-a set of daemons that needs a peer running elsewhere is refused with the knob that names the
-peer, rather than started as half a pool. What can run alone does: a startd with its control
-socket (its ads stay in ``$(SPOOL)/startd_ads``), a collector with a negotiator answering
-queries.
+A role runs alone, its peers elsewhere: a startd or a schedd without a collector here
+advertises to the collector that COLLECTOR_HOST (by default CONDOR_HOST) names, over CEDAR
+(:mod:`epcore.links.collector`), and a schedd finds the negotiator through the collector's
+Negotiator ad, as HTCondor's do. Refused, with the knob to set, is only what cannot work: a
+startd or schedd with no collector named anywhere, and the daemons that work on the
+collector's store in the same process (the negotiator, defrag, the rooster) without it.
 
 The defrag daemon and the rooster run only when DAEMON_LIST names them (DEFRAG, ROOSTER), as
 in HTCondor (no role has them by default); with ``--role`` each joins a role that runs the
@@ -44,13 +45,10 @@ ROLES: dict[str, frozenset[str]] = {
     "execute": frozenset({STARTD}),
 }
 
-#: What each daemon cannot work without, and the knob that says where that peer is.
-_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
-    SCHEDD: ((COLLECTOR, "COLLECTOR_HOST"), (NEGOTIATOR, "NEGOTIATOR_HOST")),
-    NEGOTIATOR: ((COLLECTOR, "COLLECTOR_HOST"),),
-    DEFRAG: ((COLLECTOR, "COLLECTOR_HOST"),),
-    ROOSTER: ((COLLECTOR, "COLLECTOR_HOST"),),
-}
+#: The daemons that read the collector's store in their own process.
+_BESIDE_COLLECTOR = (NEGOTIATOR, DEFRAG, ROOSTER)
+#: The daemons that reach a collector elsewhere when none runs here.
+_ADVERTISERS = (STARTD, SCHEDD)
 
 
 def daemons_of(role: str | None, config: Config) -> frozenset[str]:
@@ -68,19 +66,33 @@ def daemons_of(role: str | None, config: Config) -> frozenset[str]:
     return (chosen or ROLES["personal"]) | optional
 
 
+def collector_named(config: Config) -> str | None:
+    """Where COLLECTOR_HOST (else CONDOR_HOST) says the pool's collector is; None when
+    neither names one."""
+    for knob in ("COLLECTOR_HOST", "CONDOR_HOST"):
+        words = (config.get(knob) or "").replace(",", " ").split()
+        if words:
+            return words[0]
+    return None
+
+
 def check_reachable(daemons: Collection[str], config: Config) -> None:
-    """PoolError naming the knob of the first peer a daemon needs that does not run here."""
-    for daemon in DAEMONS:
-        if daemon not in daemons:
-            continue
-        for peer, knob in _NEEDS.get(daemon, ()):
-            if peer not in daemons:
-                where = config.get(knob) or config.get("CONDOR_HOST") or "unset"
-                raise PoolError(
-                    f"the {daemon} needs a {peer}, which does not run in this process; "
-                    f"{knob} ({where}) is reached over the network only once issue 22 "
-                    "lands: run the roles together (ep run --role personal)"
-                )
+    """PoolError naming the knob (or the daemon) that a set of daemons lacks (module
+    docstring)."""
+    if COLLECTOR in daemons:
+        return
+    for daemon in _BESIDE_COLLECTOR:
+        if daemon in daemons:
+            raise PoolError(
+                f"the {daemon} runs only beside its collector: add COLLECTOR to DAEMON_LIST "
+                "(or run ep run --role central-manager)"
+            )
+    alone = [daemon for daemon in _ADVERTISERS if daemon in daemons]
+    if alone and collector_named(config) is None:
+        raise PoolError(
+            f"the {alone[0]} needs the pool's collector, which does not run in this process: "
+            "set COLLECTOR_HOST (or CONDOR_HOST) to the central manager's host[:port]"
+        )
 
 
 def role_names(daemons: Collection[str]) -> list[str]:

@@ -184,6 +184,8 @@ class ScheddService(TimedService):
             ad["MyType"] = "Submitter"
             ad["Name"] = submitter_name
             ad["ScheddName"] = name
+            # Where a negotiator in another process reaches this schedd (HTCondor's name).
+            ad["ScheddIpAddr"] = self.address
             for column in ("RunningJobs", "IdleJobs", "HeldJobs"):
                 ad[column] = tally.get(column, 0)
             ads.append(ad)

@@ -91,3 +91,28 @@ def test_kept_encodings_of_departed_ads_are_forgotten() -> None:
     assert 1 <= len(cache._parts) <= 2 * len(service.collector) + 64
     (latest,) = service.query_stored("Machine", now=time.time())
     assert any(kept is latest for kept, _ in cache._parts.values())
+
+
+def test_a_submitter_ads_in_process_schedd_address_is_answered_as_the_port() -> None:
+    """A submitter ad naming its schedd of this process by ``<unix:...>`` (ScheddIpAddr,
+    which HTCondor's tools contact) is answered with the port the client came in by, with
+    or without a projection; the stored ad keeps its own."""
+    service = _service()
+    ad = parse_ad(
+        '[ MyType = "Submitter"; Name = "alice@x"; ScheddIpAddr = "<unix:/tmp/pool_control>" ]'
+    )
+    service.update([ad], time.time())
+    handler = cedar_handlers(service)[commands.QUERY_SUBMITTOR_ADS]
+    for query in (
+        "[ Requirements = true ]",
+        '[ Requirements = true; Projection = "ScheddIpAddr" ]',
+    ):
+        (reader,) = drive(
+            handler,
+            commands.QUERY_SUBMITTOR_ADS.number,
+            [Writer().put_classad(parse_ad(query)).bytes()],
+        )
+        assert reader.get_int() == 1
+        assert reader.get_classad().evaluate("ScheddIpAddr") == "<127.0.0.1:9618>"
+    (stored,) = service.query_stored("Submitter", now=time.time())
+    assert stored.evaluate("ScheddIpAddr") == "<unix:/tmp/pool_control>"

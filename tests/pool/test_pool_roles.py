@@ -1,5 +1,5 @@
-"""``ep run --role``: which daemons a role runs, which roles can run alone until the network
-links come (issue 22), and a real process for each role."""
+"""``ep run --role``: which daemons a role runs, which sets of daemons are refused (and with
+which knob), and a real process for each role."""
 
 from __future__ import annotations
 
@@ -70,32 +70,48 @@ def test_defrag_runs_only_when_daemon_list_names_it(
 
 
 def test_defrag_without_a_collector_names_the_knob() -> None:
-    """A defrag daemon listed without a collector in the process cannot reach one yet."""
-    config = _config("DAEMON_LIST = MASTER STARTD DEFRAG")
-    with pytest.raises(PoolError, match=r"the defrag needs a collector.*COLLECTOR_HOST"):
+    """A defrag daemon listed without a collector in the process is refused: it works on
+    the collector's store, which lives only beside it."""
+    config = _config("DAEMON_LIST = MASTER STARTD DEFRAG\nCOLLECTOR_HOST = cm.example.org")
+    with pytest.raises(PoolError, match=r"the defrag runs only beside its collector.*COLLECTOR"):
         check_reachable(daemons_of(None, config), config)
 
 
-@pytest.mark.parametrize("role", ["personal", "central-manager", "execute"])
-def test_roles_that_need_no_other_process_may_run(role: str) -> None:
-    """The whole pool, a central manager and an execute point each run on their own."""
-    check_reachable(ROLES[role], _config(""))
+@pytest.mark.parametrize("role", ["personal", "central-manager", "submit", "execute"])
+def test_every_role_runs_alone_when_a_collector_is_named(role: str) -> None:
+    """Each role may run in its own process once COLLECTOR_HOST names the collector."""
+    check_reachable(ROLES[role], _config("COLLECTOR_HOST = cm.example.org"))
 
 
-def test_a_schedd_without_its_central_manager_names_the_knob() -> None:
-    """A submit role cannot reach a collector elsewhere yet: the error names COLLECTOR_HOST
-    and its value, and says how to run instead."""
-    config = _config("COLLECTOR_HOST = cm.example.org")
+@pytest.mark.parametrize("role", ["submit", "execute"])
+def test_condor_host_alone_names_the_collector(role: str) -> None:
+    """CONDOR_HOST is where the collector is when COLLECTOR_HOST is not set (HTCondor's
+    default COLLECTOR_HOST is $(CONDOR_HOST))."""
+    check_reachable(ROLES[role], _config("CONDOR_HOST = cm.example.org"))
+
+
+@pytest.mark.parametrize("role", ["submit", "execute"])
+def test_a_role_without_any_collector_named_is_refused_naming_the_knob(role: str) -> None:
+    """A schedd or startd alone with neither COLLECTOR_HOST nor CONDOR_HOST set cannot find
+    its collector: the error names both knobs and what to set them to."""
     with pytest.raises(PoolError) as caught:
-        check_reachable(ROLES["submit"], config)
+        check_reachable(ROLES[role], _config(""))
     message = str(caught.value)
-    assert "the schedd needs a collector" in message
-    assert "COLLECTOR_HOST (cm.example.org)" in message
-    assert "issue 22" in message and "--role personal" in message
+    assert "does not run in this process" in message
+    assert "set COLLECTOR_HOST (or CONDOR_HOST)" in message
 
 
-def test_ep_run_as_a_submit_point_refuses_to_start(tmp_path: Path) -> None:
-    """``ep run --role submit`` exits with the error naming COLLECTOR_HOST, starting nothing."""
+def test_a_negotiator_without_its_collector_is_refused() -> None:
+    """The negotiator reads the collector's store in its own process: DAEMON_LIST naming it
+    without the collector is refused, saying to add COLLECTOR."""
+    config = _config("DAEMON_LIST = MASTER NEGOTIATOR\nCOLLECTOR_HOST = cm.example.org")
+    with pytest.raises(PoolError, match="the negotiator runs only beside its collector"):
+        check_reachable(daemons_of(None, config), config)
+
+
+def test_ep_run_as_a_submit_point_without_a_collector_refuses_to_start(tmp_path: Path) -> None:
+    """``ep run --role submit`` with no collector named exits with the error naming
+    COLLECTOR_HOST, starting nothing."""
     local = tmp_path / "local"
     local.mkdir()
     config = tmp_path / "condor_config"
@@ -126,7 +142,7 @@ def test_an_execute_point_runs_a_startd_with_its_control_socket(
 ) -> None:
     """With ``use ROLE: Execute`` the process runs the startd alone: its control socket
     answers with the slots' ads, the pool's socket refuses the central manager's queries, and
-    the StartLog says that the collector at COLLECTOR_HOST is not reached."""
+    the StartLog says where the collector it advertises to is."""
     pool = pool_factory("DAEMON_LIST = MASTER\nuse ROLE: Execute\n", start=False)
     pool.launch()
     startd = StartdClient(str(pool.directory / "lock" / "startd_control"), timeout=10)
@@ -142,4 +158,4 @@ def test_an_execute_point_runs_a_startd_with_its_control_socket(
     assert all(str(ad.evaluate("Name")).startswith("slot") for ad in startd.query())
     with pytest.raises(ControlError, match="QueryAds: no daemon here answers it"):
         pool.client.query_ads("Machine")
-    assert "the collector at COLLECTOR_HOST" in pool.log("StartLog")
+    assert "(COLLECTOR_HOST); this process advertises to it over CEDAR" in pool.log("StartLog")
