@@ -29,7 +29,7 @@ PURE = frozenset(
 )
 #: The runtime-level shell: the event loop and its services, and CEDAR (epcore.net), the
 #: network face; roles use both, neither knows a role.
-RUNTIME = frozenset({"runtime", "net"})
+RUNTIME = frozenset({"runtime", "net", "transfer"})
 INTERFACES = frozenset({"interfaces"})
 ROLES = frozenset({"collector", "negotiator", "schedd", "startd", "defrag"})
 #: The startd's own child process: only the startd (and the shared shell) may start it.
