@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from epcore.negotiator.service import NegotiatorService
     from epcore.net.commands import Command
     from epcore.net.dispatch import Handler
+    from epcore.pool.network import PoolListener
 
 
 class SharedConfig:
@@ -184,6 +185,7 @@ def build_pool(
         handlers.update(negotiator.handlers())
         cedar.append(negotiator_cedar_handlers(negotiator))
     schedd = None
+    transfer_socket: list[PoolListener] = []
     if SCHEDD in daemons:
         assert collector is not None  # check_reachable saw to it
         queue = JobQueue.open(paths.queue_database)
@@ -199,6 +201,17 @@ def build_pool(
             clock=clock,
         )
         schedds.register(schedd.address, schedd)
+        # File transfer (epcore.schedd.transfer): a key in the job ad at activation, the
+        # files served on this process's CEDAR port (known once the listener is built).
+        from epcore.schedd.transfer import TransferKeys
+
+        core.transfers = TransferKeys(
+            lambda: _transfer_socket(transfer_socket),
+            host_name=host_name,
+            log=logs[SCHEDD],
+            clock=clock,
+        )
+        cedar.append(core.transfers.handlers())
         if startd is not None:
             startd.job_results = schedd
         handlers.update(schedd.handlers())
@@ -239,6 +252,7 @@ def build_pool(
         local_address=f"<unix:{paths.control_socket}>",
         log=logs.get(COLLECTOR, log),
     )
+    transfer_socket.append(listener)
     services: list[Service] = [StartdService(startd)] if startd is not None else []
     services.extend((router, listener))
     services.extend(s for s in (schedd, collector, negotiator, defrag) if s is not None)
@@ -247,6 +261,15 @@ def build_pool(
         services.append(Rooster(collector, config=shared, log=logs[ROOSTER], clock=clock))
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
+
+
+def _transfer_socket(holder: list[PoolListener]) -> str | None:
+    """The CEDAR address starters reach the schedd's files at, once it listens (None
+    before); listening on every interface, it is given as loopback (a pool of many hosts
+    names its address with NETWORK_INTERFACE)."""
+    if not holder or holder[0].sock is None:
+        return None
+    return str(holder[0].sinful).replace("<0.0.0.0:", "<127.0.0.1:")
 
 
 def _rooster_log(config: Config) -> str:
