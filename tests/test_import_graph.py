@@ -29,7 +29,7 @@ PURE = frozenset(
 )
 #: The runtime-level shell: the event loop and its services, and CEDAR (epcore.net), the
 #: network face; roles use both, neither knows a role.
-RUNTIME = frozenset({"runtime", "net"})
+RUNTIME = frozenset({"runtime", "net", "transfer"})
 INTERFACES = frozenset({"interfaces"})
 #: Links to peers in other processes: the interfaces' Protocols spoken over CEDAR; only the
 #: assembly makes them, and they know no role.

@@ -243,6 +243,17 @@ def build_pool(
         schedds.register(schedd.address, schedd)
         # A negotiator in another process negotiates with this schedd over CEDAR.
         cedar.append(negotiator_handlers(schedd, shared, log=logs[SCHEDD], clock=clock))
+        # File transfer (epcore.schedd.transfer): a key in the job ad at activation, the
+        # files served on this process's CEDAR port (known once the listener is built).
+        from epcore.schedd.transfer import TransferKeys
+
+        core.transfers = TransferKeys(
+            lambda: _transfer_socket(listening),
+            host_name=host_name,
+            log=logs[SCHEDD],
+            clock=clock,
+        )
+        cedar.append(core.transfers.handlers())
         if startd is not None:
             startd.job_results = schedd
         handlers.update(schedd.handlers())
@@ -302,6 +313,15 @@ def _listening_at(listening: list[PoolListener]) -> tuple[str, int] | None:
     if not listening or listening[0].sock is None:
         return None
     return listening[0].host, listening[0].port
+
+
+def _transfer_socket(holder: list[PoolListener]) -> str | None:
+    """The CEDAR address starters reach the schedd's files at, once it listens (None
+    before); listening on every interface, it is given as loopback (a pool of many hosts
+    names its address with NETWORK_INTERFACE)."""
+    if not holder or holder[0].sock is None:
+        return None
+    return str(holder[0].sinful).replace("<0.0.0.0:", "<127.0.0.1:")
 
 
 def _rooster_log(config: Config) -> str:

@@ -44,6 +44,7 @@ from epcore.schedd.schedd_jobs import (
     submitter_of,
 )
 from epcore.schedd.schedd_policy import PeriodicPolicy
+from epcore.schedd.transfer import TransferKeys
 from epcore.submit import SubmittedCluster, expand_match_references
 
 #: How long a claim waiting for its slot (a preempting claim, or a partitionable slot whose
@@ -136,6 +137,8 @@ class Schedd:
         self.limits = QueueLimits.from_config(config)
         self.limits_config = config
         self.periodic = PeriodicPolicy(config, log)
+        #: The file-transfer keys, when the schedd serves transfers (build_pool sets it).
+        self.transfers: TransferKeys | None = None
         for job in queue.jobs(statuses=(JobStatus.IDLE,)):
             self.idle.add(job, submitter_of(job, self.uid_domain))
 
@@ -300,8 +303,13 @@ class Schedd:
     ) -> bool:
         """Start ``job`` on ``claim_id`` of the startd at ``address``; False (and the claim
         given back) when refused."""
+        sent = job if reused else None
+        if self.transfers is not None:
+            # A job whose files may travel carries the key to them (epcore.schedd.transfer).
+            offered = self.transfers.offer(str(job_id), job)
+            sent = offered if offered is not None else sent
         try:
-            self.startds.link(address).activate(claim_id, job if reused else None)
+            self.startds.link(address).activate(claim_id, sent)
         except EpError as error:
             self.log.info("job %s: activation refused: %s", job_id, error)
             self._give_back(address, claim_id)
@@ -367,6 +375,8 @@ class Schedd:
         claim_id = result.evaluate("ClaimId")
         running = self.running.pop(claim_id, None) if isinstance(claim_id, str) else None
         job_id = running.job_id if running is not None else job_id_of(result)
+        if self.transfers is not None:
+            self.transfers.forget(str(job_id))
         with self.queue.batch():
             try:
                 self._record(job_id, result, now)

@@ -226,10 +226,22 @@ def result_values(job: ClassAd, result: ClassAd, now: float) -> dict[str, object
         "RemoteSysCpu",
         "NumPids",
         "JobDuration",
+        "TransferInStarted",
+        "TransferInFinished",
+        "TransferOutStarted",
+        "TransferOutFinished",
     ):
         expr = result.lookup(name)
         if expr is not None:
             values[name] = expr
+    # The bytes a run's file transfer moved add up over the job's runs, as HTCondor's do
+    # (BytesSent: what the execute host sent back; BytesRecvd: the input it received).
+    for name in ("BytesSent", "BytesRecvd"):
+        moved, before = result.evaluate(name), job.evaluate(name)
+        if isinstance(moved, int | float) and not isinstance(moved, bool):
+            values[name] = float(moved) + (
+                float(before) if isinstance(before, int | float) else 0.0
+            )
     started = job.evaluate("JobCurrentStartDate")
     wall = job.evaluate("RemoteWallClockTime")
     if isinstance(started, int):

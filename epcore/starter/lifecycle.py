@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import selectors
 import time
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -54,6 +55,9 @@ from epcore.starter.userlog import (
     ResourceUsage,
 )
 from epcore.types import ChildSetup
+
+if TYPE_CHECKING:
+    from epcore.starter.fetch import RemoteTransfer
 
 VANILLA = 5
 #: How often the starter checks the job's memory limit while it runs.
@@ -371,6 +375,8 @@ def _finished_message(starter: Starter, ending: Ending) -> ClassAd:
         ad["JobDuration"] = round(starter.clock() - starter.start_time, 3)
     if starter.user is not None:
         ad["RemoteOwner"] = starter.user.name
+    for name in starter.transfer_figures:
+        ad[name] = starter.transfer_figures[name]
     return ad
 
 
@@ -385,6 +391,7 @@ def run_job(starter: Starter) -> int:
     before: dict[str, FileStamp] = {}
     ending: Ending | None = None
     logs: JobLogs | None = None
+    remote: RemoteTransfer | None = None
     cleaned = False
     try:
         starter.user = job_user(request.config, starter.job, request.slot_id)
@@ -393,14 +400,32 @@ def run_job(starter: Starter) -> int:
         keyword = starter_hook_keyword(request.config, starter.job)
         ending = _prepare(starter, starter.runner, keyword)
         if ending is None:
-            command = job_command(starter.job, sandbox.path)
+            # The startd sends the slot's ad when a runtime runs the job with it; without
+            # one it found none, and the slot text is not parsed again for a vanilla job.
+            runtime = runtime_for(request.containers, starter.job, request.machine_ad)
+            run_ad = starter.job
+            if runtime is None and "TransferKey" in starter.job:
+                # A container job's files are copied by its runtime's setup (containers.py).
+                # Imported here: the CEDAR client stays out of the zygote every starter is
+                # forked from unless a job transfers files.
+                from epcore.starter.fetch import remote_transfer
+
+                remote = remote_transfer(
+                    starter.job,
+                    request.config,
+                    slot_name=request.slot_name,
+                    user=starter.user,
+                    sandbox=sandbox.path,
+                    clock=starter.clock,
+                )
+                if remote is not None:
+                    starter.transfer_figures = remote.figures
+                    run_ad = remote.fetch()
+            command = job_command(run_ad, sandbox.path)
             logs = JobLogs(
                 starter.job, command.iwd, starter.user.uid, starter.user.gid, starter.log
             )
             logs.check()
-            # The startd sends the slot's ad when a runtime runs the job with it; without
-            # one it found none, and the slot text is not parsed again for a vanilla job.
-            runtime = runtime_for(request.containers, starter.job, request.machine_ad)
             if runtime is None:
                 launched = _launch(starter, command)
             else:
@@ -433,6 +458,8 @@ def run_job(starter: Starter) -> int:
             ending = starter.ending(status.code, status.signal, oom_before)
             if isinstance(launched, ContainerLaunch):
                 ending = finish_container(starter, launched, before, ending)
+            elif remote is not None:
+                ending = remote.send_back(ending)
     except JobSetupError as error:
         starter.log.error("the job cannot run: %s", error)
         ending = starter.setup_failure(error)

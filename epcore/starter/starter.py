@@ -219,6 +219,8 @@ class Starter:
         self.user: JobUser | None = None
         self.supervisor_pid = 0
         self.runner: HookRunner | None = None
+        #: What the job's file transfers recorded (BytesSent, TransferInStarted...).
+        self.transfer_figures = ClassAd()
 
     # -- the startd connection --------------------------------------------------------------
 
