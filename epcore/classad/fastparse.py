@@ -139,22 +139,29 @@ def _paren(inner: ast.Node) -> ast.Paren:
 # same immutable node, so a tree shares the references and literals of earlier ones (ads
 # repeat TARGET, Memory, "LINUX" and small numbers by the thousand) instead of allocating
 # them again for the garbage collector to follow while the parse cache keeps the tree.
-# Emptied when full, so that it holds the names in use now.
+# Emptied when full, so that it holds the names in use now. Only trees that are kept share:
+# a tree its caller frees at once (a text seen for the first time, which the parse cache
+# does not keep) makes its own leaves, so that they go with it; leaves the table kept alive
+# after their tree would count as new objects toward the collector's next pass.
 _LEAVES: Final[dict[str, ast.Node]] = {}
 _MAX_LEAVES: Final = 4096
 
 
-def _leaf(token: str) -> ast.Node:
+def _new_leaf(token: str) -> ast.Node:
     """The reference, number or string literal that ``token`` (not a keyword) reads as."""
+    first = token[0]
+    if first == '"':
+        return _literal(token[1:-1])
+    if _FIRST.get(first) == _NAME:
+        return _reference(token, None)
+    return _literal(_number(token))
+
+
+def _shared_leaf(token: str) -> ast.Node:
+    """The leaf of ``token`` as :func:`_new_leaf` makes it, the same node as last time."""
     node = _LEAVES.get(token)
     if node is None:
-        first = token[0]
-        if first == '"':
-            node = _literal(token[1:-1])
-        elif _FIRST.get(first) == _NAME:
-            node = _reference(token, None)
-        else:
-            node = _literal(_number(token))
+        node = _new_leaf(token)
         if len(_LEAVES) >= _MAX_LEAVES:
             _LEAVES.clear()
         _LEAVES[token] = node
@@ -168,10 +175,16 @@ class _GiveUp(Exception):
 class _Reader:
     """Precedence climbing over the token strings of one text."""
 
-    def __init__(self, tokens: list[str], depth: int) -> None:
+    def __init__(self, tokens: list[str], depth: int, shared: bool) -> None:
         self.tokens = tokens
         self.at = 0
         self.depth = depth
+        self.shared = shared
+
+    def leaf(self, token: str) -> ast.Node:
+        if self.shared:
+            return _shared_leaf(token)
+        return _new_leaf(token)
 
     def expect(self, token: str) -> None:
         if self.tokens[self.at] != token:
@@ -242,10 +255,10 @@ class _Reader:
             elif tokens[at + 1] == "(":
                 node = self.call(token)
             else:
-                node = _leaf(token)
+                node = self.leaf(token)
         elif kind in (_STRING, _NUMBER) or (len(token) > 1 and token[0] in "-."):
             self.at = at + 1
-            node = _leaf(token)
+            node = self.leaf(token)
         elif token in UNARY_OPERATORS:
             self.at = at + 1
             self.enter(1)
@@ -322,10 +335,10 @@ class _Reader:
                 return _literal(_keyword(token.lower()))
             if tokens[self.at] == "(":
                 return self.call(token)
-            return _leaf(token)
+            return self.leaf(token)
         if kind in (_STRING, _NUMBER) or (len(token) > 1 and token[0] == "."):
             self.at += 1
-            return _leaf(token)
+            return self.leaf(token)
         return self.bracketed(token)
 
     def selections(self, node: ast.Node) -> ast.Node:
@@ -427,12 +440,15 @@ def _number(token: str) -> int | float:
     return integer_value(token)
 
 
-def fast_expression(text: str) -> ast.Node | None:
-    """The tree of ``text`` as one whole expression, or None when the full parser must read it."""
+def fast_expression(text: str, shared: bool = True) -> ast.Node | None:
+    """The tree of ``text`` as one whole expression, or None when the full parser must read it.
+
+    With ``shared`` false the tree's leaves are its own (for a tree that is not kept).
+    """
     tokens = scanner.tokens(text)
     if tokens is None:
         return None
-    reader = _Reader(tokens, 0)
+    reader = _Reader(tokens, 0, shared)
     try:
         node = reader.expression()
     except (_GiveUp, RecursionError):
@@ -448,7 +464,7 @@ def fast_ad(text: str) -> ast.AdExpr | None:
     if tokens is None or tokens[0] != "[":
         return None
     # The outermost brackets are free, as in parser.parse_ad_node.
-    reader = _Reader(tokens, -_BRACKET_COST)
+    reader = _Reader(tokens, -_BRACKET_COST, True)
     try:
         node = reader.ad()
     except (_GiveUp, RecursionError):

@@ -17,7 +17,8 @@ from typing import Any, Final
 
 from epcore.classad import ast
 from epcore.classad.classad import ClassAd, Expr
-from epcore.classad.parser import iter_new_ads, parse_ad_node, parse_node
+from epcore.classad.parsecache import parse_node
+from epcore.classad.parser import iter_new_ads, parse_ad_node
 from epcore.classad.unparse import unparse
 from epcore.classad.values import UNDEFINED
 from epcore.errors import ClassAdError, ClassAdSyntaxError

@@ -106,7 +106,7 @@ class Invocation:
 
     def parse(self, text: str) -> ast.Node:
         """Parse expression text (raises ClassAdSyntaxError)."""
-        from epcore.classad.parser import parse_node
+        from epcore.classad.parsecache import parse_node
 
         return parse_node(text)
 

@@ -14,7 +14,6 @@ match analysis and the job queue all walk it recursively.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Final
 
 from epcore.classad import ast
@@ -384,23 +383,15 @@ def describe(token: Token) -> str:
     return repr(token.text)
 
 
-def parse_node(text: str, source: str | None = None, *, old_strings: bool = False) -> ast.Node:
-    """Parse one whole expression into an AST node.
+def parse_uncached(
+    text: str, source: str | None = None, *, old_strings: bool = False, shared: bool = True
+) -> ast.Node:
+    """Parse one whole expression (epcore.classad.parsecache keeps the trees of repeated texts).
 
-    Pools repeat the same expressions across thousands of ads, so parsed trees (which
-    are immutable) are cached by text, as HTCondor's own ClassAd cache does.
+    ``shared`` false: the tree shares no leaves with others (see fastparse), for a tree
+    that is not kept.
     """
-    return _parse_cached(text, source, old_strings)
-
-
-@lru_cache(maxsize=16384)
-def _parse_cached(text: str, source: str | None, old_strings: bool) -> ast.Node:
-    return parse_uncached(text, source, old_strings=old_strings)
-
-
-def parse_uncached(text: str, source: str | None = None, *, old_strings: bool = False) -> ast.Node:
-    """Parse one whole expression, bypassing the cache (for benchmarks and tests)."""
-    node = fast_expression(text)
+    node = fast_expression(text, shared)
     if node is not None:
         return node
     parser = Parser(text, source, old_strings=old_strings)

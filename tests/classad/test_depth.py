@@ -26,6 +26,7 @@ from epcore.classad import (
     parse_ad,
     parse_ads,
     parse_expr,
+    parsecache,
     parser,
     symmetric_match,
     to_json,
@@ -94,7 +95,7 @@ def _frames_left(frames: int) -> Iterator[None]:
 
 def _fresh(text: str) -> ClassAd:
     """An ad holding ``text`` as v, parsed and compiled anew (nothing cached helps)."""
-    parser._parse_cached.cache_clear()
+    parsecache.clear()
     compiler.compile_node.cache_clear()
     return parse_ad(f"[ v = {text}; x = 1 ]")
 

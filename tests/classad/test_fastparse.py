@@ -204,3 +204,30 @@ def test_trees_share_their_leaves_within_a_bounded_table() -> None:
     for n in range(fastparse._MAX_LEAVES + 10):
         fastparse.fast_expression(f"fresh_name_{n}")
     assert len(fastparse._LEAVES) <= fastparse._MAX_LEAVES
+
+
+def test_a_tree_not_kept_makes_its_own_leaves() -> None:
+    """Read with shared=False, a text gives the same tree as with sharing, but none of its
+    leaves is a node of the shared table or of another tree, and the table is not filled."""
+    text = 'Memory > 1024 && OpSys == "LINUX" && Cpus >= 1.5 && Unshared_name_only_here'
+    shared = fastparse.fast_expression(text)
+    assert shared is not None
+    fastparse._LEAVES.clear()
+    own = fastparse.fast_expression(text, shared=False)
+    assert own is not None
+    _same_tree(own, _full(text))
+    assert own == shared
+    assert fastparse._LEAVES == {}
+    again = fastparse.fast_expression(text, shared=False)
+    assert isinstance(own, ast.Binary) and isinstance(again, ast.Binary)
+    assert own.right is not again.right  # Unshared_name_only_here: a reference each
+
+
+@scaled(1.0)
+@given(text=expressions)
+def test_generated_expressions_read_alike_without_sharing(text: str) -> None:
+    """Without shared leaves the fast path gives the full parser's tree or gives up, as with."""
+    fast = fastparse.fast_expression(text, shared=False)
+    if fast is not None:
+        _same_tree(fast, _full(text))
+        assert fast == fastparse.fast_expression(text)
