@@ -116,6 +116,9 @@ QMGMT_WRITE_CMD = Command(1112, "QMGMT_WRITE_CMD", WRITE)
 # ADMINISTRATOR's) ---------------------------------------------------------------------------
 _SCHED_VERS = 400
 GET_HISTORY = Command(_SCHED_VERS + 29, "GET_HISTORY", READ)
+# A schedd's calls on its own claims: the claim id (a secret) is the proof of ownership.
+ALIVE = Command(_SCHED_VERS + 41, "ALIVE", DAEMON)
+RELEASE_CLAIM = Command(_SCHED_VERS + 43, "RELEASE_CLAIM", DAEMON)
 VACATE_ALL_CLAIMS = Command(_SCHED_VERS + 47, "VACATE_ALL_CLAIMS", ADMINISTRATOR)
 VACATE_CLAIM = Command(_SCHED_VERS + 65, "VACATE_CLAIM", ADMINISTRATOR)
 VACATE_ALL_FAST = Command(_SCHED_VERS + 74, "VACATE_ALL_FAST", ADMINISTRATOR)

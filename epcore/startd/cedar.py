@@ -13,7 +13,12 @@ use (:mod:`epcore.startd.requests`, on the startd's :class:`~epcore.interfaces.S
   list, NumJobMatches, Since); the answer is one message with the matching finished jobs,
   newest first, then an ad with ``Owner = 0`` and NumJobMatches (condor_history's ending).
 
-Every command but GET_HISTORY needs ADMINISTRATOR (:mod:`epcore.net.commands`): the
+- ALIVE and RELEASE_CLAIM (a schedd on its own claim, condor_startd.V6/command.cpp): the
+  claim id as a string, DAEMON level. Knowing the claim id is what makes the caller the
+  claim's owner, so an unknown id is refused: ALIVE is never answered (HTCondor's neither)
+  and only logged; RELEASE_CLAIM answers NOT_OK (0) then, and nothing when done.
+
+Every other command but GET_HISTORY needs ADMINISTRATOR (:mod:`epcore.net.commands`): the
 handshake refused anyone else before a handler runs. Each action is logged with who asked.
 """
 
@@ -35,6 +40,8 @@ from epcore.startd.requests import HANDLERS
 
 #: HowFast's values (htcondor2.DrainType) and the startd's names for them.
 DRAIN_SPEEDS: Final = {0: "graceful", 10: "quick", 20: "fast"}
+#: RELEASE_CLAIM's refusal (condor_commands.h NOT_OK).
+NOT_OK: Final = 0
 #: The one drain a startd has at a time; its request id.
 REQUEST_ID: Final = "1"
 #: Most history records one GET_HISTORY reads (the newest), so that a huge file cannot hold
@@ -222,7 +229,38 @@ def cedar_handlers(
         yield from send(writer)
         return None
 
+    def claim_command(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        name = commands.describe(context.peer.command)
+        reader = yield from context.receive("the claim id")
+        claim_id = reader.get_string("the claim id")
+        reader.expect_end("the claim id")
+        # The public part only: the whole id is the secret that proves ownership.
+        public = claim_id.rsplit("#", 1)[0]
+        release = context.peer.command == commands.RELEASE_CLAIM.number
+        try:
+            if release:
+                startd.release(claim_id)
+            else:
+                startd.alive(claim_id)
+        except EpError as error:
+            # The link's reason may quote the id it did not know: never log a secret.
+            reason = str(error).replace(claim_id, public)
+            log.warning("%s for claim %s from %s refused: %s", name, public, who(context), reason)
+            if release:
+                yield from send(context.stream.writer().put_int(NOT_OK))
+            return None
+        log.log(
+            logging.INFO if release else logging.DEBUG,
+            "%s for claim %s from %s",
+            name,
+            public,
+            who(context),
+        )
+        return None
+
     table: dict[Command, Handler] = {
+        commands.ALIVE: claim_command,
+        commands.RELEASE_CLAIM: claim_command,
         commands.DRAIN_JOBS: drain,
         commands.CANCEL_DRAIN_JOBS: cancel_drain,
         commands.GET_HISTORY: get_history,

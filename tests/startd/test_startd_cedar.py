@@ -12,9 +12,12 @@ from epcore.net import commands
 from epcore.net.codec import Writer
 from epcore.runtime.control import ControlError
 from epcore.startd.cedar import cedar_handlers, select_history
+from epcore.startd.link import LocalStartdLink
+from epcore.startd.startd import Startd
 from tests.net.drive import drive
 
 NOW = 1_800_000_000.0
+CLAIM = "<127.0.0.1:9618>#1800000000#1#secret"
 RECORDS = [parse_ad(f'[ ClusterId = {n}; ProcId = 0; Owner = "bob" ]') for n in (1, 2, 3, 4)]
 
 
@@ -47,6 +50,16 @@ class RecordingLink:
     def vacate_slots(self, slot: str | None, fast: bool = False) -> list[str]:
         self.calls.append(("vacate", slot, fast))
         return [slot or "slot1_1"]
+
+    def alive(self, claim_id: str) -> None:
+        if claim_id != CLAIM:
+            raise ControlError(f"no claim {claim_id}")
+        self.calls.append(("alive", claim_id))
+
+    def release(self, claim_id: str) -> None:
+        if claim_id != CLAIM:
+            raise ControlError(f"no claim {claim_id}")
+        self.calls.append(("release", claim_id))
 
 
 def _handlers(link: RecordingLink):  # type: ignore[no-untyped-def]
@@ -145,3 +158,70 @@ def test_history_answer_ends_with_owner_zero_and_the_count() -> None:
     assert all(list(ad) == ["ClusterId"] for ad in ads)
     assert ad.evaluate("NumJobMatches") == 2
     assert answer.at_end
+
+
+def _claim_id(text: str) -> bytes:
+    return Writer().put_string(text).bytes()
+
+
+def test_alive_with_the_claim_id_keeps_the_lease_and_is_not_answered() -> None:
+    """ALIVE carrying the claim's id reaches the startd's alive for that claim; like
+    HTCondor's startd, nothing is sent back."""
+    link = RecordingLink()
+    handler = _handlers(link)[commands.ALIVE]
+    assert drive(handler, commands.ALIVE.number, [_claim_id(CLAIM)], user="condor") == []
+    assert link.calls == [("alive", CLAIM)]
+
+
+def test_release_claim_with_the_claim_id_releases_it_without_an_answer() -> None:
+    """RELEASE_CLAIM carrying the claim's id releases that claim and sends nothing back."""
+    link = RecordingLink()
+    handler = _handlers(link)[commands.RELEASE_CLAIM]
+    assert drive(handler, commands.RELEASE_CLAIM.number, [_claim_id(CLAIM)]) == []
+    assert link.calls == [("release", CLAIM)]
+
+
+def test_release_claim_with_a_wrong_claim_id_is_refused_with_not_ok(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A RELEASE_CLAIM whose id is not the claim's (a guessed secret) releases nothing, is
+    answered NOT_OK and logged with only the public part of the id."""
+    link = RecordingLink()
+    handler = _handlers(link)[commands.RELEASE_CLAIM]
+    wrong = CLAIM.rsplit("#", 1)[0] + "#guessed"
+    with caplog.at_level(logging.WARNING):
+        (answer,) = drive(handler, commands.RELEASE_CLAIM.number, [_claim_id(wrong)])
+    assert answer.get_int() == 0
+    assert link.calls == []
+    assert "guessed" not in caplog.text and "refused" in caplog.text
+
+
+def test_alive_with_a_wrong_claim_id_keeps_no_lease() -> None:
+    """An ALIVE with an unknown claim id reaches no claim and, as in HTCondor, gets no
+    answer."""
+    link = RecordingLink()
+    handler = _handlers(link)[commands.ALIVE]
+    assert drive(handler, commands.ALIVE.number, [_claim_id("<1.2.3.4:9618>#1#1#x")]) == []
+    assert link.calls == []
+
+
+def test_claim_commands_need_daemon_and_carry_htcondors_numbers() -> None:
+    """ALIVE is 441 and RELEASE_CLAIM 443 (condor_commands.h), both at DAEMON level as the
+    startd registers them."""
+    assert (commands.ALIVE.number, commands.RELEASE_CLAIM.number) == (441, 443)
+    assert commands.ALIVE.level == commands.RELEASE_CLAIM.level == commands.DAEMON
+
+
+def test_release_claim_on_a_real_startd_needs_the_whole_secret(startd: Startd) -> None:
+    """On a real startd, RELEASE_CLAIM with the claim's public part and a wrong secret leaves
+    the claim held (NOT_OK, the secret not logged); with the whole id the slot is freed."""
+    link = LocalStartdLink(startd)
+    claim_id = link.claim("slot1", ClassAd({"ClusterId": 1, "ProcId": 0, "Owner": "alice"}), "s")
+    handlers = cedar_handlers(link, list, logging.getLogger("test"), lambda: NOW)
+    release = handlers[commands.RELEASE_CLAIM]
+    wrong = claim_id.rsplit("#", 1)[0] + "#guessed"
+    (answer,) = drive(release, commands.RELEASE_CLAIM.number, [_claim_id(wrong)])
+    assert answer.get_int() == 0
+    assert link.slot_of(claim_id) is not None
+    assert drive(release, commands.RELEASE_CLAIM.number, [_claim_id(claim_id)]) == []
+    assert link.slot_of(claim_id) is None
