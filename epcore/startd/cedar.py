@@ -37,6 +37,7 @@ from epcore.net.commands import Command
 from epcore.net.conversation import Step, send
 from epcore.net.dispatch import CommandContext, Handler
 from epcore.startd.requests import HANDLERS
+from epcore.state.claims import public_part
 
 #: HowFast's values (htcondor2.DrainType) and the startd's names for them.
 DRAIN_SPEEDS: Final = {0: "graceful", 10: "quick", 20: "fast"}
@@ -235,7 +236,7 @@ def cedar_handlers(
         claim_id = reader.get_string("the claim id")
         reader.expect_end("the claim id")
         # The public part only: the whole id is the secret that proves ownership.
-        public = claim_id.rsplit("#", 1)[0]
+        public = public_part(claim_id)
         release = context.peer.command == commands.RELEASE_CLAIM.number
         try:
             if release:

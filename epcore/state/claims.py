@@ -23,6 +23,12 @@ def new_claim_id(rng: random.Random, address: str, startd_time: int, sequence: i
     return f"{address}#{startd_time}#{sequence}#{secret}"
 
 
+def public_part(claim_id: str) -> str:
+    """The part of a ClaimId that may be shown (logged, put in an error): all but the secret
+    after the last ``#``, which alone proves the claim is held."""
+    return claim_id.rsplit("#", 1)[0]
+
+
 @attrs.frozen(eq=False)
 class Claim:
     """A claim on a slot: its id, the job ad it was made for, RANK of that job, and its lease.

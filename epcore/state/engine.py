@@ -24,7 +24,7 @@ from epcore.errors import ClassAdSyntaxError, EpError
 from epcore.slots.dynamic import NoFit, carve_in
 from epcore.slots.model import Slot, SlotLayout
 from epcore.state import rules
-from epcore.state.claims import Claim, lease_seconds, new_claim_id
+from epcore.state.claims import Claim, lease_seconds, new_claim_id, public_part
 from epcore.state.policy import (
     SlotPolicy,
     evaluate,
@@ -224,7 +224,8 @@ class Engine:
         for record in w.slots.values():
             if record.claim is not None and record.claim.claim_id == claim_id:
                 return record
-        raise EngineError(f"no slot holds claim {claim_id}")
+        # Only the public part: an error is logged and sent back, the secret proves ownership.
+        raise EngineError(f"no slot holds claim {public_part(claim_id)}")
 
     def _new_claim(
         self, w: Work, job: ClassAd, rank: float, policy: SlotPolicy, client: str

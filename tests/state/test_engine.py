@@ -9,7 +9,7 @@ import pytest
 
 from epcore.classad import parse_ad
 from epcore.slots.layout import plan_slots
-from epcore.state.claims import lease_seconds, new_claim_id
+from epcore.state.claims import lease_seconds, new_claim_id, public_part
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import ActionKind, EngineState, VacateReason
 from epcore.state.rules import retirement_end, vacate_time
@@ -332,3 +332,15 @@ def test_a_vacate_with_a_reason_keeps_it_until_the_job_left() -> None:
     assert gone is not None and gone.vacate_reason is None
     plain = engine.vacate(state, "slot1", True, 30).state.slot("slot1")
     assert plain is not None and plain.vacate_reason is None
+
+
+def test_an_unknown_claim_is_named_by_its_public_part_only() -> None:
+    """The error for a claim id no slot holds quotes the id without its secret, since errors
+    are logged and sent back to whoever asked."""
+    secret_id = new_claim_id(random.Random(7), "<127.0.0.1:9618>", 1700000000, 3)
+    assert public_part(secret_id) == "<127.0.0.1:9618>#1700000000#3"
+    engine, state = _setup()
+    with pytest.raises(EngineError) as raised:
+        engine.release(state, secret_id, 5)
+    assert secret_id.rsplit("#", 1)[1] not in str(raised.value)
+    assert "<127.0.0.1:9618>#1700000000#3" in str(raised.value)
