@@ -95,6 +95,8 @@ def test_a_missing_libvirtd_is_offline_with_libvirts_error(tmp_path: object) -> 
     assert isinstance(reason, str) and f"{tmp_path}/nobody" in reason
 
 
+# One libvirtd per machine holds /run/libvirt: its tests share one worker.
+@pytest.mark.xdist_group("libvirtd")
 def test_a_real_libvirtd_offers_the_vm_universe(libvirt_uri: str) -> None:
     """A private libvirtd driving qemu makes the slot say HasVM = true with its version."""
     text = KVM + f"VM_LIBVIRT_URI = {libvirt_uri}\n"

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from vm_guest import Guest, build_guest
 
 from epcore.testing.system import missing
 
@@ -77,3 +78,9 @@ def libvirt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         for _, pid_file, _ in reversed(daemons):
             _stop(pid_file)
+
+
+@pytest.fixture(scope="session")
+def vm_guest(tmp_path_factory: pytest.TempPathFactory) -> Guest:
+    """The tests' guest kernel and initramfs, built once per run (vm_guest.py)."""
+    return build_guest(Path(tmp_path_factory.mktemp("guest")))
