@@ -82,6 +82,7 @@ PLUGIN_ROOTS = (
     PROJECT / "plugins" / "docker",
     PROJECT / "plugins" / "apptainer",
     PROJECT / "plugins" / "boinc",
+    PROJECT / "plugins" / "vm",
     PROJECT / "tests" / "plugin_fixtures" / "epcore_sample_plugin",
 )
 
@@ -200,7 +201,7 @@ def _plugin_imports() -> Iterator[Import]:
 
 
 def test_plugins_import_only_the_published_api() -> None:
-    """The docker, apptainer and boinc plugins and the sample plugin (code and tests) import
+    """The docker, apptainer, boinc and vm plugins and the sample plugin (code and tests) import
     only the published API, the hook surface and epcore.testing."""
     broken = [
         _where(found)

@@ -1,0 +1,86 @@
+"""A private libvirtd for the VM plugin's tests: its own sockets, logs and pid files, one per
+test run, stopped when the run ends (capabilities.md, section 4, is the recipe).
+
+It needs root, libvirtd and virtlogd (Debian's libvirt-daemon + libvirt-daemon-driver-qemu),
+the ``libvirt-qemu`` user and an /etc/libvirt/qemu.conf that runs qemu as root without a
+security driver (.ci/run sets both up); outside CI a missing piece skips the tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from vm_guest import Guest, build_guest
+
+from epcore.testing.system import missing
+
+
+def _stop(pid_file: Path) -> None:
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def libvirt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URI of a libvirtd started for this run (qemu:///system on a private socket)."""
+    if os.geteuid() != 0:
+        missing("the VM tests start libvirtd, which needs root")
+    for program in ("libvirtd", "virtlogd"):
+        if shutil.which(program) is None:
+            missing(f"{program} is not installed (libvirt-daemon)")
+    try:
+        import libvirt  # noqa: F401
+    except ImportError:
+        missing("libvirt-python is not installed")
+    # A short path: unix socket names are limited to 108 bytes.
+    run = Path(tmp_path_factory.mktemp("lv"))
+    (run / "libvirtd.conf").write_text(
+        f'unix_sock_dir = "{run}"\nlog_outputs = "3:file:{run}/libvirtd.log"\n'
+    )
+    (run / "virtlogd.conf").write_text(f'log_outputs = "3:file:{run}/virtlogd.log"\n')
+    Path("/var/log/libvirt").mkdir(parents=True, exist_ok=True)
+    daemons = [
+        ("virtlogd", run / "virtlogd.pid", run / "virtlogd.conf"),
+        ("libvirtd", run / "libvirtd.pid", run / "libvirtd.conf"),
+    ]
+    for program, pid_file, conf in daemons:
+        subprocess.run([program, "-d", "-p", str(pid_file), "-f", str(conf)], check=True)
+    socket = run / "libvirt-sock"
+    deadline = time.monotonic() + 10
+    while not socket.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        if not socket.exists():
+            log = (run / "libvirtd.log").read_text(errors="replace")[-2000:]
+            missing(f"libvirtd made no socket at {socket}: {log}")
+        yield f"qemu:///system?socket={socket}"
+    finally:
+        for _, pid_file, _ in reversed(daemons):
+            _stop(pid_file)
+
+
+@pytest.fixture(scope="session")
+def vm_guest(tmp_path_factory: pytest.TempPathFactory) -> Guest:
+    """The tests' guest kernel and initramfs, built once per run (vm_guest.py)."""
+    return build_guest(Path(tmp_path_factory.mktemp("guest")))
