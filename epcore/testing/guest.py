@@ -54,8 +54,9 @@ DEFAULT_PACKAGES = (
     "thin-provisioning-tools",
     "e2fsprogs",
 )
-#: What the guest's venv gets besides the checkout's own projects (downloaded as wheels once).
-DEFAULT_REQUIREMENTS = ("pytest",)
+#: What the guest's venv gets besides the checkout's projects: pytest, and hypothesis for the
+#: profiles tests/conftest.py loads.
+DEFAULT_REQUIREMENTS = ("pytest", "hypothesis")
 SUITE = "bookworm"
 VENV = "/opt/epcore"
 ROOT_ENV = "EPCORE_GUEST_CACHE"
@@ -79,7 +80,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /share
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro checkout /checkout
 hostname epguest
 echo 1 > /proc/sys/kernel/sysrq
-cd /checkout
+# Not /checkout: python would import epcore from the sources instead of the venv's wheel.
+cd /root
 /bin/sh /share/command.sh > /share/output.txt 2>&1
 echo $? > /share/status.txt
 sync
@@ -219,16 +221,20 @@ def _build_tree(spec: GuestSpec, tree: Path) -> None:
         check=True,
         capture_output=True,
     )
-    init = partial / "sbin" / "epguest-init"
+    partial.rename(tree)
+
+
+def _configure(tree: Path) -> None:
+    # Written with every image, not with the cached tree, so that a change here takes effect.
+    init = tree / "sbin" / "epguest-init"
     init.write_text(_INIT)
     init.chmod(0o755)
     # LVM without udev or dmeventd, neither of which runs in the guest.
-    lvm_conf = partial / "etc" / "lvm" / "lvmlocal.conf"
+    lvm_conf = tree / "etc" / "lvm" / "lvmlocal.conf"
     lvm_conf.write_text(
         "activation {\n udev_sync = 0\n udev_rules = 0\n monitoring = 0\n}\n"
         "devices {\n obtain_device_list_from_udev = 0\n}\n"
     )
-    partial.rename(tree)
 
 
 def _install_venv(tree: Path, wheels: Sequence[Path]) -> None:
@@ -272,7 +278,7 @@ def build_image(
     wheel_digests = [
         _digest(w.name, hashlib.sha256(w.read_bytes()).hexdigest()) for w in sorted(wheels)
     ]
-    key = _digest(tree_key, *wheel_digests)
+    key = _digest(tree_key, _INIT, *wheel_digests)
     image_dir = root / f"image-{key}"
     with _locked(root / "build.lock"):
         if (image_dir / "ready").exists():
@@ -280,6 +286,7 @@ def build_image(
         tree = root / f"tree-{tree_key}"
         if not tree.exists():
             _build_tree(spec, tree)
+        _configure(tree)
         _install_venv(tree, wheels)
         for stale in root.glob("image-*"):
             shutil.rmtree(stale, ignore_errors=True)
@@ -355,7 +362,7 @@ class Guest:
         ]  # fmt: skip
 
     def run(self, command: str, timeout: float = DEFAULT_TIMEOUT) -> GuestResult:
-        """Boot, run ``command`` with /bin/sh in /checkout as root, power off; the result."""
+        """Boot, run ``command`` with /bin/sh in /root as root, power off; the result."""
         lock = _locked(self.image.disk.parent.parent / "run.lock")
         with lock, tempfile.TemporaryDirectory(prefix="epguest-") as scratch:
             share = Path(scratch) / "share"

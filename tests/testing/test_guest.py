@@ -34,6 +34,7 @@ def test_the_image_key_follows_the_wheels_content(
         built.append(tree.name)
 
     monkeypatch.setattr(guest_kit, "_build_tree", fake_tree)
+    monkeypatch.setattr(guest_kit, "_configure", lambda tree: None)
     monkeypatch.setattr(guest_kit, "_install_venv", lambda tree, wheels: None)
     monkeypatch.setattr(
         guest_kit.subprocess,
