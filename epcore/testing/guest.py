@@ -423,9 +423,12 @@ def prepare(checkout: Path | None = None, spec: GuestSpec = GuestSpec()) -> Gues
     """Wheels of the checkout, then the image (built or from the cache), as a :class:`Guest`."""
     checkout = checkout or checkout_root()
     root = cache_dir()
+    # One lock over both: another xdist worker would otherwise replace the wheels while this
+    # one hashes them.
     with _locked(root / "wheels.lock"):
         wheels = build_wheels(checkout_projects(checkout), spec.requirements, root / "wheels")
-    return Guest(image=build_image(wheels, spec, root), checkout=checkout)
+        image = build_image(wheels, spec, root)
+    return Guest(image=image, checkout=checkout)
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,6 @@ from epcore.starter.cgroups import CgroupBackend, CgroupTracking
 from epcore.testing.guest import Guest
 from epcore.types import TrackingRequest
 
-pytest_plugins = ["epcore.testing.guest"]
-
 ROOT = Path("/sys/fs/cgroup")
 BASE = "ep_guest_test"
 MB = 1024 * 1024

@@ -11,8 +11,6 @@ import pytest
 from epcore.testing import guest as guest_kit
 from epcore.testing.guest import Guest, GuestImage
 
-pytest_plugins = ["epcore.testing.guest"]
-
 
 def _wheel(directory: Path, name: str, content: bytes) -> Path:
     path = directory / name
