@@ -12,6 +12,7 @@ from param_oracle import ParamOracle
 pytest_plugins = [
     "epcore.testing.hypothesis_profiles",
     "epcore.testing.system",
+    "epcore.testing.guest",
     "seed_documents",
     "parallel_groups",
 ]

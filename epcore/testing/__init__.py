@@ -9,7 +9,9 @@ Real components, for end-to-end tests (load them with ``pytest_plugins`` in a ro
 :mod:`epcore.testing.system` (root, slot users, cgroups, and skip-or-fail under CI=true),
 :mod:`epcore.testing.startd` (a real ``ep startd``, or a startd in the test's process),
 :mod:`epcore.testing.pool` (a real ``ep run`` pool and ``ep`` commands run as users),
-:mod:`epcore.testing.venv` (a real virtual environment to pip-install a plugin into) and
+:mod:`epcore.testing.venv` (a real virtual environment to pip-install a plugin into),
+:mod:`epcore.testing.guest` (a Debian 12 guest under qemu TCG, for what this kernel lacks:
+device-mapper, cgroup v2 with controllers) and
 :mod:`epcore.testing.hypothesis_profiles` (the project's hypothesis profiles and memory limit).
 
 Importing this package reads nothing and starts nothing; it only makes the fakes available.
