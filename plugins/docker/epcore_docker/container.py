@@ -74,6 +74,7 @@ class DockerContainer:
         stderr: str,
         uid: int,
         gid: int,
+        oom_kills_before: int | None = None,
     ) -> None:
         self.id = container_id
         self.log = log
@@ -91,7 +92,11 @@ class DockerContainer:
         self._cgroup: ContainerCgroup | None = None
         self._oom_seen = False
         self._started_at = int(time.time()) - 1  # the job's container started just before
-        self._oom_kills_at_start = machine_oom_kills()
+        # Counted before the container started when the runtime could: a job that runs out
+        # of memory at once is killed before this object exists.
+        self._oom_kills_at_start = (
+            machine_oom_kills() if oom_kills_before is None else oom_kills_before
+        )
         self._find_cgroup()
         # The threads' clients connect here: while the starter's main thread acts as the
         # job's user (as_user: writing its logs) a connect from any thread is refused.

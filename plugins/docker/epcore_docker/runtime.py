@@ -202,7 +202,7 @@ class DockerRuntime:
 
     def start(self, request: ContainerJob, log: logging.Logger) -> RunningContainer:
         """Pull the image when needed, then create and start the job's container."""
-        from epcore_docker.container import DOCKER_ERRORS, DockerContainer
+        from epcore_docker.container import DOCKER_ERRORS, DockerContainer, machine_oom_kills
         from epcore_docker.images import ImageCache
 
         # Not offline_reason(): the startd asked dockerd already, and a dockerd gone since
@@ -237,6 +237,7 @@ class DockerRuntime:
         log.info("created container %s (%s) from %s", container_id[:12], container.name, image)
         try:
             self._feed_stdin(container_id, request)
+            oom_kills_before = machine_oom_kills()
             container.start()
         except JobSetupError:
             self._remove_quietly(container_id, log)  # the job's input cannot be read
@@ -254,6 +255,7 @@ class DockerRuntime:
             stderr=request.stderr,
             uid=request.uid,
             gid=request.gid,
+            oom_kills_before=oom_kills_before,
         )
 
     def _create(
