@@ -161,7 +161,9 @@ def _median_ms(values: list[float]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="7 jobs per side")
-    rounds = 7 if parser.parse_args().quick else 41
+    parser.add_argument("--rounds", type=int, help="jobs per side (a smoke test uses 1)")
+    args = parser.parse_args()
+    rounds = args.rounds or (7 if args.quick else 41)
     if os.geteuid() != 0:
         print("starter_bench: needs root (cgroups, running jobs as nobody)")
         return 0
