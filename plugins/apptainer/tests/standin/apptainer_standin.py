@@ -121,13 +121,15 @@ def sif_partition(path: str) -> int:
 
 def unpacked(key: str, fill) -> str:
     """The cache's directory for ``key``, made by ``fill(directory)`` on first use."""
-    import shutil
-    import tempfile
-
     root = cache_dir()
     target = os.path.join(root, key)
     if os.path.isdir(target):
         return target
+    # Imported only to fill the cache: every exec and test of a SIF comes here, and these
+    # imports (with subprocess's) took longer than the rest of the stand-in's start.
+    import shutil
+    import tempfile
+
     os.makedirs(root, exist_ok=True)
     staging = tempfile.mkdtemp(prefix="unpack-", dir=root)
     try:
@@ -144,14 +146,15 @@ def unpacked(key: str, fill) -> str:
 
 
 def sif_root(path: str) -> str:
-    import hashlib
-    import subprocess
-
     offset = sif_partition(path)
     info = os.stat(path)
-    key = hashlib.sha256(f"{os.path.realpath(path)}:{info.st_size}:{info.st_mtime_ns}".encode())
+    # The file itself (device, inode) as it is now (size, modification time) names its
+    # unpacked tree, without a hash (hashlib's import alone was a fifth of a start).
+    key = f"{info.st_dev:x}-{info.st_ino:x}-{info.st_size:x}-{info.st_mtime_ns:x}"
 
     def fill(directory: str) -> None:
+        import subprocess
+
         rootfs = os.path.join(directory, "rootfs")
         done = subprocess.run(
             ["unsquashfs", "-q", "-n", "-no-xattrs", "-o", str(offset), "-d", rootfs, path],
@@ -161,7 +164,7 @@ def sif_root(path: str) -> str:
         if done.returncode != 0:
             raise fatal(f"could not open image {path}: unsquashfs failed: {done.stderr.strip()}")
 
-    return os.path.join(unpacked("sif-" + key.hexdigest()[:32], fill), "rootfs")
+    return os.path.join(unpacked("sif-" + key, fill), "rootfs")
 
 
 def registry_get(url: str, accept: str | None = None) -> bytes:
