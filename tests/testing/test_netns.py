@@ -4,12 +4,13 @@ central manager and an execute host in separate namespaces, and nothing left aft
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 from epcore.testing.netns import SUBNET, Host, NetnsPool, ip, namespace_pids
@@ -29,6 +30,14 @@ def _root_links() -> set[str]:
     return {line.split(":")[1].strip() for line in ip("-o", "link").splitlines()}
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not: PID 1 reaps orphans late here)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _startd_ads(viewer: Host) -> list[list[str]]:
     """The startd ads htcondor2, run inside ``viewer``'s namespace, reads from the collector."""
     done = viewer.exec(
@@ -39,8 +48,7 @@ def _startd_ads(viewer: Host) -> list[list[str]]:
     return answer
 
 
-def _wait(condition: object, timeout: float, what: str) -> None:
-    assert callable(condition)
+def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
@@ -106,8 +114,9 @@ def test_an_execute_host_advertises_to_a_manager_in_another_namespace_until_its_
 def test_nothing_is_left_after_the_pool_closes(
     as_root: None, base_cgroup: str, run_tag: str
 ) -> None:
-    """After close, a pool whose hosts ran ``ep run`` leaves no namespace, no process, no
-    LOCAL_DIR and no cgroup (a job's group under a host's BASE_CGROUP) behind."""
+    """Killing a host kills every process in its namespace and no other; after close, a pool
+    whose hosts ran ``ep run`` leaves no namespace, no process, no LOCAL_DIR and no cgroup (a
+    job's group under a host's BASE_CGROUP) behind."""
     root = Path(tempfile.mkdtemp(prefix=f"ep_netns_{run_tag}_"))
     pool = NetnsPool(f"{run_tag}z", base_cgroup, root)
     try:
@@ -118,11 +127,18 @@ def test_nothing_is_left_after_the_pool_closes(
         _wait(lambda: bool(namespace_pids(execute.namespace)), 30, "ep run in its namespace")
         # The startd makes its groups with its first job: make one as a job's would be.
         (V1_ROOT / "memory" / execute.cgroup / "job").mkdir(parents=True)
+        killed = namespace_pids(execute.namespace)
+        execute.kill()
+        assert namespace_pids(execute.namespace) == []
+        assert not any(_alive(pid) for pid in killed)
+        manager.process.check_alive()  # the other host's processes are untouched
+        execute.start()
+        _wait(lambda: bool(namespace_pids(execute.namespace)), 30, "ep run again")
         pids = namespace_pids(manager.namespace) + namespace_pids(execute.namespace)
     finally:
         pool.close()
     listed = ip("netns", "list")
     assert all(namespace not in listed for namespace in pool.namespaces)
     assert not root.exists()
-    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+    assert not any(_alive(pid) for pid in pids)
     assert not any((V1_ROOT / c / execute.cgroup).exists() for c in ("memory", "cpu", "pids"))
