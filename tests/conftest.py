@@ -13,6 +13,7 @@ pytest_plugins = [
     "epcore.testing.hypothesis_profiles",
     "epcore.testing.system",
     "epcore.testing.guest",
+    "epcore.testing.netns",
     "seed_documents",
     "parallel_groups",
 ]

@@ -26,6 +26,7 @@ from pathlib import Path
 import attrs
 import click
 import pytest
+from click.testing import CliRunner
 
 # Imported here, not in the child: once it is another user, the interpreter's own
 # site-packages (under /root on this machine) are out of its reach.
@@ -49,6 +50,36 @@ NEGOTIATOR_MIN_INTERVAL = 0
 STARTER_INITIAL_UPDATE_INTERVAL = 1
 STARTER_UPDATE_INTERVAL = 2
 """
+
+#: The trust domain of a pool of separate ``ep run`` processes (tests/pool, epcore.testing.netns).
+POOL_DOMAIN = "epcore.test"
+#: What every host of such a pool adds to its configuration: the pool's names, and
+#: DAEMON-level commands proven by a token alone (made by :func:`pool_token`).
+POOL_SECURITY = f"""
+UID_DOMAIN = {POOL_DOMAIN}
+TRUST_DOMAIN = {POOL_DOMAIN}
+SEC_DAEMON_AUTHENTICATION_METHODS = TOKEN
+ALLOW_DAEMON = condor@{POOL_DOMAIN}
+"""
+
+
+def pool_token(config_path: Path, identity: str = f"condor@{POOL_DOMAIN}") -> str:
+    """A token for ``identity`` signed with the pool key of the central manager configured
+    by ``config_path`` (``ep token create``; the key exists once that manager has started)."""
+    made = CliRunner().invoke(
+        ep, ["token", "create", "--config", str(config_path), "--identity", identity]
+    )
+    assert made.exit_code == 0, made.output
+    return made.stdout.strip()
+
+
+def install_token(local_dir: Path, token: str) -> None:
+    """Put ``token`` where the daemons of the pool kept in ``local_dir`` look for theirs
+    (SEC_TOKEN_SYSTEM_DIRECTORY of the personal configuration), private to root."""
+    directory = local_dir / "tokens.d"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    (directory / "daemon").write_text(token + "\n")
+    (directory / "daemon").chmod(0o600)
 
 
 @attrs.frozen

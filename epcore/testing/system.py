@@ -106,6 +106,12 @@ def base_cgroup(cgroup_v1: None, run_tag: str) -> Iterator[str]:
     """A BASE_CGROUP name unique to this run; every group left under it is removed at the end."""
     name = f"ep_test_{run_tag}"
     yield name
+    remove_cgroup_tree(name)
+
+
+def remove_cgroup_tree(name: str) -> None:
+    """Remove the cgroup ``name`` of every v1 controller and every group under it, killing
+    what is left in them."""
     # A job group left frozen (its starter killed between freezing and killing it) holds its
     # processes past SIGKILL, and every controller's group with them: thaw them all first.
     for state in (V1_ROOT / "freezer" / name).rglob("freezer.state"):

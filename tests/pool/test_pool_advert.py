@@ -13,10 +13,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-from click.testing import CliRunner
 
 from epcore.classad import ClassAd
-from epcore.cli.main import ep
 from epcore.config import Config
 from epcore.links.collector import RemoteCollector
 from epcore.net import commands, tokens
@@ -24,18 +22,19 @@ from epcore.net.client import query_collector
 from epcore.runtime.control import ControlError
 from epcore.startd.control import StartdClient
 from epcore.testing.cedar import run_htcondor2
-from epcore.testing.pool import PoolProcess, submit_as
+from epcore.testing.pool import (
+    POOL_DOMAIN,
+    POOL_SECURITY,
+    PoolProcess,
+    install_token,
+    pool_token,
+    submit_as,
+)
 from epcore.testing.system import SlotUser
 
 CM_IP, EXECUTE_IP, SUBMIT_IP = "127.0.0.2", "127.0.0.3", "127.0.0.4"
-DOMAIN = "epcore.test"
-#: Every host: the pool's names, and DAEMON-level commands proven by a token alone.
-COMMON = f"""
-UID_DOMAIN = {DOMAIN}
-TRUST_DOMAIN = {DOMAIN}
-SEC_DAEMON_AUTHENTICATION_METHODS = TOKEN
-ALLOW_DAEMON = condor@{DOMAIN}
-"""
+DOMAIN = POOL_DOMAIN
+COMMON = POOL_SECURITY
 CENTRAL_MANAGER = (
     COMMON
     + """
@@ -74,13 +73,7 @@ class Pool:
         self.manager = factory(text)
 
     def token(self, identity: str = f"condor@{DOMAIN}") -> str:
-        made = CliRunner().invoke(
-            ep,
-            ["token", "create", "--config", str(self.manager.config_path),
-             "--identity", identity],
-        )  # fmt: skip
-        assert made.exit_code == 0, made.stderr
-        return made.stdout.strip()
+        return pool_token(self.manager.config_path, identity)
 
     def host(self, daemon: str, ip: str, token: str | None) -> PoolProcess:
         """An ``ep run`` of ``daemon`` alone on ``ip``, holding ``token`` in its token
@@ -88,10 +81,7 @@ class Pool:
         text = HOST.format(daemon=daemon, ip=ip, collector=self.collector)
         process = self.factory(text, start=False)
         if token is not None:
-            directory = process.directory / "tokens.d"
-            directory.mkdir(mode=0o700)
-            (directory / "daemon").write_text(token + "\n")
-            (directory / "daemon").chmod(0o600)
+            install_token(process.directory, token)
         process.launch()
         return process
 
