@@ -25,18 +25,22 @@ def shell(script: str, cwd: Path, **fields: object) -> LaunchSpec:
 
 def fake_starter(tmp_path: Path, start: Callable[[LaunchSpec], LaunchedJob]) -> int:
     """Fork a process that starts a job (which leaves a daemon behind) through ``start`` and
-    then waits, as a starter would; its pid once the job's pids are in ``tmp_path/pids``."""
+    then waits, as a starter would; its pid once the job's pids are in ``tmp_path/pids`` and
+    the supervisor's in ``tmp_path/supervisor`` (the job can write its pids before ``start``
+    returns, so both are waited for; each is written whole by a rename)."""
     pids = tmp_path / "pids"
     script = f"sleep 1000 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; sleep 1000"
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the fake starter
         try:
             job = start(shell(script, tmp_path))
-            (tmp_path / "supervisor").write_text(str(job.supervisor_pid))
+            (tmp_path / "supervisor.tmp").write_text(str(job.supervisor_pid))
+            (tmp_path / "supervisor.tmp").rename(tmp_path / "supervisor")
             signal.pause()
         finally:
             os._exit(1)
-    assert wait_until(lambda: (tmp_path / "pids").exists(), PATIENCE)
+    written = (tmp_path / "pids", tmp_path / "supervisor")
+    assert wait_until(lambda: all(path.exists() for path in written), PATIENCE)
     return pid
 
 
