@@ -165,9 +165,7 @@ class PoolProcess(DaemonProcess):
         """The ends of the pool's logs, SchedLog first, for a failed wait's message."""
         directory = self.directory / "log"
         others = sorted(p.name for p in directory.glob("*Log*") if p.name != "SchedLog")
-        return "".join(
-            f"; {name}:\n{self.log(name)[-2000:]}" for name in ("SchedLog", *others)
-        )
+        return "".join(f"; {name}:\n{self.log(name)[-2000:]}" for name in ("SchedLog", *others))
 
     def ep(self, *args: str, user: object | None = None, cwd: str | None = None) -> CommandResult:
         """Run ``ep ARGS --config <the pool's>`` as ``user`` (a SlotUser; root when None)."""
