@@ -17,6 +17,7 @@ use (:mod:`epcore.startd.requests`, on the startd's :class:`~epcore.interfaces.S
   claim id as a string, DAEMON level. Knowing the claim id is what makes the caller the
   claim's owner, so an unknown id is refused: ALIVE is never answered (HTCondor's neither)
   and only logged; RELEASE_CLAIM answers NOT_OK (0) then, and nothing when done.
+- REQUEST_CLAIM, ACTIVATE_CLAIM, DEACTIVATE_CLAIM(_FORCIBLY): :mod:`epcore.startd.claim_commands`.
 
 Every other command but GET_HISTORY needs ADMINISTRATOR (:mod:`epcore.net.commands`): the
 handshake refused anyone else before a handler runs. Each action is logged with who asked.
@@ -36,6 +37,7 @@ from epcore.net import commands
 from epcore.net.commands import Command
 from epcore.net.conversation import Step, send
 from epcore.net.dispatch import CommandContext, Handler
+from epcore.startd.claim_commands import claim_handlers
 from epcore.startd.requests import HANDLERS
 from epcore.state.claims import public_part
 
@@ -260,6 +262,7 @@ def cedar_handlers(
         return None
 
     table: dict[Command, Handler] = {
+        **claim_handlers(startd, log),
         commands.ALIVE: claim_command,
         commands.RELEASE_CLAIM: claim_command,
         commands.DRAIN_JOBS: drain,

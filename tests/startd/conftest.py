@@ -31,4 +31,7 @@ def startd(tmp_path: Path) -> Iterator[Startd]:
     try:
         yield made
     finally:
+        # No loop reaps what a test activated: its starters would outlive the test.
+        for claim_id in list(made.starters.handles):
+            made.starters.kill(claim_id)
         made.close()
