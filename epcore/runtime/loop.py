@@ -226,15 +226,16 @@ class EventLoop:
 
     # -- one turn -------------------------------------------------------------------------
 
-    def _timeout(self) -> float:
-        wait = LONGEST_WAIT
+    def _timeout(self, longest: float) -> float:
+        wait = longest
         for service in self.services:
             wait = min(wait, service.timeout())
         return max(0.0, wait)
 
-    def turn(self) -> None:
-        """One turn of the loop, in the fixed order of the module docstring."""
-        ready = self._selector.select(self._timeout())
+    def turn(self, longest: float = LONGEST_WAIT) -> None:
+        """One turn of the loop, in the fixed order of the module docstring, waiting at most
+        ``longest`` seconds for something to happen (a driver with its own deadline)."""
+        ready = self._selector.select(self._timeout(longest))
         if any(key.data is self for key, _ in ready):
             self._drain_wakeups()
         self._signals()

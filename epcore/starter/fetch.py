@@ -332,8 +332,7 @@ def remote_transfer(
     key, address = job.evaluate("TransferKey"), job.evaluate("TransferSocket")
     if not isinstance(key, str) or not isinstance(address, str):
         return None
-    domain = config.get("FILESYSTEM_DOMAIN") or config.get("UID_DOMAIN") or ""
-    if not plan.wants_transfer(job, domain):
+    if not plan.travels_here(job, config):
         return None
     sinful = parse_sinful(address)
     return RemoteTransfer(

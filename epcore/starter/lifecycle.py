@@ -54,6 +54,7 @@ from epcore.starter.userlog import (
     JobUnsuspendedEvent,
     ResourceUsage,
 )
+from epcore.transfer import plan
 from epcore.types import ChildSetup
 
 if TYPE_CHECKING:
@@ -404,10 +405,12 @@ def run_job(starter: Starter) -> int:
             # one it found none, and the slot text is not parsed again for a vanilla job.
             runtime = runtime_for(request.containers, starter.job, request.machine_ad)
             run_ad = starter.job
-            if runtime is None and "TransferKey" in starter.job:
+            if runtime is None and plan.travels_here(starter.job, request.config):
                 # A container job's files are copied by its runtime's setup (containers.py).
                 # Imported here: the CEDAR client stays out of the zygote every starter is
-                # forked from unless a job transfers files.
+                # forked from, and out of every starter whose job runs in place (the schedd
+                # offers a key to each job that may travel; importing it costs a starter
+                # about 50 ms of CPU).
                 from epcore.starter.fetch import remote_transfer
 
                 remote = remote_transfer(

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import attrs
 
 from epcore.classad import UNDEFINED, ClassAd
+from epcore.config import Config
 from epcore.errors import EpError
 
 #: The sandbox names the job's stdout and stderr have (HTCondor's starter uses the same).
@@ -71,6 +72,18 @@ def split_names(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
     return tuple(part.strip() for part in text.replace("\n", ",").split(",") if part.strip())
+
+
+def host_domain(config: Config) -> str:
+    """This host's file-system domain: FILESYSTEM_DOMAIN (its default is the full host name),
+    UID_DOMAIN only when FILESYSTEM_DOMAIN is set empty."""
+    return str(config.get("FILESYSTEM_DOMAIN") or config.get("UID_DOMAIN") or "")
+
+
+def travels_here(job: ClassAd, config: Config) -> bool:
+    """Whether the schedd offered the job's files (it gave a TransferKey) and they travel to
+    this host rather than the job running in place."""
+    return "TransferKey" in job and wants_transfer(job, host_domain(config))
 
 
 def wants_transfer(job: ClassAd, filesystem_domain: str) -> bool:

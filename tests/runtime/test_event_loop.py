@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from collections.abc import Sequence
 
 import pytest
 
 from epcore.errors import EpError
-from epcore.runtime.loop import EventLoop, LoopHandle, ReadyEvent
+from epcore.runtime.loop import LONGEST_WAIT, EventLoop, LoopHandle, ReadyEvent
 
 
 class RecordingService:
@@ -162,3 +163,24 @@ def test_a_failing_turn_is_logged_once_and_the_loop_runs_on(
     assert service.ticks == 5
     assert caplog.text.count("a turn of the test's loop failed") == 1
     assert loop.repeated_failures == 2
+
+
+class IdleService(RecordingService):
+    """A service with nothing to do for a long time."""
+
+    def timeout(self) -> float:
+        return 60.0
+
+
+def test_a_turn_waits_no_longer_than_its_driver_asks() -> None:
+    """A turn with nothing to do returns after the ``longest`` wait its caller gives, not
+    after the loop's own longest wait."""
+    loop = _loop(IdleService("idle", []))
+    loop.open()
+    try:
+        started = time.monotonic()
+        loop.turn(0.01)
+        waited = time.monotonic() - started
+    finally:
+        loop.close()
+    assert waited < LONGEST_WAIT / 2

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from epcore.classad import ClassAd
+from epcore.config import Config, MemoryHost
 from epcore.transfer.plan import (
     STDERR_NAME,
     STDOUT_NAME,
@@ -20,6 +21,7 @@ from epcore.transfer.plan import (
     output_target,
     parse_remaps,
     sandbox_ad,
+    travels_here,
     wants_transfer,
 )
 
@@ -52,6 +54,28 @@ def test_wants_transfer_follows_should_transfer_files_and_the_domain(
     if should is not None:
         job["ShouldTransferFiles"] = should
     assert wants_transfer(job, host_domain) is expected
+
+
+@pytest.mark.parametrize(
+    ("config_text", "key", "expected"),
+    [
+        ("FILESYSTEM_DOMAIN = a.org\n", True, False),
+        ("FILESYSTEM_DOMAIN = b.org\n", True, True),
+        ("FILESYSTEM_DOMAIN = b.org\n", False, False),
+        ("UID_DOMAIN = a.org\n", True, True),
+    ],
+)
+def test_files_travel_here_only_when_offered_and_the_domains_differ(
+    config_text: str, key: bool, expected: bool
+) -> None:
+    """A job's files travel to this host when the schedd gave it a TransferKey and this host's
+    FILESYSTEM_DOMAIN (by default the host's full name, whatever UID_DOMAIN says) differs
+    from the job's."""
+    job = _job(FileSystemDomain="a.org", ShouldTransferFiles="IF_NEEDED")
+    if key:
+        job["TransferKey"] = "k"
+    config = Config.from_text(config_text, host=MemoryHost())
+    assert travels_here(job, config) is expected
 
 
 @pytest.mark.parametrize(
