@@ -36,7 +36,7 @@ from epcore.pool.personal import personal_config_text
 from epcore.pool.requests import PoolClient
 from epcore.runtime.control import ControlError
 from epcore.testing.process import DaemonProcess
-from epcore.testing.system import SlotUser, open_up
+from epcore.testing.system import SlotUser, open_up, remove_cgroup_tree
 
 TEST_CONFIG = """\
 NUM_CPUS = {cpus}
@@ -250,5 +250,8 @@ def pool_factory(
         return pool
 
     yield make
-    for pool in made:
+    for number, pool in enumerate(made):
         pool.stop()
+        # A job whose daemons a test killed (restart tests) outlives them by design; it must
+        # not outlive the test, where a later test of the same slot user would see it.
+        remove_cgroup_tree(f"{base_cgroup}/{request.node.name[:40]}_{number}")

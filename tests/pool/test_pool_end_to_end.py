@@ -107,13 +107,17 @@ def test_hold_release_and_remove_a_running_job(pool_factory, slot_users, shared_
     """Holding a running job stops it; releasing runs it again; removing it ends it for good."""
     pool = pool_factory()
     user = slot_users[0]
+    assert not _user_sleeps(user.name), f"left by an earlier test: {_described(user.name)}"
     submit_as(pool, user, shared_dir, "executable = /bin/sleep\narguments = 300\nqueue\n")
     pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run")
     assert pool.ep("hold", "1.0", "-reason", "testing", user=user).status == 0
     job = pool.jobs()[0]
     assert job.evaluate("JobStatus") == 5 and job.evaluate("HoldReason") == "testing"
     assert job.evaluate("HoldReasonCode") == 1
-    pool.wait_for(lambda: not _user_sleeps(user.name), 30, "the held job's process to end")
+    try:
+        pool.wait_for(lambda: not _user_sleeps(user.name), 30, "the held job's process to end")
+    except AssertionError as error:
+        raise AssertionError(f"{error}\nstill running: {_described(user.name)}") from None
     assert pool.ep("release", "1.0", user=user).status == 0
     pool.wait_for(lambda: _status(pool, "1.0") == 2, 30, "the job to run again")
     assert pool.jobs()[0].evaluate("NumJobStarts") == 2
@@ -126,6 +130,23 @@ def _user_sleeps(name: str) -> bool:
     from epcore.testing.system import user_processes
 
     return bool(user_processes(name))
+
+
+def _described(name: str) -> list[str]:
+    """Each live process of ``name``: its pid, parent, age and command line."""
+    import psutil
+
+    from epcore.testing.system import user_processes
+
+    found = []
+    for pid in user_processes(name):
+        try:
+            process = psutil.Process(pid)
+            age = time.time() - process.create_time()
+            found.append(f"{pid} (parent {process.ppid()}, {age:.0f} s) {process.cmdline()}")
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_vacate_sends_the_job_back_to_idle_and_it_runs_again(
