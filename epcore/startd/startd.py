@@ -45,6 +45,7 @@ from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, ActionKind, EngineState, StatusMemo, VacateReason
 from epcore.state.restore import SavedClaim
 from epcore.state.work import Outcome
+from epcore.transfer import plan
 from epcore.types import (
     HostReadings,
     JobFinished,
@@ -413,10 +414,12 @@ class Startd:
             machine_ad=machine if runtime is not None else None,
         )
         self.preparations.take(claim_id)
+        # A container runtime copies a job's files itself (epcore.starter.containers).
+        transfers = runtime is None and plan.travels_here(job, self.config)
         spawned: list[Spawned] = []
 
         def start(go_read: int) -> int:
-            spawned.append(self.zygote.spawn(order, runtime, go_read))
+            spawned.append(self.zygote.spawn(order, runtime, go_read, transfers=transfers))
             return spawned[0].pid
 
         def write_down(handle: StarterHandle) -> None:

@@ -96,13 +96,15 @@ class SpawnOrder:
     """Fork the starter of ``order``: a pickled :class:`StarterOrder`, read by the starter
     after the fork (the zygote does not build the job's ad, which it would then share with
     the starter and free again, copying the pages both touch). The zygote's part: the
-    claim whose preparation the starter takes, its StarterLog, and the container runtime
-    (None: none) whose starter modules it imports first."""
+    claim whose preparation the starter takes, its StarterLog, the container runtime
+    (None: none) whose starter modules it imports first, and whether the job's files travel
+    here (the zygote imports the file-transfer client first)."""
 
     claim_id: str
     starter_log: str
     runtime: str | None
     order: bytes
+    transfers: bool = False
 
 
 @attrs.frozen
@@ -184,6 +186,7 @@ class ZygoteWork:
         self._starter_modules = {
             spec.name: spec.starter_modules for spec in plugins.container_runtimes()
         }
+        self._transfer_client_imported = False
         #: Each slot's StarterLog settings, read from the configuration once, not per starter.
         self._log_settings: dict[str, LogSettings] = {}
         # The zygote's own groups, read once: it is not moved between groups while it runs.
@@ -256,6 +259,8 @@ class ZygoteWork:
         go_read = fds[0]
         prepared = self.prepared.pop(order.claim_id, None)
         self._import_for(order.runtime)
+        if order.transfers:
+            self._import_transfer_client()
         log_settings = self._log_settings.get(order.starter_log)
         if log_settings is None:
             log_settings = starter_log_settings(self.config, order.starter_log)
@@ -300,6 +305,15 @@ class ZygoteWork:
             # is reported.
             with contextlib.suppress(Exception):
                 importlib.import_module(module)
+
+    def _import_transfer_client(self) -> None:
+        """Import the starter's file-transfer client (CEDAR, its cryptography) once, when the
+        first job whose files travel here comes: a starter importing it itself paid 60-75 ms
+        of CPU per job, and a zygote of a host whose jobs all run in place never holds it
+        (about 7 MB, copied into page tables at every fork)."""
+        if not self._transfer_client_imported:
+            self._transfer_client_imported = True
+            importlib.import_module("epcore.starter.fetch")
 
     def begin(self) -> None:
         """The zygote's first steps: close what the startd holds that starters must not
@@ -394,10 +408,15 @@ class Zygote:
         except ForkServerError as error:
             self.log.error("cannot reach the zygote: %s", error)
 
-    def spawn(self, order: StarterOrder, runtime: str | None, go_read: int) -> Spawned:
+    def spawn(
+        self, order: StarterOrder, runtime: str | None, go_read: int, *, transfers: bool = False
+    ) -> Spawned:
         """Have the zygote fork the starter of ``order``, a job the container runtime named
-        ``runtime`` runs (None: no container); ForkServerError when it could not."""
-        spawn = SpawnOrder(order.claim_id, order.starter_log, runtime, pickle.dumps(order))
+        ``runtime`` runs (None: no container), whose files travel here when ``transfers``;
+        ForkServerError when it could not."""
+        spawn = SpawnOrder(
+            order.claim_id, order.starter_log, runtime, pickle.dumps(order), transfers
+        )
         spawned = self.server.call("spawn", spawn, [go_read])
         if not isinstance(spawned, Spawned):
             raise ForkServerError(f"the zygote answered {spawned!r} to spawn")

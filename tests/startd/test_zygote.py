@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -111,3 +112,24 @@ def test_home_files_name_the_zygote_s_own_group_in_each_job_group_s_hierarchy() 
         "/cg/cpu,cpuacct/user.slice/x/cgroup.procs",
         "/cg/unified/cgroup.procs",
     )
+
+
+def test_the_transfer_client_is_imported_with_the_first_job_whose_files_travel() -> None:
+    """A startd and its zygote hold no file-transfer client (CEDAR and its cryptography)
+    until the zygote forks the starter of a job whose files travel here, then hold it once."""
+    script = (
+        "import sys\n"
+        "from epcore.startd.main import build_startd\n"
+        "from tests.startd.test_zygote import _work\n"
+        "from epcore.config import Config\n"
+        "work = _work(Config.from_text('A = 1\\n'))\n"
+        "before = 'epcore.starter.fetch' in sys.modules\n"
+        "work._import_transfer_client()\n"
+        "print(before, 'epcore.starter.fetch' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
