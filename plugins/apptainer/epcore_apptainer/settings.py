@@ -72,6 +72,7 @@ class Settings:
     pid_namespaces: str = "auto"
     extra_arguments: str | None = None
     run_test: bool = True
+    use_launcher: bool = False
     mount_under_scratch: str | None = '"/tmp,/var/tmp"'
     add_rocm: bool = False
     allowed_env: tuple[str, ...] = ()
@@ -94,6 +95,7 @@ def read_settings(config: Config) -> Settings:
         pid_namespaces=(config.get("SINGULARITY_USE_PID_NAMESPACES") or "auto").strip().lower(),
         extra_arguments=config.get("SINGULARITY_EXTRA_ARGUMENTS"),
         run_test=config.get_bool("SINGULARITY_RUN_TEST_BEFORE_JOB", True),
+        use_launcher=config.get_bool("SINGULARITY_USE_LAUNCHER", False),
         mount_under_scratch=config.get("MOUNT_UNDER_SCRATCH"),
         add_rocm=config.get_bool("SINGULARITY_ADD_ROCM_FLAG", False),
         allowed_env=tuple(split_list(config.get("SINGULARITY_ALLOWED_JOB_ENV_VARS") or "")),

@@ -188,3 +188,9 @@ def test_run_test_and_target_dir_knobs() -> None:
         _config("SINGULARITY_RUN_TEST_BEFORE_JOB = false\nSINGULARITY_TARGET_DIR = /srv\n")
     )
     assert (settings.run_test, settings.target_dir) == (False, "/srv")
+
+
+def test_use_launcher_knob() -> None:
+    """SINGULARITY_USE_LAUNCHER defaults to false (HTCondor's table) and is read as a boolean."""
+    assert read_settings(_config()).use_launcher is False
+    assert read_settings(_config("SINGULARITY_USE_LAUNCHER = true\n")).use_launcher is True
