@@ -154,6 +154,24 @@ queue
 """
 
 
+def test_default_container_puts_a_plain_vanilla_job_in_its_image(
+    pool_factory: Callable[..., PoolProcess],
+    plugin_visible: None,
+    runtime_program: str,
+    sandbox_image: str,
+    slot_users: tuple[SlotUser, ...],
+    shared_dir: Path,
+) -> None:
+    """USE_DEFAULT_CONTAINER and DEFAULT_CONTAINER_IMAGE: a vanilla job that asked for no
+    container runs in the default image."""
+    extra = f"USE_DEFAULT_CONTAINER = true\nDEFAULT_CONTAINER_IMAGE = {sandbox_image}\n"
+    pool = _pool(pool_factory, runtime_program, extra)
+    user = slot_users[2]
+    home = submit_as(pool, user, shared_dir, PLAIN)
+    _gone(pool)
+    assert (home / "job.out").read_text() == OS_RELEASE
+
+
 def test_singularity_job_and_image_expr_see_the_slot_ad(
     pool_factory: Callable[..., PoolProcess],
     plugin_visible: None,
