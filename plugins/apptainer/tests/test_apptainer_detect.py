@@ -8,6 +8,7 @@ import os
 import platform
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,37 @@ def test_singularity_user_namespaces(
     assert attributes["HasSandboxImage"] is True
     assert attributes.get("SingularityUserNamespaces") is expected
     assert ("SingularityUserNamespaces" in attributes) is (expected is not None)
+
+
+def test_test_sandbox_knob_names_the_sandbox(tmp_path: Path, as_root: None) -> None:
+    """SINGULARITY_TEST_SANDBOX: an existing directory is the sandbox the probe runs /exit_37
+    in (instead of the one the plugin makes), and the SIF is built from it."""
+    own = make_sandbox(tmp_path / "site_sandbox")
+    used = tmp_path / "used"
+    runtime = tmp_path / "fake-apptainer"
+    runtime.write_text(
+        FAKE_RUNTIME.replace("{wrap}", "").replace("{extra}", f'echo "$image" >> {used}')
+    )
+    runtime.chmod(0o755)
+    settings = _settings(str(runtime), SINGULARITY_TEST_SANDBOX=str(own))
+    attributes = _attributes(probe(settings, tmp_path / "p", LOG))
+    assert attributes["HasSandboxImage"] is True
+    assert str(own) in used.read_text().split()
+    assert not (tmp_path / "p" / "sandbox").exists()
+
+
+def test_test_sandbox_timeout_bounds_each_test(tmp_path: Path) -> None:
+    """SINGULARITY_TEST_SANDBOX_TIMEOUT: a runtime whose tests hang is given up on after that
+    many seconds and the machine says why, instead of the startd waiting."""
+    runtime = tmp_path / "hanging-apptainer"
+    runtime.write_text(FAKE_RUNTIME.replace("{wrap}", "").replace("{extra}", "exec sleep 60"))
+    runtime.chmod(0o755)
+    settings = _settings(str(runtime), SINGULARITY_TEST_SANDBOX_TIMEOUT="1")
+    started = time.monotonic()
+    attributes = _attributes(probe(settings, tmp_path / "p", LOG))
+    # The --version and build answers are immediate; the three tests (sandbox, the retry
+    # without a PID namespace, SIF) take a second each.
+    assert time.monotonic() - started < 10
+    assert attributes["HasSingularity"] is False
+    reason = attributes["SingularityOfflineReason"]
+    assert isinstance(reason, str) and reason.endswith("did not finish within 1 s"), reason
