@@ -7,6 +7,7 @@ Run from the project root, as root (cgroups need it), with the apptainer plugin 
     python3 benchmarks/apptainer_bench.py            # 21 rounds
     python3 benchmarks/apptainer_bench.py --quick    # 5 rounds: a smoke test
     python3 benchmarks/apptainer_bench.py --jobs 41  # steadier numbers
+    python3 benchmarks/apptainer_bench.py --vanilla-in-place  # vanilla job without transfer
 
 The runtime is a real ``apptainer`` when one is on PATH, else the plugin tests' stand-in (a
 Python script over bubblewrap, which needs bwrap, mksquashfs, unsquashfs and siftool). The image
@@ -19,9 +20,13 @@ second) just before it submits; the latency is the difference.
 
 The pool has its own LOCAL_DIR, a unique BASE_CGROUP, RUNBENCHMARKS False, NEGOTIATOR_INTERVAL 2
 and NEGOTIATOR_MIN_INTERVAL 0, SINGULARITY naming the runtime, and HTCondor's defaults for the
-rest (the pre-job test runs before every container job). Each round submits one vanilla job and
-one container job, one after the other, each waited for until it has left the queue; a warm-up
-round comes first. Printed: median and p90 of each side, the median per-round difference, and
+rest (the pre-job test runs before every container job). The vanilla job's files travel
+(should_transfer_files = YES): its starter fetches its (empty) input from the schedd over CEDAR
+before it starts it, which the container job does not (epcore copies a container job's files
+locally); ``--vanilla-in-place`` runs the vanilla job with should_transfer_files = NO instead,
+to compare the two launch paths alone. Each round submits one vanilla job and one container
+job, one after the other, each waited for until it has left the queue; a warm-up round comes
+first. Printed: median and p90 of each side, the median per-round difference, and
 the ratio container / vanilla of the medians with the target (at most 1.3).
 
 It is a measurement, not a test: it exits 0 whether or not the target is met.
@@ -179,6 +184,14 @@ def main() -> int:
         action="store_true",
         help="SINGULARITY_RUN_TEST_BEFORE_JOB = false (what the pre-job test costs)",
     )
+    parser.add_argument(
+        "--vanilla-in-place",
+        action="store_true",
+        help=(
+            "the vanilla job with should_transfer_files = NO: no file transfer with the "
+            "schedd before it starts (the container job's files are copied locally)"
+        ),
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("apptainer_bench needs root (cgroups)", file=sys.stderr)
@@ -200,6 +213,11 @@ def main() -> int:
         extra = POOL_EXTRA.format(cgroup=cgroup, runtime=runtime)
         if args.no_pre_job_test:
             extra += "SINGULARITY_RUN_TEST_BEFORE_JOB = false\n"
+        vanilla_text = VANILLA
+        if args.vanilla_in_place:
+            vanilla_text = VANILLA.replace(
+                "should_transfer_files = YES", "should_transfer_files = NO"
+            )
         vanilla: list[float] = []
         container: list[float] = []
         with personal_pool(root / "pool", extra, root / "pool.out") as pool:
@@ -211,7 +229,7 @@ def main() -> int:
                 raise SystemExit(f"the pool's startd cannot run SIF jobs: {reason}")
             config = Config.load(str(pool.config_path), subsystem="TOOL")
             for round_number in range(count + 1):
-                plain = one_job(pool.client, config, VANILLA, root)
+                plain = one_job(pool.client, config, vanilla_text, root)
                 contained = one_job(pool.client, config, CONTAINER.format(image=image), root)
                 if round_number == 0:
                     continue  # the warm-up
@@ -220,6 +238,8 @@ def main() -> int:
         print(f"{count} rounds of `cat /proc/uptime`, a vanilla job then a container job")
         test = "off" if args.no_pre_job_test else "on (the default)"
         print(f"runtime: {runtime}; pre-job test {test}")
+        if args.vanilla_in_place:
+            print("vanilla job: should_transfer_files = NO (no transfer with the schedd)")
         print("submission to the job's first instruction:")
         baseline = report("vanilla job", vanilla)
         contained_median = report("container job (SIF)", container)

@@ -353,7 +353,11 @@ class RunningContainer(JobTracking, Protocol):
 
     def collect_output(self) -> str | None:
         """Write what the container printed to the job's stdout and stderr files; None when
-        done, else why it could not be (the job is then held with code 12)."""
+        done, else why it could not be (the job is then held with code 12).
+
+        It may raise JobSetupError when the container ended without running the job (a
+        runtime that failed before the job's command): the job is then held or requeued by
+        the error's codes, as for a job that could not be started."""
         ...
 
 

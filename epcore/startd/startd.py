@@ -27,7 +27,7 @@ from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
-from epcore.startd import backends, recovery
+from epcore.startd import backends, namespaces, recovery
 from epcore.startd.backfill import Backfill
 from epcore.startd.condor_load import CondorLoad, sample_startd
 from epcore.startd.cron import StartdCron
@@ -160,7 +160,8 @@ class Startd:
 
     def _policy(self, config: Config) -> tuple[Engine, SlotAdBuilder]:
         # The runtimes' attributes first: a site plugin's ep_machine_attributes may replace them.
-        self.extra_attributes = backends.runtime_attributes(self.containers, self.log)
+        self.extra_attributes = [*namespaces.host_attributes(self.log)]
+        self.extra_attributes += backends.runtime_attributes(self.containers, self.log)
         self.extra_attributes += self.plugins.machine_attributes(config, self.inventory)
         engine = Engine(
             config,

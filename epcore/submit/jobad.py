@@ -391,6 +391,11 @@ def _containers(job: _Job, universe: str) -> str | None:
         target = job.get("container_target_dir")
         if target is not None:
             ad["ContainerTargetDir"] = target.text
+    scratch = job.get("mount_under_scratch")
+    if scratch is not None:
+        # (HTCondor 24.x+) Directories the job wants private under its scratch directory, on
+        # top of the EP's MOUNT_UNDER_SCRATCH (the container runtimes read it).
+        ad["MountUnderScratch"] = scratch.text
     if universe != "vm":
         return None
     vm_type = job.get("vm_type")

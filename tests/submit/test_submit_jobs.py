@@ -121,6 +121,7 @@ ATTRIBUTE_CASES = [
     ("universe = container\ncontainer_image = docker://a/b:1", "WantDockerImage", True),
     ("container_image = /img/os.sif", "WantContainer", True),
     ("container_image = x.sif\ncontainer_target_dir = /srv", "ContainerTargetDir", "/srv"),
+    ("container_image = x.sif\nmount_under_scratch = /scratch", "MountUnderScratch", "/scratch"),
     ("universe = vm\nvm_type = kvm\nvm_memory = 512", "JobUniverse", 13),
     ("universe = vm\nvm_type = KVM\nvm_memory = 512", "JobVMType", "kvm"),
     ("universe = vm\nvm_type = kvm\nvm_memory = 512", "JobVMMemory", 512),

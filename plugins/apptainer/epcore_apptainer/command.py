@@ -3,9 +3,10 @@ them (pure: no file system, no clock).
 
 The order of the options is HTCondor's (25.x, ``singularity.cpp``); 23.9 differs only in the
 launcher, ``--rocm`` and the job's own MountUnderScratch, which this plugin follows 25.x on
-(the launcher is not offered). The environment transform is 25.x's: every ``APPTAINER_*`` and
-``SINGULARITY_*`` variable of the job is dropped (23.9 dropped only the bind ones), and each
-job variable is passed again with the runtime's prefix so that it survives ``--cleanenv``.
+(the launcher only with SINGULARITY_USE_LAUNCHER, false by default as in HTCondor). The
+environment transform is 25.x's: every ``APPTAINER_*`` and ``SINGULARITY_*`` variable of the
+job is dropped (23.9 dropped only the bind ones), and each job variable is passed again with
+the runtime's prefix so that it survives ``--cleanenv``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import attrs
 #: Where a job's scratch directory appears when a target directory is used and file transfer
 #: is off (HTCondor binds it a second time there).
 CONDOR_SCRATCH = "/condor_scratch"
+#: Where SINGULARITY_USE_LAUNCHER's script appears in the container (HTCondor's path).
+LAUNCHER_INSIDE = "/condor_container_launcher.sh"
 #: Job variables kept although they have the runtime's prefix (registry credentials).
 _KEPT = frozenset(
     f"{prefix}_DOCKER_{what}"
@@ -50,6 +53,15 @@ class ContainerPlan:
     #: The job's Iwd when it is not the scratch directory (no file transfer): bound too.
     iwd: str | None = None
     file_transfer: bool = True
+    #: SINGULARITY_USE_LAUNCHER's script on the host: bound at :data:`LAUNCHER_INSIDE`, and
+    #: the job's command runs through it (None: no launcher).
+    launcher: str | None = None
+
+    @property
+    def launches(self) -> bool:
+        """True when the job's command goes through the launcher: ``exec`` only, since
+        ``run`` has no command to wrap (the image's runscript is the job)."""
+        return self.launcher is not None and bool(self.argv)
 
     @property
     def prefix(self) -> str:
@@ -74,6 +86,8 @@ def action_options(plan: ContainerPlan) -> list[str]:
         options += ["-S", directory]
     if plan.iwd is not None and plan.iwd != plan.scratch:
         options += ["-B", plan.iwd]
+    if plan.launches:
+        options += ["-B", f"{plan.launcher}:{LAUNCHER_INSIDE}"]
     options += ["-W", plan.scratch]
     options += ["--pwd", inside(plan, plan.iwd or plan.scratch)]
     if plan.target_dir is None:
@@ -105,6 +119,8 @@ def command_line(plan: ContainerPlan) -> list[str]:
     argv = list(plan.argv)
     if argv:
         argv[0] = inside(plan, argv[0])
+    if plan.launches:
+        argv.insert(0, LAUNCHER_INSIDE)
     return [plan.runtime, plan.verbosity, action, *action_options(plan), plan.image, *argv]
 
 

@@ -20,9 +20,15 @@ import attrs
 
 from epcore.types import MachineAttribute
 from epcore_apptainer.settings import Settings
-from epcore_apptainer.testimages import EXPECTED_STATUS, PROGRAM, make_sandbox
+from epcore_apptainer.testimages import (
+    EXPECTED_STATUS,
+    PROGRAM,
+    USER_NS_PROGRAM,
+    make_sandbox,
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_USER_NS = re.compile(r"user:\[(\d+)\]")
 #: The options the probe contains its test run with, with and without a PID namespace.
 WITH_PID_NAMESPACE = ("-C",)
 WITHOUT_PID_NAMESPACE = ("--contain", "--ipc", "--cleanenv")
@@ -74,6 +80,8 @@ class Probe:
     sandbox: bool = False
     sif: bool = False
     pid_namespaces: bool = False
+    #: Whether the runtime puts its jobs in a user namespace of their own (None: unknown).
+    user_namespaces: bool | None = None
     #: The runtime's last words when both tests failed.
     failure: str = ""
 
@@ -98,6 +106,8 @@ class Probe:
             MachineAttribute("HasDockerURL", True),
             MachineAttribute("HasPidNamespaces", self.pid_namespaces),
         ]
+        if self.user_namespaces is not None:
+            found.append(MachineAttribute("SingularityUserNamespaces", self.user_namespaces))
         if self.sandbox:
             found.append(MachineAttribute("HasSandboxImage", True))
         if self.sif:
@@ -110,6 +120,24 @@ def _exits_37(settings: Settings, image: str, pid_namespaces: bool) -> RunResult
     contain = WITH_PID_NAMESPACE if pid_namespaces else WITHOUT_PID_NAMESPACE
     argv = [settings.runtime, "exec", *contain, image, PROGRAM]
     return run(argv, settings.probe_timeout)
+
+
+def user_namespace_of(settings: Settings, sandbox: str, pid_namespaces: bool) -> bool | None:
+    """Whether a job of the runtime is in a user namespace other than this process's: the
+    sandbox's /get_user_ns prints the link of its own (HTCondor 24.x+); equal means the
+    setuid flow, no answer means unknown."""
+    assert settings.runtime is not None
+    contain = WITH_PID_NAMESPACE if pid_namespaces else WITHOUT_PID_NAMESPACE
+    argv = [settings.runtime, "exec", *contain, sandbox, USER_NS_PROGRAM]
+    inside = run(argv, settings.probe_timeout)
+    found = _USER_NS.search(inside.output) if inside.status == 0 else None
+    try:
+        ours = _USER_NS.search(os.readlink("/proc/self/ns/user"))
+    except OSError:
+        ours = None
+    if found is None or ours is None:
+        return None
+    return found.group(1) != ours.group(1)
 
 
 def probe_images(settings: Settings, directory: Path, log: logging.Logger) -> tuple[str, str]:
@@ -156,10 +184,14 @@ def probe(settings: Settings, directory: Path, log: logging.Logger) -> Probe:
     with_sif = _exits_37(settings, sif, pid_namespaces)
     if with_sif.status != EXPECTED_STATUS:
         failure = last_line(with_sif.output) or failure
+    sandbox_works = tried.status == EXPECTED_STATUS
     return Probe(
         version=lines[0].strip(),
-        sandbox=tried.status == EXPECTED_STATUS,
+        sandbox=sandbox_works,
         sif=with_sif.status == EXPECTED_STATUS,
         pid_namespaces=pid_namespaces,
+        user_namespaces=user_namespace_of(settings, sandbox, pid_namespaces)
+        if sandbox_works
+        else None,
         failure=failure,
     )

@@ -18,7 +18,9 @@ import subprocess
 import threading
 import time
 
+from epcore.errors import JobSetupError
 from epcore.types import ChildSetup, TrackedUsage
+from epcore_apptainer.launcher import CONTAINER_ERROR, FAILED_TO_START
 
 #: How long :meth:`ApptainerProcess.release` waits for the killed runtime to be reaped.
 REAP_SECONDS = 10.0
@@ -68,8 +70,13 @@ def descendants(root: int) -> set[int]:
 class ApptainerProcess:
     """A :class:`~epcore.types.RunningContainer` over the runtime's process tree."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], marker: str | None = None) -> None:
         self.pid = process.pid
+        #: The launcher's marker (SINGULARITY_USE_LAUNCHER), None without a launcher.
+        self.marker = marker
+        #: True once the job was told to end (a vacate, a removal): its end is not the
+        #: runtime's failure, whatever the marker says.
+        self.stopped = False
         self._process = process
         self._pidfd = os.pidfd_open(process.pid)
         self._status: int | None = None
@@ -122,6 +129,9 @@ class ApptainerProcess:
         """``signum`` to the job: SIGKILL, SIGSTOP and SIGCONT to every process, any other
         signal to the runtime alone while it runs, which passes it on to the job (as
         apptainer does; the runtime's own processes would die of a SIGTERM themselves)."""
+        if signum not in (signal.SIGSTOP, signal.SIGCONT) and self._status is None:
+            # Told to end while it runs (the starter's sweep after the end does not count).
+            self.stopped = True
         if signum in _TO_EVERY_PROCESS or self._status is not None:
             targets = self.pids()
         else:
@@ -169,7 +179,23 @@ class ApptainerProcess:
             self._killer.start()
 
     def collect_output(self) -> str | None:
-        """Nothing to collect: the job wrote its own stdout and stderr files."""
+        """Nothing to collect (the job wrote its own stdout and stderr files); with the
+        launcher, its marker is taken away (it is no output of the job's).
+
+        Raises JobSetupError with a vacate code, which requeues the job, when the runtime
+        ended by itself without the marker: it failed before the job's command, so its status
+        is not the job's (HTCondor's starter EXCEPTs "Apptainer runtime failed to start")."""
+        if self.marker is None:
+            return None
+        try:
+            os.unlink(self.marker)
+        except FileNotFoundError:
+            if self._status is not None and not self.stopped:
+                status = os.waitstatus_to_exitcode(self._status)
+                message = f"{FAILED_TO_START} (it ended with status {status})"
+                raise JobSetupError(message, CONTAINER_ERROR) from None
+        except OSError:
+            pass
         return None
 
     def release(self) -> None:

@@ -34,6 +34,7 @@ from epcore_apptainer.command import (
     pre_job_test_line,
 )
 from epcore_apptainer.detect import last_line, probe
+from epcore_apptainer.launcher import marker_path, write_launcher
 from epcore_apptainer.process import ApptainerProcess
 
 NAME = "apptainer"
@@ -111,6 +112,7 @@ class ApptainerRuntime:
             rocm=rocm,
             pid_namespaces=knobs.use_pid_namespaces(settings, machine),
             extra_arguments=knobs.extra_arguments(self.config, settings, machine, job),
+            launcher=str(write_launcher(self.probe_dir)) if settings.use_launcher else None,
         )
         return plan, skipped
 
@@ -141,15 +143,16 @@ class ApptainerRuntime:
         argv = command_line(plan)
         log.debug("Arguments updated for executing with singularity: %s", argv)
         setup = request.child_setup
+        marker = marker_path(request.sandbox) if plan.launches else None
         if not setup.join_files:
-            return self._spawn(argv, request, environment, ())
+            return self._spawn(argv, request, environment, (), marker)
         # The runtime must be in the job's groups before it starts anything: a shell waits on
         # a pipe while its PID is written into them, then becomes the runtime.
         gate, opener = os.pipe()
         try:
             os.set_inheritable(gate, True)
             wrapped = ["/bin/sh", "-c", GATE_SCRIPT, "sh", str(gate), *argv]
-            process = self._spawn(wrapped, request, environment, (gate,))
+            process = self._spawn(wrapped, request, environment, (gate,), marker)
             try:
                 for path in setup.join_files:
                     with open(path, "w", encoding="ascii") as handle:
@@ -171,8 +174,10 @@ class ApptainerRuntime:
         request: ContainerJob,
         environment: dict[str, str],
         pass_fds: tuple[int, ...],
+        marker: str | None,
     ) -> ApptainerProcess:
-        """Start ``argv`` as the job's user in its own session, its files as its streams."""
+        """Start ``argv`` as the job's user in its own session, its files as its streams
+        (``marker``: where the launcher says it reached the job's command)."""
         with self._streams(request) as (stdin, stdout, stderr):
             try:
                 process = subprocess.Popen(
@@ -194,7 +199,7 @@ class ApptainerRuntime:
                     f"Singularity enabled but setup failed: {argv[0]} cannot be started: "
                     f"{error.strerror or error}"
                 ) from error
-        return ApptainerProcess(process)
+        return ApptainerProcess(process, marker)
 
     def _test(
         self,

@@ -21,6 +21,8 @@ from epcore.errors import ClassAdError, JobSetupError
 
 #: The job attributes by which condor_submit says a job wants an image of each kind.
 IMAGE_WISHES = ("WantSIF", "WantSandboxImage", "WantDockerImage")
+#: The job attributes by which a job asks for a container at all (no default one then).
+CONTAINER_WISHES = ("WantContainer", "WantDocker", *IMAGE_WISHES)
 #: The names the runtime goes by on PATH, in the order they are looked for.
 RUNTIME_NAMES = ("apptainer", "singularity")
 #: SINGULARITY_TEST_SANDBOX_TIMEOUT's fallback in HTCondor's code (seconds per probe).
@@ -72,11 +74,14 @@ class Settings:
     pid_namespaces: str = "auto"
     extra_arguments: str | None = None
     run_test: bool = True
+    use_launcher: bool = False
     mount_under_scratch: str | None = '"/tmp,/var/tmp"'
     add_rocm: bool = False
     allowed_env: tuple[str, ...] = ()
     test_sandbox: str | None = None
     probe_timeout: float = PROBE_TIMEOUT
+    use_default_container: str = "false"
+    default_image: str | None = None
 
 
 def read_settings(config: Config) -> Settings:
@@ -94,11 +99,14 @@ def read_settings(config: Config) -> Settings:
         pid_namespaces=(config.get("SINGULARITY_USE_PID_NAMESPACES") or "auto").strip().lower(),
         extra_arguments=config.get("SINGULARITY_EXTRA_ARGUMENTS"),
         run_test=config.get_bool("SINGULARITY_RUN_TEST_BEFORE_JOB", True),
+        use_launcher=config.get_bool("SINGULARITY_USE_LAUNCHER", False),
         mount_under_scratch=config.get("MOUNT_UNDER_SCRATCH"),
         add_rocm=config.get_bool("SINGULARITY_ADD_ROCM_FLAG", False),
         allowed_env=tuple(split_list(config.get("SINGULARITY_ALLOWED_JOB_ENV_VARS") or "")),
         test_sandbox=(config.get("SINGULARITY_TEST_SANDBOX") or "").strip() or None,
         probe_timeout=config.get_float("SINGULARITY_TEST_SANDBOX_TIMEOUT", PROBE_TIMEOUT),
+        use_default_container=config.get("USE_DEFAULT_CONTAINER") or "false",
+        default_image=(config.get("DEFAULT_CONTAINER_IMAGE") or "").strip() or None,
     )
 
 
@@ -117,12 +125,31 @@ def wants_image(job: ClassAd) -> bool:
     return any(job.evaluate(wish) is True for wish in IMAGE_WISHES)
 
 
+def default_image(config: Config, settings: Settings, machine: ClassAd, job: ClassAd) -> str | None:
+    """DEFAULT_CONTAINER_IMAGE for a job USE_DEFAULT_CONTAINER puts in it (evaluated with the
+    slot as MY and the job as TARGET), else None.
+
+    Only jobs that asked for no container get it; a ``docker:`` image goes to docker where the
+    slot has it (HasDocker), as in HTCondor, so it is not this runtime's there.
+    """
+    image = settings.default_image
+    if image is None or any(job.evaluate(wish) is True for wish in CONTAINER_WISHES):
+        return None
+    if evaluate(config, settings.use_default_container, machine, job) is not True:
+        return None
+    if image.startswith("docker:") and machine.evaluate("HasDocker") is True:
+        return None
+    return image
+
+
 def selected(config: Config, settings: Settings, machine: ClassAd, job: ClassAd) -> bool:
-    """True when the job runs in a container here: it wants an image, or SINGULARITY_JOB is
-    true for it."""
+    """True when the job runs in a container here: it wants an image, SINGULARITY_JOB is
+    true for it, or USE_DEFAULT_CONTAINER puts it in DEFAULT_CONTAINER_IMAGE."""
     if wants_image(job):
         return True
-    return evaluate(config, settings.job_expr, machine, job) is True
+    if evaluate(config, settings.job_expr, machine, job) is True:
+        return True
+    return default_image(config, settings, machine, job) is not None
 
 
 def image_for(
@@ -134,6 +161,8 @@ def image_for(
     value = evaluate(config, settings.image_expr, machine, job)
     if not isinstance(value, str) or not value:
         value = job.evaluate("ContainerImage")
+    if not isinstance(value, str) or not value.strip():
+        value = default_image(config, settings, machine, job)
     if not isinstance(value, str) or not value.strip():
         raise setup_failure(
             "Singularity enabled but setup failed: SINGULARITY_IMAGE_EXPR gives no image "

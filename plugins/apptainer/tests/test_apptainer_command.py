@@ -144,3 +144,26 @@ def test_environment_with_a_target_dir_is_rewritten() -> None:
     assert env["APPTAINERENV__CONDOR_SCRATCH_DIR"] == "/srv"
     assert env["_CONDOR_SCRATCH_DIR"] == "/execute/dir_1"
     assert env["APPTAINERENV__CONDOR_SCRATCH_DIR_OUTSIDE_CONTAINER"] == "/execute/dir_1"
+
+
+def test_launcher_is_bound_before_w_and_runs_the_command() -> None:
+    """SINGULARITY_USE_LAUNCHER: -B <script>:/condor_container_launcher.sh after the Iwd bind
+    and before -W, and the script comes before the job's command (the test line has the bind)."""
+    plan = attrs.evolve(PLAN, launcher="/spool/l.sh", iwd="/home/u/run", file_transfer=False)
+    line = command_line(plan)
+    bind = line.index("/spool/l.sh:/condor_container_launcher.sh")
+    assert line[bind - 1] == "-B"
+    assert line.index("/home/u/run") < bind < line.index("-W")
+    assert line[line.index("/images/os.sif") + 1 :] == [
+        "/condor_container_launcher.sh", "/bin/sh", "-c", "true",
+    ]  # fmt: skip
+    assert "/spool/l.sh:/condor_container_launcher.sh" in pre_job_test_line(plan)
+
+
+def test_launcher_leaves_run_alone() -> None:
+    """A job without a command runs the image's runscript: there is nothing to launch, so no
+    launcher bind and no script argument."""
+    line = command_line(attrs.evolve(PLAN, argv=(), launcher="/spool/l.sh"))
+    assert line[2] == "run"
+    assert not [word for word in line if "condor_container_launcher" in word]
+    assert line[-1] == "/images/os.sif"

@@ -7,7 +7,16 @@ import uuid
 from pathlib import Path
 
 import pytest
-from apptainer_helpers import job_ad, make_runtime, request_for, run_to_end, sandbox_dir
+from apptainer_helpers import (
+    LOG,
+    job_ad,
+    make_runtime,
+    request_for,
+    run_to_end,
+    sandbox_dir,
+    wait_for,
+)
+from epcore_apptainer.launcher import MARKER
 
 from epcore.api import HoldCode
 from epcore.classad import ClassAd
@@ -130,3 +139,63 @@ def test_singularity_named_by_its_name(
         )  # fmt: skip
         done = run_to_end(runtime, request)
     assert done.stdout.split() == ["green"]
+
+
+def test_use_launcher_runs_the_job_through_the_script(
+    runtime_program: str, sandbox_image: str, tmp_path: Path, as_root: None
+) -> None:
+    """SINGULARITY_USE_LAUNCHER: the job's command runs through /condor_container_launcher.sh,
+    whose marker is in the scratch directory while the job runs and taken away after it, and
+    the job's own exit code stands."""
+    script = "ls -a .; test -x /condor_container_launcher.sh && echo bound; exit 3"
+    with sandbox_dir() as sandbox:
+        # The script is read by the job's user: SPOOL is world-searchable, as a startd's is.
+        spool = sandbox.parent / "spool"
+        runtime = make_runtime(runtime_program, spool, {"SINGULARITY_USE_LAUNCHER": "true"})
+        request = request_for(
+            sandbox,
+            job_ad(sandbox_image),
+            ("/bin/sh", "-c", script),
+            environment=(("_CONDOR_SCRATCH_DIR", str(sandbox)),),
+        )
+        container = runtime.start(request, LOG)
+        try:
+            assert wait_for(container) == (3, None), (sandbox / "job.err").read_text()
+            assert container.collect_output() is None
+            assert not (sandbox / MARKER).exists()
+        finally:
+            container.release()
+        out = (sandbox / "job.out").read_text().split()
+    assert MARKER in out
+    assert "bound" in out
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_use_launcher_requeues_a_runtime_that_never_started_the_job(
+    stop: bool, runtime_program: str, tmp_path: Path, as_root: None
+) -> None:
+    """With the launcher and no pre-job test, a runtime that fails before the job's command
+    (a missing image) ends without the marker: the job goes back to idle with vacate code
+    1021 and "Apptainer runtime failed to start", not exit code 255; a job the starter
+    stopped is not one of those."""
+    knobs = {"SINGULARITY_USE_LAUNCHER": "true", "SINGULARITY_RUN_TEST_BEFORE_JOB": "false"}
+    with sandbox_dir() as sandbox:
+        runtime = make_runtime(runtime_program, sandbox.parent / "spool", knobs)
+        request = request_for(sandbox, job_ad("/no/such/image.sif"), ("/bin/true",))
+        container = runtime.start(request, LOG)
+        try:
+            if stop:
+                container.stop(15, 5.0)
+            code = wait_for(container)[0]
+            if stop:
+                assert container.collect_output() is None
+            else:
+                assert code == 255
+                with pytest.raises(JobSetupError) as raised:
+                    container.collect_output()
+                assert raised.value.hold_code == 1021
+                assert raised.value.reason.startswith("Apptainer runtime failed to start")
+        finally:
+            container.release()
+        if not stop:
+            assert "/no/such/image.sif" in (sandbox / "job.err").read_text()

@@ -154,6 +154,24 @@ queue
 """
 
 
+def test_default_container_puts_a_plain_vanilla_job_in_its_image(
+    pool_factory: Callable[..., PoolProcess],
+    plugin_visible: None,
+    runtime_program: str,
+    sandbox_image: str,
+    slot_users: tuple[SlotUser, ...],
+    shared_dir: Path,
+) -> None:
+    """USE_DEFAULT_CONTAINER and DEFAULT_CONTAINER_IMAGE: a vanilla job that asked for no
+    container runs in the default image."""
+    extra = f"USE_DEFAULT_CONTAINER = true\nDEFAULT_CONTAINER_IMAGE = {sandbox_image}\n"
+    pool = _pool(pool_factory, runtime_program, extra)
+    user = slot_users[2]
+    home = submit_as(pool, user, shared_dir, PLAIN)
+    _gone(pool)
+    assert (home / "job.out").read_text() == OS_RELEASE
+
+
 def test_singularity_job_and_image_expr_see_the_slot_ad(
     pool_factory: Callable[..., PoolProcess],
     plugin_visible: None,
@@ -201,6 +219,42 @@ def test_failed_pre_job_test_requeues_the_job(
     assert isinstance(reason, str) and reason.startswith("Singularity test failed:"), job
     assert "/no/such/image.sif" in reason
     assert job.evaluate("VacateReasonSubCode") == -1000
+    assert pool.ep("rm", "-all", user=user).status == 0
+
+
+def test_launcher_completes_a_job_and_requeues_a_runtime_that_failed(
+    pool_factory: Callable[..., PoolProcess],
+    plugin_visible: None,
+    runtime_program: str,
+    sif_image: str,
+    slot_users: tuple[SlotUser, ...],
+    shared_dir: Path,
+) -> None:
+    """SINGULARITY_USE_LAUNCHER without the pre-job test: a job that ran completes (its
+    launcher's marker does not come back with its output); a runtime that failed before the
+    job (a missing image) sends the job back to idle with VacateReasonCode 1021 and
+    "Apptainer runtime failed to start", where without the launcher it would complete with
+    exit code 255."""
+    extra = "SINGULARITY_USE_LAUNCHER = true\nSINGULARITY_RUN_TEST_BEFORE_JOB = false\n"
+    pool = _pool(pool_factory, runtime_program, extra)
+    user = slot_users[0]
+    home = submit_as(pool, user, shared_dir, SHOW.format(image=sif_image))
+    _gone(pool)
+    (job,) = pool.jobs(history=True)
+    assert (job.evaluate("JobStatus"), job.evaluate("ExitCode")) == (4, 0), job
+    assert (home / "made.txt").read_text() == "made in the container\n"
+    assert not (home / ".condor_container_launched").exists()
+    submit_as(pool, user, shared_dir, SHOW.format(image="/no/such/image.sif"))
+
+    def requeued() -> bool:
+        jobs = pool.jobs()
+        return bool(jobs) and jobs[0].evaluate("VacateReasonCode") == 1021
+
+    pool.wait_for(requeued, 60, "the job to be requeued")
+    (job,) = pool.jobs()
+    assert job.evaluate("JobStatus") in (1, 2), job
+    reason = job.evaluate("VacateReason")
+    assert isinstance(reason, str) and reason.startswith("Apptainer runtime failed to start"), job
     assert pool.ep("rm", "-all", user=user).status == 0
 
 

@@ -188,3 +188,35 @@ def test_run_test_and_target_dir_knobs() -> None:
         _config("SINGULARITY_RUN_TEST_BEFORE_JOB = false\nSINGULARITY_TARGET_DIR = /srv\n")
     )
     assert (settings.run_test, settings.target_dir) == (False, "/srv")
+
+
+def test_use_launcher_knob() -> None:
+    """SINGULARITY_USE_LAUNCHER defaults to false (HTCondor's table) and is read as a boolean."""
+    assert read_settings(_config()).use_launcher is False
+    assert read_settings(_config("SINGULARITY_USE_LAUNCHER = true\n")).use_launcher is True
+
+
+def test_default_container_puts_plain_jobs_in_the_default_image(tmp_path: Path) -> None:
+    """USE_DEFAULT_CONTAINER (an expression, slot as MY, job as TARGET) with
+    DEFAULT_CONTAINER_IMAGE: a job that asked for no container runs in that image; one that
+    asked for its own keeps it; a docker: default is docker's where the slot has HasDocker;
+    off by default."""
+    sandbox = str(tmp_path)
+    config = _config(
+        'USE_DEFAULT_CONTAINER = TARGET.Owner != "root"\nDEFAULT_CONTAINER_IMAGE = /img/el9.sif\n'
+    )
+    settings = read_settings(config)
+    plain = _ad(Owner="ann")
+    assert selected(config, settings, ClassAd(), plain)
+    assert image_for(config, settings, ClassAd(), plain, sandbox) == "/img/el9.sif"
+    assert not selected(config, settings, ClassAd(), _ad(Owner="root"))
+    own = _ad(Owner="ann", WantContainer=True, WantSIF=True, ContainerImage="/mine.sif")
+    assert image_for(config, settings, ClassAd(), own, sandbox) == "/mine.sif"
+    assert not selected(config, settings, ClassAd(), _ad(Owner="ann", WantDocker=True))
+    off = _config("DEFAULT_CONTAINER_IMAGE = /img/el9.sif\n")
+    assert not selected(off, read_settings(off), ClassAd(), plain)
+    docker = _config("USE_DEFAULT_CONTAINER = true\nDEFAULT_CONTAINER_IMAGE = docker://r/i:1\n")
+    docker_settings = read_settings(docker)
+    assert not selected(docker, docker_settings, _ad(HasDocker=True), plain)
+    assert selected(docker, docker_settings, _ad(HasDocker=False), plain)
+    assert image_for(docker, docker_settings, ClassAd(), plain, sandbox) == "docker://r/i:1"
