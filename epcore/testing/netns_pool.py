@@ -6,8 +6,9 @@ Public for plugin authors: ``pytest_plugins = ["epcore.testing.system",
 of two execute hosts) and ``netns_hosts_factory`` (choose the number of execute hosts, their
 CPUs and extra configuration). Every host has its own LOCAL_DIR and configuration
 (:class:`epcore.testing.netns.NetnsPool`), CONDOR_HOST naming the central manager's address
-on the bridge, and a DAEMON token made by ``ep token create`` with the pool's key. The key is
-made before anything starts (as an admin would install it), so every host starts at once and
+on the bridge, a DAEMON token made by ``ep token create`` and the pool's signing key (to verify
+its callers' tokens). The key is made before anything starts and copied to every host, as an
+admin installs it, so every host starts at once and
 the pool is ready in about one UPDATE_INTERVAL after the slowest ``ep run`` is up; the
 fixture returns once every execute host's slots are in the collector. The hosts go with the
 :class:`NetnsPool` (no process, namespace, veth, LOCAL_DIR or cgroup left).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -82,6 +84,12 @@ def inside(namespace: str, call: Callable[[], Result], timeout: float = 60.0) ->
     return outcome[0]
 
 
+def _key_path(host: Host) -> Path:
+    """Where ``host``'s daemons read the pool's signing key."""
+    settings = TokenSettings.from_lookup(Config.load(host.config_path).get)
+    return settings.key_path(POOL)
+
+
 class NetnsHosts:
     """A central manager, a submit host and execute hosts on one :class:`NetnsPool`."""
 
@@ -90,9 +98,18 @@ class NetnsHosts:
         self.manager = netns.add_host("cm", "CentralManager", lifetime=lifetime)
         self.submit = netns.add_host("submit", "Submit")
         self.executes: list[Host] = []
-        settings = TokenSettings.from_lookup(Config.load(self.manager.config_path).get)
-        create_signing_key(settings.key_path(POOL))
+        self.key = _key_path(self.manager)
+        create_signing_key(self.key)
         self.token = pool_token(self.manager.config_path)
+        self.share_key(self.submit)
+
+    def share_key(self, host: Host) -> None:
+        """Give ``host`` the pool's signing key, as an admin copies it to every host of a
+        pool: a daemon verifies the tokens of the peers that call it with that key."""
+        path = _key_path(host)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        shutil.copy2(self.key, path)
+        path.chmod(0o600)
 
     def add_execute(
         self,
@@ -103,12 +120,15 @@ class NetnsHosts:
         memory: int = 1024,
         extra: str = "",
     ) -> Host:
-        """A new execute host, started, holding the pool's token (``token="pool"``), another
-        token (its text) or none (None)."""
+        """A new execute host, started, holding the pool's token and key (``token="pool"``),
+        or, as a host from outside the pool, no key and another token (its text) or none
+        (None)."""
         host = self.netns.add_host(
             name or f"exec{len(self.executes) + 1}", "Execute", cpus=cpus, memory=memory,
             extra=extra,
         )  # fmt: skip
+        if token == "pool":
+            self.share_key(host)
         host.start(self.token if token == "pool" else token)
         self.executes.append(host)
         return host
