@@ -179,12 +179,23 @@ class NetnsHosts:
             self.check_alive()
             if condition():
                 return
-            assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}{self.hint()}")
             time.sleep(0.25)
+
+    def hint(self) -> str:
+        """The ends of every host's daemon logs, for a failed wait's message."""
+        parts = []
+        for host in (self.manager, self.submit, *self.executes):
+            for name in ("CollectorLog", "NegotiatorLog", "SchedLog", "StartLog"):
+                text = host.log(name)
+                if text:
+                    parts.append(f"\n-- {host.name} {name}:\n{text[-800:]}")
+        return "".join(parts)
 
     def wait_for_slots(self, hosts: list[Host] | None = None, timeout: float = 90.0) -> None:
         """Wait until each of ``hosts`` (every execute host) has its slot ads in the
-        collector; a timeout names the hosts missing and shows the end of their StartLog."""
+        collector; a timeout names the hosts missing."""
         chosen = self.executes if hosts is None else hosts
         missing = list(chosen)
 
@@ -200,8 +211,7 @@ class NetnsHosts:
         try:
             self.wait(advertised, timeout, "every execute host's slots in the collector")
         except AssertionError as error:
-            logs = "".join(f"\n{h.name}: {h.log('StartLog')[-1500:]}" for h in missing)
-            raise AssertionError(f"{error}; missing {[h.name for h in missing]}{logs}") from None
+            raise AssertionError(f"missing {[h.name for h in missing]}: {error}") from None
 
     def wait_for_schedd(self, timeout: float = 60.0) -> None:
         """Wait until the submit host's schedd answers on its control socket."""
