@@ -14,6 +14,7 @@ pytest_plugins = [
     "epcore.testing.system",
     "epcore.testing.guest",
     "epcore.testing.netns",
+    "epcore.testing.netns_pool",
     "seed_documents",
     "parallel_groups",
 ]

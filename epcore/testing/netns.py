@@ -30,6 +30,7 @@ import pytest
 
 from epcore.pool.personal import personal_config_text
 from epcore.testing.pool import (
+    POOL_DOMAIN,
     POOL_SECURITY,
     TEST_CONFIG,
     PoolProcess,
@@ -39,6 +40,7 @@ from epcore.testing.pool import (
 from epcore.testing.system import missing, remove_cgroup_tree
 
 IP = "/usr/sbin/ip"
+UNSHARE = "/usr/bin/unshare"
 #: The hosts' addresses: .1, .2 ... in the order they are added (only inside the namespaces).
 SUBNET = "10.77.0"
 #: The collector's port: free in every namespace, which has its own ports.
@@ -83,17 +85,25 @@ def namespace_pids(namespace: str) -> list[int]:
     return []
 
 
-class HostProcess(PoolProcess):
-    """``ep run`` started inside a host's network namespace."""
+#: Sets the host name in a new UTS namespace, then runs the rest of argv.
+_NAMED = 'hostname "$0" && exec "$@"'
 
-    def __init__(self, directory: Path, config_text: str, namespace: str) -> None:
+
+class HostProcess(PoolProcess):
+    """``ep run`` started inside a host's network namespace, with the host's own name (a UTS
+    namespace of its own: else every startd is named slot1@<this machine>, and a collector
+    keeps one ad per name)."""
+
+    def __init__(self, directory: Path, config_text: str, namespace: str, name: str) -> None:
         super().__init__(directory, config_text)
         self.namespace = namespace
+        self.host_name = name
 
     def launch(self) -> None:
         with open(self.output, "ab") as out:
             self.process = subprocess.Popen(
-                [IP, "netns", "exec", self.namespace, sys.executable, "-m", "epcore.cli.main",
+                [IP, "netns", "exec", self.namespace, UNSHARE, "--uts", "sh", "-c", _NAMED,
+                 self.host_name, sys.executable, "-m", "epcore.cli.main",
                  "run", "--config", str(self.config_path)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -191,10 +201,19 @@ class NetnsPool:
         return self.hosts[0]
 
     def add_host(
-        self, name: str, role: str, *, update_interval: int = 2, lifetime: int = 600
+        self,
+        name: str,
+        role: str,
+        *,
+        update_interval: int = 2,
+        lifetime: int = 600,
+        cpus: int = 1,
+        memory: int = 1024,
+        extra: str = "",
     ) -> Host:
-        """A new host ``name`` of ``role`` (one of :data:`ROLES`), not started; the first
-        host added is the central manager."""
+        """A new host ``name`` of ``role`` (one of :data:`ROLES`), not started, with ``cpus``
+        and ``memory`` MB and ``extra`` at the end of its configuration; the first host added
+        is the central manager."""
         assert role in ROLES, role
         number = len(self.hosts) + 1
         namespace = f"ep{self.tag}{name}"
@@ -215,16 +234,17 @@ class NetnsPool:
         manager = self.manager.address if self.hosts else address
         text = (
             personal_config_text(str(local))
-            + TEST_CONFIG.format(cpus=1, memory=1024, cgroup=cgroup)
+            + TEST_CONFIG.format(cpus=cpus, memory=memory, cgroup=cgroup)
             + POOL_SECURITY
             + HOST_CONFIG.format(
                 role=role, manager=manager, port=COLLECTOR_PORT, ip=address,
                 update_interval=update_interval, lifetime=lifetime,
             )
+            + extra
         )  # fmt: skip
         host = Host(
             name, namespace, address, port, self.bridge_namespace,
-            HostProcess(local, text, namespace), cgroup,
+            HostProcess(local, text, namespace, f"{name}.{POOL_DOMAIN}"), cgroup,
         )  # fmt: skip
         self.hosts.append(host)
         return host

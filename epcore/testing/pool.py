@@ -91,8 +91,16 @@ class CommandResult:
     stderr: str
 
 
-def run_ep(args: list[str], *, uid: int = 0, gid: int = 0, cwd: str | None = None) -> CommandResult:
-    """Run ``ep args`` in a forked child as ``uid``/``gid`` (root when 0)."""
+def run_ep(
+    args: list[str],
+    *,
+    uid: int = 0,
+    gid: int = 0,
+    cwd: str | None = None,
+    enter: Callable[[], None] | None = None,
+) -> CommandResult:
+    """Run ``ep args`` in a forked child as ``uid``/``gid`` (root when 0); ``enter`` runs in
+    the child first, as root (epcore.testing.netns enters a host's network namespace)."""
     # ep imports a sub-command when it is invoked; import it here, before the child becomes
     # a user who cannot read the interpreter's site-packages.
     if args:
@@ -112,6 +120,8 @@ def run_ep(args: list[str], *, uid: int = 0, gid: int = 0, cwd: str | None = Non
                 # pytest's capture replaced sys.stdout; click writes there.
                 sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
                 sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+                if enter is not None:
+                    enter()
                 if uid:
                     os.setgroups([])
                     os.setgid(gid)
