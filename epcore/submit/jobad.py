@@ -49,6 +49,7 @@ from epcore.submit.values import (
     parse_expression,
     parse_integer,
 )
+from epcore.submit.vmjob import vm_attributes
 
 VANILLA = 5
 VM = 13
@@ -393,18 +394,7 @@ def _containers(job: _Job, universe: str) -> str | None:
             ad["ContainerTargetDir"] = target.text
     if universe != "vm":
         return None
-    vm_type = job.get("vm_type")
-    memory = job.get("vm_memory")
-    if vm_type is None or memory is None:
-        raise job.fault("universe vm needs vm_type and vm_memory")
-    ad["JobVMType"] = vm_type.text.lower()
-    for command, attribute, found in (
-        ("vm_memory", "JobVMMemory", memory),
-        ("vm_vcpus", "JobVMVCPUs", job.get("vm_vcpus") or Located("1", None)),
-    ):
-        ad[attribute] = job.integer(command, found)
-    ad["JobVMNetworking"] = job.flag("vm_networking", False)
-    return vm_type.text.lower()
+    return vm_attributes(job)
 
 
 def container_image_kind(image: str) -> str:
@@ -474,6 +464,8 @@ def build_job_ad(
         container=_container_kind(job.ad),
         docker_network=_text_of(job.get("docker_network_type")) if name == "docker" else None,
         vm_type=vm_type,
+        vm_networking=vm_type is not None and job.flag("vm_networking", False),
+        vm_networking_type="JobVMNetworkingType" in job.ad,
         generate_custom=context.config.get_bool(
             "SUBMIT_GENERATE_CUSTOM_RESOURCE_REQUIREMENTS", True
         ),
