@@ -198,7 +198,8 @@ def _files(job: _Job, universe: str) -> int:
         what = "initialdir" if found is not None else "the submit directory (the job's Iwd)"
         raise job.fault(f"{what} {iwd} cannot be entered: {problem}", found)
     ad["Iwd"] = iwd
-    transfer_exe = job.flag("transfer_executable", True)
+    # A vm job's executable is only a label: condor_submit sets TransferExecutable = false.
+    transfer_exe = job.flag("transfer_executable", True) and universe != "vm"
     executable = job.get("executable")
     size = 0
     if executable is None:
@@ -208,7 +209,7 @@ def _files(job: _Job, universe: str) -> int:
     else:
         cmd = job.path(executable.text, iwd) if universe != "vm" else executable.text
         ad["Cmd"] = cmd
-        if transfer_exe and universe != "vm":
+        if transfer_exe:
             exe_size = job.host.file_size(cmd)
             if exe_size is None:
                 raise job.fault(f"executable {cmd} does not exist", executable)

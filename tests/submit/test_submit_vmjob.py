@@ -14,6 +14,7 @@ VM = "universe = vm\nexecutable = label\nvm_type = kvm\nvm_memory = 128\nvm_disk
 VM_CASES = [
     ("", "JobUniverse", 13),
     ("", "Cmd", "label"),
+    ("", "TransferExecutable", False),
     ("", "JobVMType", "kvm"),
     ("vm_type = KVM", "JobVMType", "kvm"),
     ("", "JobVMMemory", 128),
