@@ -237,8 +237,14 @@ class RunningVm:
 
     def collect_output(self) -> str | None:
         """With vm_no_output_vm, remove the disks and console from the sandbox so that
-        nothing of the VM goes back; else nothing to do (the disks are the output)."""
+        nothing of the VM goes back; else give the console to the job's user (the disks,
+        copied in as the user, are the output)."""
         if self.request.job.evaluate("VMPARAM_No_Output_VM") is not True:
+            # qemu (root) made the console file: the job's user sends it back.
+            console = os.path.join(self.request.sandbox, CONSOLE_FILE)
+            with contextlib.suppress(OSError):
+                os.chown(console, self.request.uid, self.request.gid)
+                os.chmod(console, 0o644)
             return None
         disks = self.request.job.evaluate("VMPARAM_vm_Disk")
         names = [CONSOLE_FILE]

@@ -27,7 +27,9 @@ def test_vm_job_completes_and_its_output_disk_comes_back(
     home = user_home(shared_dir, user)
     write_disks(home, user)
     submit_vm(pool, user, home)
-    pool.wait_for(lambda: not pool.jobs(), JOB_DEADLINE, "the VM job to leave the queue")
+    pool.wait_for(
+        lambda: not pool.jobs(), JOB_DEADLINE, f"the VM job to leave the queue: {pool.jobs()}"
+    )
     (job,) = pool.jobs(history=True)
     assert (job.evaluate("JobStatus"), job.evaluate("ExitCode")) == (4, 0), job
     assert (home / "out.img").read_bytes()[:26] == b"HELLO FROM THE INPUT DISK\n"
