@@ -17,10 +17,10 @@ from xml.sax.saxutils import quoteattr
 
 import attrs
 
+from epcore.api import HoldCode
 from epcore.classad import ClassAd, format_old
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
-from epcore.jobs.codes import HoldCode
 
 #: Every epcore domain's name starts with this; the key that follows finds its job.
 NAME_PREFIX = "epcore-"
@@ -210,7 +210,8 @@ def domain_xml(plan: DomainPlan) -> str:
         "<features><acpi/></features><on_poweroff>destroy</on_poweroff>"
         "<on_reboot>restart</on_reboot><on_crash>destroy</on_crash>"
         f"<devices>{disks}{interface}"
-        f"<serial type='file'><source path={q(plan.console)}/></serial>"
+        # append: a guest restored after a hard suspend keeps what it printed before.
+        f"<serial type='file'><source path={q(plan.console)} append='on'/></serial>"
         "<memballoon model='none'/></devices></domain>"
     )
 

@@ -37,6 +37,8 @@ from epcore_vm.domain import (
 )
 from epcore_vm.settings import read_settings
 
+#: The saved memory of a hard-suspended guest, in the sandbox (HTCondor's working dir).
+SAVE_FILE = "vm_suspended.mem"
 #: JobUniverse of a VM job.
 VM_UNIVERSE = 13
 #: How often the watcher asks libvirt whether the guest still runs (HTCondor's
@@ -106,7 +108,8 @@ class VmRuntime:
             connection.close()
             raise VmInfrastructureError(f"libvirt cannot start {plan.name}: {error}") from error
         log.info("domain %s started (%d MiB, %d vCPUs)", plan.name, plan.memory_mb, plan.vcpus)
-        return RunningVm(connection, domain, plan.name, request, log)
+        soft = self.config.get_bool("VM_SOFT_SUSPEND", False)
+        return RunningVm(connection, domain, plan.name, request, log, soft_suspend=soft)
 
     def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
         """Destroy the domains of this startd's jobs that no running job holds; their keys."""
@@ -186,6 +189,8 @@ class RunningVm:
         name: str,
         request: ContainerJob,
         log: logging.Logger,
+        *,
+        soft_suspend: bool = False,
     ) -> None:
         self.connection = connection
         self.domain = domain
@@ -193,6 +198,9 @@ class RunningVm:
         self.request = request
         self.log = log
         self.destroyed = False
+        self.soft_suspend = soft_suspend
+        #: Where a hard suspend saved the guest's memory, until it is restored.
+        self.saved: str | None = None
         self.released = False
         self._ended = threading.Event()
         self._lock = threading.Lock()
@@ -205,10 +213,14 @@ class RunningVm:
     def _watch(self) -> None:
         # Polled: libvirt's event loop would need a thread of its own all the same.
         while not self._ended.wait(WATCH_SECONDS):
+            if self.saved is not None:
+                continue  # saved for a suspend: gone from libvirt but not ended
             try:
                 active = bool(self.domain.isActive())
             except Exception:
                 active = False  # a transient domain that stopped is gone from libvirt
+            if self.saved is not None:
+                continue  # the save began while libvirt was asked
             if not active:
                 self._ended.set()
         os.write(self._write, b"x")
@@ -285,12 +297,41 @@ class RunningVm:
             self._shutdown()
 
     def freeze(self) -> bool:
-        """Pause the guest (virDomainSuspend: its memory stays)."""
+        """Suspend the guest as HTCondor does: with VM_SOFT_SUSPEND pause it (its memory
+        stays), else save its memory to a file in the sandbox and free it (virDomainSave),
+        pausing it instead when the save fails."""
+        if self.soft_suspend or self.saved is not None:
+            return self.saved is not None or self._call("suspend")
+        path = os.path.join(self.request.sandbox, SAVE_FILE)
+        with self._lock:
+            self.saved = path
+            try:
+                self.domain.save(path)
+            except Exception as error:
+                self.saved = None
+                self.log.warning("saving %s failed (%s): pausing it", self.name, error)
+            else:
+                self.log.info("domain %s saved to %s", self.name, path)
+                return True
         return self._call("suspend")
 
     def thaw(self) -> bool:
-        """Resume a paused guest."""
-        return self._call("resume")
+        """Resume a paused guest, or restore a saved one (its file then removed)."""
+        path = self.saved
+        if path is None:
+            return self._call("resume")
+        with self._lock:
+            try:
+                self.connection.restore(path)
+                self.domain = self.connection.lookupByName(self.name)
+            except Exception as error:
+                self.log.warning("restoring %s failed: %s", self.name, error)
+                return False
+            self.saved = None
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        self.log.info("domain %s restored", self.name)
+        return True
 
     def usage(self) -> TrackedUsage:
         """The guest's CPU time (libvirt's) and its qemu's resident memory."""
@@ -332,13 +373,22 @@ class RunningVm:
         return True
 
     def _shutdown(self) -> None:
-        if not self._ended.is_set():
+        if self.saved is not None:
+            self._destroy()  # a saved guest cannot hear the power button
+        elif not self._ended.is_set():
             self._call("shutdown")
 
     def _destroy(self) -> None:
         if self._ended.is_set():
             return
         self.destroyed = True
+        if self.saved is not None:
+            # Nothing runs: forgetting the saved memory is the destroy.
+            with contextlib.suppress(OSError):
+                os.unlink(self.saved)
+            self.saved = None
+            self._ended.set()
+            return
         self._call("destroy")
 
 

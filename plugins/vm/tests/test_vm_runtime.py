@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from epcore_vm.domain import CONSOLE_FILE
-from epcore_vm.runtime import RunningVm, VmRuntime
+from epcore_vm.runtime import SAVE_FILE, RunningVm, VmRuntime
 from vm_guest import DONE_LINE, TICK_LINE, Guest
 from vm_pool import INPUT, domains, vm_config
 
@@ -25,8 +25,8 @@ LOG = logging.getLogger("test_vm_runtime")
 DEADLINE = 60.0
 
 
-def _runtime(uri: str, guest: Guest) -> VmRuntime:
-    return VmRuntime(Config.from_text(vm_config(uri, guest)))
+def _runtime(uri: str, guest: Guest, extra: str = "") -> VmRuntime:
+    return VmRuntime(Config.from_text(vm_config(uri, guest, extra)))
 
 
 def _request(sandbox: Path, key: str, data: bytes = INPUT) -> ContainerJob:
@@ -98,21 +98,28 @@ def test_a_guest_that_powers_off_ends_the_job(
 
 
 @pytest.mark.xdist_group("libvirtd")
-def test_freeze_pauses_the_guest_and_thaw_resumes_it(
-    libvirt_uri: str, vm_guest: Guest, tmp_path: Path
+@pytest.mark.parametrize("soft", [True, False])
+def test_freeze_suspends_the_guest_and_thaw_resumes_it(
+    libvirt_uri: str, vm_guest: Guest, tmp_path: Path, soft: bool
 ) -> None:
-    """While frozen the guest's clock-driven counter stops; thawed, it goes on; stop asks
-    for a shutdown the guest ignores, then destroys it after the grace time."""
-    runtime = _runtime(libvirt_uri, vm_guest)
+    """While frozen the guest's clock-driven counter stops (VM_SOFT_SUSPEND: paused; else
+    its memory saved to the sandbox and the domain gone); thawed, it goes on; stop asks for
+    a shutdown the guest ignores, then destroys it after the grace time."""
+    runtime = _runtime(libvirt_uri, vm_guest, f"VM_SOFT_SUSPEND = {soft}\n")
     vm = runtime.start(_request(tmp_path, f"{tmp_path}/key-pause", b"count"), LOG)
     try:
         _wait_ticks(tmp_path, 2)
         assert vm.freeze()
         time.sleep(1.5)  # a tick already on its way may still land
         frozen = len(_ticks(tmp_path))
+        if not soft:
+            assert (tmp_path / SAVE_FILE).exists()
+            assert domains(libvirt_uri, tmp_path.name) == [], "a saved guest is not running"
+            assert vm.exit_status() is None, "a saved guest has not ended"
         time.sleep(4)
-        assert len(_ticks(tmp_path)) == frozen, "the counter went on while paused"
+        assert len(_ticks(tmp_path)) == frozen, "the counter went on while suspended"
         assert vm.thaw()
+        assert not (tmp_path / SAVE_FILE).exists()
         _wait_ticks(tmp_path, frozen + 2, 60)
         started = time.monotonic()
         vm.stop(int(signal.SIGTERM), 3.0)
