@@ -5,6 +5,7 @@ as HTCondor reports it."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,32 @@ def _is_qemu(pid: str, containing: str) -> bool:
     except OSError:
         return False
     return b"guest=epcore-" in line and containing.encode() in line
+
+
+@pytest.mark.xdist_group("libvirtd")
+def test_vacate_shuts_the_guest_down_then_destroys_it_and_requeues(
+    pool_factory, slot_users, shared_dir: Path, libvirt_uri: str, vm_guest: Guest
+) -> None:
+    """ep vacate of a running VM job asks the guest to shut down and, since this guest
+    ignores the power button, destroys its domain once MachineMaxVacateTime (4 s) is up;
+    the job goes back to the queue and runs again."""
+    extra = "MachineMaxVacateTime = 4\n"
+    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
+    user = slot_users[0]
+    home = user_home(shared_dir, user)
+    write_disks(home, user, b"count")
+    submit_vm(pool, user, home)
+    pool.wait_for(lambda: bool(domains(libvirt_uri, shared_dir.name)), JOB_DEADLINE, "the VM")
+    (name,) = domains(libvirt_uri, shared_dir.name)
+    vacated = time.monotonic()
+    result = pool.ep("vacate")
+    assert result.status == 0, result.stderr
+    pool.wait_for(lambda: name not in domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+    took = time.monotonic() - vacated
+    assert 3.0 <= took <= 60.0, took
+    pool.wait_for(
+        lambda: pool.log("StartLog").count("started starter") >= 2, 60, "the job to run again"
+    )
+    assert [j.evaluate("JobStatus") for j in pool.jobs()] in ([1], [2])
+    starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+    assert "shutdown" in starter_log and "destroy" in starter_log, starter_log[-2000:]
