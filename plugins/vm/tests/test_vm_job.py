@@ -18,7 +18,12 @@ from epcore.testing.pool import user_home
 # One libvirtd per machine holds /run/libvirt: its tests share one worker.
 @pytest.mark.xdist_group("libvirtd")
 def test_vm_job_completes_and_its_output_disk_comes_back(
-    pool_factory, slot_users, shared_dir: Path, libvirt_uri: str, vm_guest: Guest
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
 ) -> None:
     """A user's VM job boots the guest, which copies its input disk upper-cased onto its
     output disk and powers off: the job completes with exit code 0, the written disk and the
@@ -52,7 +57,12 @@ def _is_qemu(pid: str, containing: str) -> bool:
 
 @pytest.mark.xdist_group("libvirtd")
 def test_vacate_shuts_the_guest_down_then_destroys_it_and_requeues(
-    pool_factory, slot_users, shared_dir: Path, libvirt_uri: str, vm_guest: Guest
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
 ) -> None:
     """ep vacate of a running VM job asks the guest to shut down and, since this guest
     ignores the power button, destroys its domain once MachineMaxVacateTime (4 s) is up;

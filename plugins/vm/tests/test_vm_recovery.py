@@ -28,7 +28,12 @@ def _running_vm_pool(pool_factory, slot_users, shared_dir: Path, uri: str, guest
 
 @pytest.mark.xdist_group("libvirtd")
 def test_kill_9_of_the_starter_and_the_startd_reclaims_the_domain(
-    pool_factory, slot_users, shared_dir: Path, libvirt_uri: str, vm_guest: Guest
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
 ) -> None:
     """SIGKILL to the starter of a running VM job leaves its domain running until the
     startd, seeing its starter gone, destroys it."""
@@ -43,7 +48,12 @@ def test_kill_9_of_the_starter_and_the_startd_reclaims_the_domain(
 
 @pytest.mark.xdist_group("libvirtd")
 def test_the_next_startd_start_sweeps_a_dead_pools_domain(
-    pool_factory, slot_users, shared_dir: Path, libvirt_uri: str, vm_guest: Guest
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
 ) -> None:
     """SIGKILL to the whole pool (startd and starter) leaves the domain; the pool started
     again on the same LOCAL_DIR removes it at startd start."""

@@ -92,3 +92,21 @@ def private_libvirtd(run: Path) -> Iterator[str]:
 def vm_guest(tmp_path_factory: pytest.TempPathFactory) -> Guest:
     """The tests' guest kernel and initramfs, built once per run (vm_guest.py)."""
     return build_guest(Path(tmp_path_factory.mktemp("guest")))
+
+
+@pytest.fixture
+def leftover_domains(libvirt_uri: str, shared_dir: Path) -> Iterator[None]:
+    """Destroys, after the test, every domain named after its ``shared_dir``: listed before
+    ``pool_factory``, it is torn down after the pool, whose SIGKILL leaves a running job's
+    guest to libvirtd (a job requeued by a test runs again until then)."""
+    yield
+    import libvirt
+
+    connection = libvirt.open(libvirt_uri)
+    try:
+        for domain in connection.listAllDomains(0):
+            if domain.name().startswith("epcore-") and shared_dir.name in domain.name():
+                with contextlib.suppress(libvirt.libvirtError):
+                    domain.destroy()
+    finally:
+        connection.close()
