@@ -49,6 +49,7 @@ from epcore.submit.values import (
     parse_expression,
     parse_integer,
 )
+from epcore.submit.vmjob import vm_attributes
 
 VANILLA = 5
 VM = 13
@@ -197,7 +198,8 @@ def _files(job: _Job, universe: str) -> int:
         what = "initialdir" if found is not None else "the submit directory (the job's Iwd)"
         raise job.fault(f"{what} {iwd} cannot be entered: {problem}", found)
     ad["Iwd"] = iwd
-    transfer_exe = job.flag("transfer_executable", True)
+    # A vm job's executable is only a label: condor_submit sets TransferExecutable = false.
+    transfer_exe = job.flag("transfer_executable", True) and universe != "vm"
     executable = job.get("executable")
     size = 0
     if executable is None:
@@ -207,7 +209,7 @@ def _files(job: _Job, universe: str) -> int:
     else:
         cmd = job.path(executable.text, iwd) if universe != "vm" else executable.text
         ad["Cmd"] = cmd
-        if transfer_exe and universe != "vm":
+        if transfer_exe:
             exe_size = job.host.file_size(cmd)
             if exe_size is None:
                 raise job.fault(f"executable {cmd} does not exist", executable)
@@ -398,18 +400,7 @@ def _containers(job: _Job, universe: str) -> str | None:
         ad["MountUnderScratch"] = scratch.text
     if universe != "vm":
         return None
-    vm_type = job.get("vm_type")
-    memory = job.get("vm_memory")
-    if vm_type is None or memory is None:
-        raise job.fault("universe vm needs vm_type and vm_memory")
-    ad["JobVMType"] = vm_type.text.lower()
-    for command, attribute, found in (
-        ("vm_memory", "JobVMMemory", memory),
-        ("vm_vcpus", "JobVMVCPUs", job.get("vm_vcpus") or Located("1", None)),
-    ):
-        ad[attribute] = job.integer(command, found)
-    ad["JobVMNetworking"] = job.flag("vm_networking", False)
-    return vm_type.text.lower()
+    return vm_attributes(job)
 
 
 def container_image_kind(image: str) -> str:
@@ -479,6 +470,8 @@ def build_job_ad(
         container=_container_kind(job.ad),
         docker_network=_text_of(job.get("docker_network_type")) if name == "docker" else None,
         vm_type=vm_type,
+        vm_networking=vm_type is not None and job.flag("vm_networking", False),
+        vm_networking_type="JobVMNetworkingType" in job.ad,
         generate_custom=context.config.get_bool(
             "SUBMIT_GENERATE_CUSTOM_RESOURCE_REQUIREMENTS", True
         ),

@@ -109,6 +109,9 @@ class RequirementsInputs:
     #: docker_network_type: a network other than none or host must be one the machine offers.
     docker_network: str | None = None
     vm_type: str | None = None
+    #: vm_networking was asked for; with vm_networking_type given, that type too.
+    vm_networking: bool = False
+    vm_networking_type: bool = False
     #: A container job's image offer (HasSIF, HasSandboxImage, HasDockerURL), else None.
     container: str | None = None
     generate_custom: bool = True
@@ -131,7 +134,15 @@ def job_requirements(user: str | None, inputs: RequirementsInputs) -> str:
         clauses.append("(TARGET.HasVM)")
         clauses.append(f'(TARGET.VM_Type == "{inputs.vm_type}")')
         clauses.append("(TARGET.VM_AvailNum > 0)")
-        clauses.append("(TARGET.VM_Memory >= MY.JobVMMemory)")
+        if inputs.vm_type != "xen":
+            clauses.append("(TARGET.TotalMemory >= MY.JobVMMemory)")
+        add("VM_Memory", "(TARGET.VM_Memory >= MY.JobVMMemory)")
+        if inputs.vm_networking:
+            add("VM_Networking", "TARGET.VM_Networking")
+            if inputs.vm_networking_type:
+                clauses.append(
+                    'stringListIMember(JobVMNetworkingType, TARGET.VM_Networking_Types, ",")'
+                )
     add("Arch", f'(TARGET.Arch == "{inputs.arch}")')
     add("OpSys", f'(TARGET.OpSys == "{inputs.opsys}")')
     if inputs.docker:

@@ -40,3 +40,16 @@ def test_starter_bench_completes_and_prints_its_figures() -> None:
     assert "activation -> first instruction, process_group, cgroup: median" in out
     assert "subprocess.run -> first instruction: median" in out
     assert "starter overhead per job:" in out
+
+
+@pytest.mark.system
+@pytest.mark.skipif(os.geteuid() != 0, reason="vm_bench needs root (libvirtd, cgroups)")
+def test_vm_bench_completes_and_prints_its_figures() -> None:
+    """vm_bench with one guest per side boots the guest through virsh create and through a
+    VM job of a real pool, brings the job's output disk back, and prints both medians and
+    their ratio."""
+    pytest.importorskip("libvirt")
+    out = _run("vm_bench.py", "--rounds", "1", timeout=600)
+    assert "virsh create -> first console line: median" in out
+    assert "ep run submit -> first console line: median" in out
+    assert "ratio epcore / virsh create:" in out

@@ -122,9 +122,9 @@ ATTRIBUTE_CASES = [
     ("container_image = /img/os.sif", "WantContainer", True),
     ("container_image = x.sif\ncontainer_target_dir = /srv", "ContainerTargetDir", "/srv"),
     ("container_image = x.sif\nmount_under_scratch = /scratch", "MountUnderScratch", "/scratch"),
-    ("universe = vm\nvm_type = kvm\nvm_memory = 512", "JobUniverse", 13),
-    ("universe = vm\nvm_type = KVM\nvm_memory = 512", "JobVMType", "kvm"),
-    ("universe = vm\nvm_type = kvm\nvm_memory = 512", "JobVMMemory", 512),
+    ("universe = vm\nvm_type = kvm\nvm_memory = 512\nvm_disk = a:vda:r", "JobUniverse", 13),
+    ("universe = vm\nvm_type = KVM\nvm_memory = 512\nvm_disk = a:vda:r", "JobVMType", "kvm"),
+    ("universe = vm\nvm_type = kvm\nvm_memory = 512\nvm_disk = a:vda:r", "JobVMMemory", 512),
     ("kill_sig = SIGINT", "KillSig", "SIGINT"),
     ("batch_name = nightly", "JobBatchName", "nightly"),
     ('batch_name = "quoted name"', "JobBatchName", "quoted name"),
@@ -263,7 +263,7 @@ def test_requirements_get_condor_submit_defaults(
 
 def test_vm_requirements_ask_for_a_vm_slot(build: Builder) -> None:
     """A vm job requires a slot with HasVM, the right VM_Type and enough VM memory."""
-    text = "universe = vm\nvm_type = kvm\nvm_memory = 512\nqueue\n"
+    text = "universe = vm\nvm_type = kvm\nvm_memory = 512\nvm_disk = a:vda:r\nqueue\n"
     requirements = str(build(text).procs[0]["Requirements"])
     assert '(TARGET.VM_Type == "kvm")' in requirements
     assert "(TARGET.HasVM)" in requirements

@@ -1,8 +1,8 @@
 """The VM plugin's hooks: epcore finds this module through the ``epcore`` entry point.
 
 It adds one epcore knob, VM_LIBVIRT_URI, and the VM universe's slot attributes (HasVM and
-friends, :mod:`epcore_vm.detect`). HTCondor's own VM_* knobs are already in epcore's default
-table. Running VM jobs is not part of this plugin yet (see its README).
+friends, :mod:`epcore_vm.detect`) and the ``vm`` container runtime that runs VM universe jobs
+(:mod:`epcore_vm.runtime`). HTCondor's own VM_* knobs are already in epcore's default table.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 from epcore import hookimpl
 from epcore.config import Config, KnobDefault
-from epcore.types import MachineAttribute, MachineInventory
+from epcore.types import ContainerRuntimeSpec, MachineAttribute, MachineInventory
 from epcore_vm.detect import probe, vm_attributes
+from epcore_vm.runtime import VmRuntime
 from epcore_vm.settings import read_settings
 
 
@@ -26,7 +27,36 @@ def ep_config_defaults() -> Sequence[KnobDefault]:
             "string",
             "epcore: the libvirt connection of the VM universe; unset: qemu:///system for "
             "kvm, xen:/// for xen (a private libvirtd: qemu:///system?socket=<path>).",
-        )
+        ),
+        KnobDefault(
+            "LIBVIRT_XML_SCRIPT",
+            None,
+            "string",
+            "A program that reads a VM job's ad on stdin and prints its libvirt domain XML; "
+            "unset: the plugin builds the XML itself.",
+        ),
+        KnobDefault("LIBVIRT_XML_SCRIPT_ARGS", None, "string", "Arguments of LIBVIRT_XML_SCRIPT."),
+        KnobDefault(
+            "VM_KVM_KERNEL",
+            None,
+            "string",
+            "epcore: a kernel on this machine that VM jobs boot directly (guests whose disks "
+            "hold no boot loader); unset: boot from the first disk.",
+        ),
+        KnobDefault(
+            "VM_KVM_DOMAIN_TYPE",
+            None,
+            "string",
+            "epcore: the libvirt domain type of VM jobs, kvm or qemu (TCG emulation); unset: "
+            "kvm when /dev/kvm can be opened, else qemu.",
+        ),
+        KnobDefault("VM_KVM_INITRD", None, "string", "epcore: the initrd of VM_KVM_KERNEL."),
+        KnobDefault(
+            "VM_KVM_KERNEL_PARAMS",
+            "console=ttyS0",
+            "string",
+            "epcore: the command line of VM_KVM_KERNEL.",
+        ),
     ]
 
 
@@ -40,3 +70,9 @@ def ep_machine_attributes(
     settings = read_settings(config)
     facts = None if settings.problem is not None else probe(settings.uri)
     return vm_attributes(settings, facts)
+
+
+@hookimpl
+def ep_container_runtimes() -> Sequence[ContainerRuntimeSpec]:
+    """The ``vm`` runtime: VM universe jobs (JobUniverse 13) as libvirt domains."""
+    return [ContainerRuntimeSpec("vm", VmRuntime, starter_modules=("libvirt",))]

@@ -5,4 +5,4 @@ No ``__init__.py`` here: test module names must differ from every ``tests/**/tes
 
 from __future__ import annotations
 
-pytest_plugins = ["epcore.testing.system", "vm_fixtures"]
+pytest_plugins = ["epcore.testing.system", "epcore.testing.pool", "vm_fixtures"]

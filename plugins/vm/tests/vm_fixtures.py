@@ -8,6 +8,7 @@ security driver (.ci/run sets both up); outside CI a missing piece skips the tes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -54,7 +55,14 @@ def libvirt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except ImportError:
         missing("libvirt-python is not installed")
     # A short path: unix socket names are limited to 108 bytes.
-    run = Path(tmp_path_factory.mktemp("lv"))
+    with private_libvirtd(Path(tmp_path_factory.mktemp("lv"))) as uri:
+        yield uri
+
+
+@contextlib.contextmanager
+def private_libvirtd(run: Path) -> Iterator[str]:
+    """virtlogd and libvirtd with their sockets, logs and pid files in ``run``; the URI of
+    the libvirtd (the benchmark starts one too)."""
     (run / "libvirtd.conf").write_text(
         f'unix_sock_dir = "{run}"\nlog_outputs = "3:file:{run}/libvirtd.log"\n'
     )
@@ -84,3 +92,21 @@ def libvirt_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def vm_guest(tmp_path_factory: pytest.TempPathFactory) -> Guest:
     """The tests' guest kernel and initramfs, built once per run (vm_guest.py)."""
     return build_guest(Path(tmp_path_factory.mktemp("guest")))
+
+
+@pytest.fixture
+def leftover_domains(libvirt_uri: str, shared_dir: Path) -> Iterator[None]:
+    """Destroys, after the test, every domain named after its ``shared_dir``: listed before
+    ``pool_factory``, it is torn down after the pool, whose SIGKILL leaves a running job's
+    guest to libvirtd (a job requeued by a test runs again until then)."""
+    yield
+    import libvirt
+
+    connection = libvirt.open(libvirt_uri)
+    try:
+        for domain in connection.listAllDomains(0):
+            if domain.name().startswith("epcore-") and shared_dir.name in domain.name():
+                with contextlib.suppress(libvirt.libvirtError):
+                    domain.destroy()
+    finally:
+        connection.close()

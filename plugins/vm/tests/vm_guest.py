@@ -29,6 +29,7 @@ MODULES = (
 #: What the guest prints first and last on its console.
 UP_LINE = "epcore-vm-guest: up"
 DONE_LINE = "epcore-vm-guest: done"
+TICK_LINE = "epcore-vm-guest: tick"
 
 INIT = f"""#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -38,6 +39,11 @@ echo "{UP_LINE}"
 for m in {" ".join(Path(m).name for m in MODULES)}; do insmod /mod/$m.ko; done
 # The disks appear once virtio_blk has probed them.
 for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vdb ] && break; sleep 0.2; done
+# An input disk that starts with "count" asks for a clock-driven counter instead, until the
+# machine is shut down (the suspend and vacate tests).
+if [ "$(head -c 5 /dev/vda)" = count ]; then
+  i=0; while true; do echo "{TICK_LINE} $i"; i=$((i+1)); sleep 1; done
+fi
 head -c 64 /dev/vda | tr a-z A-Z > /dev/vdb
 sync
 echo "{DONE_LINE}"

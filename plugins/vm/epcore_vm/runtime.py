@@ -1,0 +1,425 @@
+"""The VM universe's job path: a container runtime named ``vm`` that runs a job whose
+JobUniverse is 13 as a transient libvirt domain.
+
+The starter already treats such a job as it treats a docker job: its input (the disk images
+in transfer_input_files) is copied into the sandbox, the runtime starts it, the starter
+waits on :meth:`RunningVm.fileno`, freezes it for suspend, stops it for vacate, and sends
+back what changed in the sandbox (the written disks) once it ended. HTCondor's starter talks
+to a condor_vm-gahp; here the runtime calls libvirt itself, from the starter's process.
+
+Domains are named ``epcore-<job key>`` and carry the whole key in their description, so that
+the startd removes the domain of a starter that died (:meth:`VmRuntime.reclaim`) and, at its
+start, every one it no longer knows (:meth:`VmRuntime.sweep`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from epcore.classad import ClassAd
+from epcore.config import Config
+from epcore.types import ChildSetup, ContainerJob, MachineAttribute, TrackedUsage
+from epcore_vm.detect import CONNECT_TIMEOUT
+from epcore_vm.domain import (
+    CONSOLE_FILE,
+    NAME_PREFIX,
+    VmInfrastructureError,
+    domain_name,
+    domain_xml,
+    plan_domain,
+    script_xml,
+)
+from epcore_vm.settings import read_settings
+
+#: The saved memory of a hard-suspended guest, in the sandbox (HTCondor's working dir).
+SAVE_FILE = "vm_suspended.mem"
+#: JobUniverse of a VM job.
+VM_UNIVERSE = 13
+#: How often the watcher asks libvirt whether the guest still runs (HTCondor's
+#: VM_STATUS_INTERVAL is a minute: epcore reports the power-off sooner).
+WATCH_SECONDS = 0.25
+
+
+def _libvirt() -> Any:
+    # Imported when a VM job starts: the startd and other starters never load it.
+    import libvirt
+
+    return libvirt
+
+
+def open_connection(uri: str, timeout: float = CONNECT_TIMEOUT) -> Any:
+    """A libvirt connection to ``uri``, or VmInfrastructureError when libvirtd is missing,
+    refuses or does not answer in ``timeout`` seconds."""
+    answer: list[Any] = []
+    failure: list[str] = []
+
+    def run() -> None:
+        try:
+            answer.append(_libvirt().open(uri))
+        except Exception as error:  # libvirt.libvirtError, ImportError
+            failure.append(str(error))
+
+    worker = threading.Thread(target=run, name="epcore-vm-open", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if answer:
+        return answer[0]
+    reason = failure[0] if failure else f"no answer in {timeout:.0f} s"
+    raise VmInfrastructureError(f"libvirt at {uri}: {reason}")
+
+
+class VmRuntime:
+    """Runs VM universe jobs through libvirt (built by the startd, inherited by starters;
+    every method opens its own connection)."""
+
+    name = "vm"
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.settings = read_settings(config)
+        self.log = logging.getLogger("epcore.vm")
+
+    def machine_attributes(self) -> Sequence[MachineAttribute]:
+        """Nothing: ``ep_machine_attributes`` publishes HasVM and friends."""
+        return ()
+
+    def runs(self, job: ClassAd, machine: ClassAd | None = None) -> bool:
+        """True for a VM universe job."""
+        del machine
+        return job.evaluate("JobUniverse") == VM_UNIVERSE
+
+    def start(self, request: ContainerJob, log: logging.Logger) -> RunningVm:
+        """Create and start the job's domain; holds the job (code 6) for what its ad gets
+        wrong, requeues it (VmInfrastructureError) when libvirt fails."""
+        if self.settings.problem is not None:
+            raise VmInfrastructureError(f"the VM universe is off here: {self.settings.problem}")
+        plan = plan_domain(request.job, self.config, request.job_key, request.sandbox)
+        xml = script_xml(self.config, request.job, plan, request.sandbox) or domain_xml(plan)
+        connection = open_connection(self.settings.uri)
+        try:
+            domain = connection.createXML(xml, 0)
+        except Exception as error:
+            connection.close()
+            raise VmInfrastructureError(f"libvirt cannot start {plan.name}: {error}") from error
+        log.info("domain %s started (%d MiB, %d vCPUs)", plan.name, plan.memory_mb, plan.vcpus)
+        soft = self.config.get_bool("VM_SOFT_SUSPEND", False)
+        return RunningVm(connection, domain, plan.name, request, log, soft_suspend=soft)
+
+    def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
+        """Destroy the domains of this startd's jobs that no running job holds; their keys."""
+        if self.settings.problem is not None:
+            return ()
+        try:
+            connection = open_connection(self.settings.uri)
+        except VmInfrastructureError as error:
+            self.log.info("cannot look for stale domains: %s", error)
+            return ()
+        removed: list[str] = []
+        try:
+            for domain in connection.listAllDomains(0):
+                key = _job_key(domain)
+                if key is None or key in keep or not any(key.startswith(p) for p in prefixes):
+                    continue
+                _remove(domain, self.log)
+                removed.append(key)
+        except Exception as error:
+            self.log.warning("sweeping stale domains: %s", error)
+        finally:
+            connection.close()
+        return tuple(removed)
+
+    def reclaim(self, job_key: str) -> bool:
+        """Destroy the domain of ``job_key`` after its starter died; False when none."""
+        if self.settings.problem is not None:
+            return False
+        try:
+            connection = open_connection(self.settings.uri)
+        except VmInfrastructureError as error:
+            self.log.error("cannot look for the domain of job %s: %s", job_key, error)
+            return False
+        try:
+            domain = connection.lookupByName(domain_name(job_key))
+        except Exception:
+            return False
+        else:
+            _remove(domain, self.log)
+            return True
+        finally:
+            connection.close()
+
+
+def _job_key(domain: Any) -> str | None:
+    try:
+        if not domain.name().startswith(NAME_PREFIX):
+            return None
+        key = domain.metadata(_libvirt().VIR_DOMAIN_METADATA_DESCRIPTION, None)
+    except Exception:
+        return None
+    return key if isinstance(key, str) and key else None
+
+
+def _remove(domain: Any, log: logging.Logger) -> None:
+    """Destroy ``domain`` and forget it (a persistent one, with its managed save, too)."""
+    try:
+        if domain.isActive():
+            domain.destroy()
+    except Exception as error:
+        log.info("destroying %s: %s", domain.name(), error)
+    try:
+        if domain.isPersistent():
+            domain.undefineFlags(_libvirt().VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
+    except Exception as error:
+        log.info("undefining %s: %s", domain.name(), error)
+
+
+class RunningVm:
+    """One job's domain, from its start until :meth:`release`: the job's handle and its
+    tracking (the qemu process, pause for suspend, usage)."""
+
+    def __init__(
+        self,
+        connection: Any,
+        domain: Any,
+        name: str,
+        request: ContainerJob,
+        log: logging.Logger,
+        *,
+        soft_suspend: bool = False,
+    ) -> None:
+        self.connection = connection
+        self.domain = domain
+        self.name = name
+        self.request = request
+        self.log = log
+        self.destroyed = False
+        self.soft_suspend = soft_suspend
+        #: Where a hard suspend saved the guest's memory, until it is restored.
+        self.saved: str | None = None
+        self.released = False
+        self._ended = threading.Event()
+        self._lock = threading.Lock()
+        self._read, self._write = os.pipe()
+        self._qemu = _qemu_pid(name)
+        self._killer: threading.Timer | None = None
+        self._watcher = threading.Thread(target=self._watch, name="epcore-vm-watch", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        # Polled: libvirt's event loop would need a thread of its own all the same.
+        while not self._ended.wait(WATCH_SECONDS):
+            if self.saved is not None:
+                continue  # saved for a suspend: gone from libvirt but not ended
+            try:
+                active = bool(self.domain.isActive())
+            except Exception:
+                active = False  # a transient domain that stopped is gone from libvirt
+            if self.saved is not None:
+                continue  # the save began while libvirt was asked
+            if not active:
+                self._ended.set()
+        os.write(self._write, b"x")
+
+    # RunningContainer
+
+    def fileno(self) -> int:
+        """Readable once the domain has stopped."""
+        return self._read
+
+    def exit_status(self) -> tuple[int | None, int | None] | None:
+        """(0, None) once the guest powered off by itself; (None, SIGKILL) when it was
+        destroyed; None while it runs. HTCondor has no guest exit code either."""
+        if not self._ended.is_set():
+            return None
+        return (None, int(signal.SIGKILL)) if self.destroyed else (0, None)
+
+    def stop(self, signum: int, grace_seconds: float) -> None:
+        """Ask the guest to shut down (ACPI), and destroy it after ``grace_seconds``."""
+        del signum  # a guest gets no signal: the power button is HTCondor's graceful stop
+        self._shutdown()
+        if self._killer is None:
+            self._killer = threading.Timer(grace_seconds, self._destroy)
+            self._killer.daemon = True
+            self._killer.start()
+
+    def collect_output(self) -> str | None:
+        """With vm_no_output_vm, remove the disks and console from the sandbox so that
+        nothing of the VM goes back; else give the console to the job's user (the disks,
+        copied in as the user, are the output)."""
+        if self.request.job.evaluate("VMPARAM_No_Output_VM") is not True:
+            # qemu (root) made the console file: the job's user sends it back.
+            console = os.path.join(self.request.sandbox, CONSOLE_FILE)
+            with contextlib.suppress(OSError):
+                os.chown(console, self.request.uid, self.request.gid)
+                os.chmod(console, 0o644)
+            return None
+        disks = self.request.job.evaluate("VMPARAM_vm_Disk")
+        names = [CONSOLE_FILE]
+        if isinstance(disks, str):
+            names += [entry.split(":")[0].strip() for entry in disks.split(",")]
+        for name in names:
+            path = os.path.join(self.request.sandbox, name)
+            if os.path.dirname(os.path.abspath(path)) == os.path.abspath(self.request.sandbox):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        return None
+
+    # JobTracking
+
+    def child_setup(self) -> ChildSetup:
+        return ChildSetup()
+
+    def attach(self, pid: int) -> None:
+        del pid  # libvirtd starts qemu, not the starter
+
+    def pids(self) -> frozenset[int]:
+        """The guest's qemu process while it lives."""
+        pid = self._qemu
+        if pid is None or (self._ended.is_set() and not _alive(pid)):
+            return frozenset()
+        return frozenset({pid}) if _alive(pid) else frozenset()
+
+    def signal_all(self, signum: int) -> None:
+        """SIGKILL destroys the guest, SIGSTOP / SIGCONT pause and resume it, any other
+        signal asks it to shut down."""
+        if signum == signal.SIGKILL:
+            self._destroy()
+        elif signum == signal.SIGSTOP:
+            self.freeze()
+        elif signum == signal.SIGCONT:
+            self.thaw()
+        else:
+            self._shutdown()
+
+    def freeze(self) -> bool:
+        """Suspend the guest as HTCondor does: with VM_SOFT_SUSPEND pause it (its memory
+        stays), else save its memory to a file in the sandbox and free it (virDomainSave),
+        pausing it instead when the save fails."""
+        if self.soft_suspend or self.saved is not None:
+            return self.saved is not None or self._call("suspend")
+        path = os.path.join(self.request.sandbox, SAVE_FILE)
+        with self._lock:
+            self.saved = path
+            try:
+                self.domain.save(path)
+            except Exception as error:
+                self.saved = None
+                self.log.warning("saving %s failed (%s): pausing it", self.name, error)
+            else:
+                self.log.info("domain %s saved to %s", self.name, path)
+                return True
+        return self._call("suspend")
+
+    def thaw(self) -> bool:
+        """Resume a paused guest, or restore a saved one (its file then removed)."""
+        path = self.saved
+        if path is None:
+            return self._call("resume")
+        with self._lock:
+            try:
+                self.connection.restore(path)
+                self.domain = self.connection.lookupByName(self.name)
+            except Exception as error:
+                self.log.warning("restoring %s failed: %s", self.name, error)
+                return False
+            self.saved = None
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        self.log.info("domain %s restored", self.name)
+        return True
+
+    def usage(self) -> TrackedUsage:
+        """The guest's CPU time (libvirt's) and its qemu's resident memory."""
+        cpu: float | None = None
+        try:
+            cpu = int(self.domain.info()[4]) / 1e9
+        except Exception:
+            cpu = None
+        return TrackedUsage(user_cpu=cpu, memory_current=_rss(self._qemu))
+
+    def out_of_memory(self) -> bool:
+        return False
+
+    def release(self) -> None:
+        """Destroy the domain if it still runs, stop watching, close the connection."""
+        if self.released:
+            return
+        self.released = True
+        if not self._ended.is_set():
+            self._destroy()
+        if self._killer is not None:
+            self._killer.cancel()
+        self._ended.set()
+        self._watcher.join(5.0)
+        with contextlib.suppress(Exception):
+            self.connection.close()
+        for fd in (self._read, self._write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _call(self, method: str) -> bool:
+        with self._lock:
+            try:
+                getattr(self.domain, method)()
+            except Exception as error:
+                self.log.warning("%s of %s failed: %s", method, self.name, error)
+                return False
+        self.log.info("domain %s: %s", self.name, method)
+        return True
+
+    def _shutdown(self) -> None:
+        if self.saved is not None:
+            self._destroy()  # a saved guest cannot hear the power button
+        elif not self._ended.is_set():
+            self._call("shutdown")
+
+    def _destroy(self) -> None:
+        if self._ended.is_set():
+            return
+        self.destroyed = True
+        if self.saved is not None:
+            # Nothing runs: forgetting the saved memory is the destroy.
+            with contextlib.suppress(OSError):
+                os.unlink(self.saved)
+            self.saved = None
+            self._ended.set()
+            return
+        self._call("destroy")
+
+
+def _qemu_pid(name: str) -> int | None:
+    """The pid of the qemu running domain ``name`` (its command line names the guest)."""
+    needle = f"guest={name},".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if needle in handle.read():
+                    return int(entry)
+        except OSError:
+            continue
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _rss(pid: int | None) -> int | None:
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return None

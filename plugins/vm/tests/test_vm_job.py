@@ -1,0 +1,89 @@
+"""VM universe jobs through a real personal pool (``ep run``) and the private libvirtd: the
+guest boots, reads its input disk, writes its output disk and powers off, and the job ends
+as HTCondor reports it."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from vm_guest import DONE_LINE, UP_LINE, Guest
+from vm_pool import JOB_DEADLINE, domains, submit_vm, vm_config, write_disks
+
+from epcore.testing.pool import user_home
+
+
+# One libvirtd per machine holds /run/libvirt: its tests share one worker.
+@pytest.mark.xdist_group("libvirtd")
+def test_vm_job_completes_and_its_output_disk_comes_back(
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
+) -> None:
+    """A user's VM job boots the guest, which copies its input disk upper-cased onto its
+    output disk and powers off: the job completes with exit code 0, the written disk and the
+    console come back to the Iwd owned by the user, and no domain or qemu is left."""
+    pool = pool_factory(vm_config(libvirt_uri, vm_guest), cpus=2, memory=2048)
+    user = slot_users[0]
+    home = user_home(shared_dir, user)
+    write_disks(home, user)
+    submit_vm(pool, user, home)
+    pool.wait_for(
+        lambda: not pool.jobs(), JOB_DEADLINE, f"the VM job to leave the queue: {pool.jobs()}"
+    )
+    (job,) = pool.jobs(history=True)
+    assert (job.evaluate("JobStatus"), job.evaluate("ExitCode")) == (4, 0), job
+    assert (home / "out.img").read_bytes()[:26] == b"HELLO FROM THE INPUT DISK\n"
+    assert (home / "out.img").stat().st_uid == user.uid
+    console = (home / "vm_console.log").read_text(errors="replace")
+    assert UP_LINE in console and DONE_LINE in console, console[-2000:]
+    assert domains(libvirt_uri, shared_dir.name) == []
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_qemu(p, shared_dir.name)]
+
+
+def _is_qemu(pid: str, containing: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            line = handle.read()
+    except OSError:
+        return False
+    return b"guest=epcore-" in line and containing.encode() in line
+
+
+@pytest.mark.xdist_group("libvirtd")
+def test_vacate_shuts_the_guest_down_then_destroys_it_and_requeues(
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
+) -> None:
+    """ep vacate of a running VM job asks the guest to shut down and, since this guest
+    ignores the power button, destroys its domain once MachineMaxVacateTime (4 s) is up;
+    the job goes back to the queue and runs again."""
+    extra = "MachineMaxVacateTime = 4\n"
+    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
+    user = slot_users[0]
+    home = user_home(shared_dir, user)
+    write_disks(home, user, b"count")
+    submit_vm(pool, user, home)
+    pool.wait_for(lambda: bool(domains(libvirt_uri, shared_dir.name)), JOB_DEADLINE, "the VM")
+    (name,) = domains(libvirt_uri, shared_dir.name)
+    vacated = time.monotonic()
+    result = pool.ep("vacate")
+    assert result.status == 0, result.stderr
+    pool.wait_for(lambda: name not in domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+    took = time.monotonic() - vacated
+    assert 3.0 <= took <= 60.0, took
+    pool.wait_for(
+        lambda: pool.log("StartLog").count("started starter") >= 2, 60, "the job to run again"
+    )
+    assert [j.evaluate("JobStatus") for j in pool.jobs()] in ([1], [2])
+    starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+    assert "shutdown" in starter_log and "destroy" in starter_log, starter_log[-2000:]

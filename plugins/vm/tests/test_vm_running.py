@@ -1,0 +1,127 @@
+"""RunningVm's own logic against a stand-in domain (no libvirt): the end of the guest,
+stop's shutdown then destroy, and what goes back with vm_no_output_vm."""
+
+from __future__ import annotations
+
+import logging
+import select
+import signal
+import threading
+from pathlib import Path
+
+from epcore_vm.domain import CONSOLE_FILE
+from epcore_vm.runtime import RunningVm
+from test_vm_runtime import _request
+
+
+class FakeDomain:
+    """A domain that runs until shut down (when it honours the power button) or destroyed."""
+
+    def __init__(self, honours_shutdown: bool) -> None:
+        self.honours_shutdown = honours_shutdown
+        self.active = True
+        self.calls: list[str] = []
+        self.lock = threading.Lock()
+
+    def isActive(self) -> bool:
+        return self.active
+
+    def shutdown(self) -> None:
+        self.calls.append("shutdown")
+        if self.honours_shutdown:
+            self.active = False
+
+    def destroy(self) -> None:
+        self.calls.append("destroy")
+        self.active = False
+
+    def info(self) -> list[int]:
+        return [1, 0, 0, 1, 2_500_000_000]
+
+
+class FakeConnection:
+    def close(self) -> None:
+        pass
+
+
+def _vm(tmp_path: Path, domain: FakeDomain, **job: object) -> RunningVm:
+    request = _request(tmp_path, "key")
+    for name, value in job.items():
+        request.job[name] = value
+    return RunningVm(FakeConnection(), domain, "epcore-key", request, logging.getLogger("t"))
+
+
+def _ended(vm: RunningVm, timeout: float) -> bool:
+    return bool(select.select([vm.fileno()], [], [], timeout)[0])
+
+
+def test_a_guest_that_powers_off_exits_0(tmp_path: Path) -> None:
+    """The watcher sees the domain stop: fileno is readable and the exit is (0, None)."""
+    domain = FakeDomain(honours_shutdown=True)
+    vm = _vm(tmp_path, domain)
+    try:
+        assert not _ended(vm, 0.5) and vm.exit_status() is None
+        domain.active = False
+        assert _ended(vm, 5)
+        assert vm.exit_status() == (0, None)
+        assert vm.usage().user_cpu == 2.5
+    finally:
+        vm.release()
+
+
+def test_stop_destroys_a_guest_that_ignores_shutdown_after_the_grace(tmp_path: Path) -> None:
+    """stop asks for a shutdown at once and destroys after grace_seconds: the exit then
+    reads as SIGKILL."""
+    domain = FakeDomain(honours_shutdown=False)
+    vm = _vm(tmp_path, domain)
+    try:
+        vm.stop(int(signal.SIGTERM), 0.5)
+        assert domain.calls == ["shutdown"]
+        assert _ended(vm, 5)
+        assert domain.calls == ["shutdown", "destroy"]
+        assert vm.exit_status() == (None, int(signal.SIGKILL))
+    finally:
+        vm.release()
+
+
+def test_a_guest_that_honours_shutdown_is_not_destroyed(tmp_path: Path) -> None:
+    """A guest that powers off on the shutdown request ends with (0, None), no destroy."""
+    domain = FakeDomain(honours_shutdown=True)
+    vm = _vm(tmp_path, domain)
+    try:
+        vm.stop(int(signal.SIGTERM), 30)
+        assert _ended(vm, 5)
+        assert domain.calls == ["shutdown"] and vm.exit_status() == (0, None)
+    finally:
+        vm.release()
+
+
+def test_release_destroys_a_running_guest(tmp_path: Path) -> None:
+    """Releasing the job while its guest runs destroys the domain."""
+    domain = FakeDomain(honours_shutdown=False)
+    vm = _vm(tmp_path, domain)
+    vm.release()
+    assert domain.calls == ["destroy"]
+    vm.release()  # a second release does nothing
+    assert domain.calls == ["destroy"]
+
+
+def test_no_output_vm_leaves_nothing_to_send_back(tmp_path: Path) -> None:
+    """With VMPARAM_No_Output_VM the disks and the console leave the sandbox before the
+    output transfer; without it they stay."""
+    (tmp_path / CONSOLE_FILE).write_text("up\n")
+    vm = _vm(tmp_path, FakeDomain(True), VMPARAM_No_Output_VM=True)
+    try:
+        assert vm.collect_output() is None
+    finally:
+        vm.release()
+    assert not [p for p in ("in.img", "out.img", CONSOLE_FILE) if (tmp_path / p).exists()]
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / CONSOLE_FILE).write_text("up\n")
+    vm = _vm(kept, FakeDomain(True))
+    try:
+        assert vm.collect_output() is None
+    finally:
+        vm.release()
+    assert all((kept / p).exists() for p in ("in.img", "out.img", CONSOLE_FILE))
