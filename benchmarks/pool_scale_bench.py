@@ -153,7 +153,7 @@ def _token(config_path: Path, directory: Path) -> None:
 class CentralManager:
     """``ep run --role central-manager`` in ``local`` (its configuration written there)."""
 
-    def __init__(self, local: Path, keys: Path) -> None:
+    def __init__(self, local: Path, keys: Path, extra: str) -> None:
         local.mkdir()
         self.local = local
         self.port = _free_port(CM_IP)
@@ -162,6 +162,8 @@ class CentralManager:
             personal_config_text(str(local))
             + SECURITY.format(keys=keys)
             + CENTRAL_MANAGER.format(ip=CM_IP, port=self.port)
+            + extra.replace("\\n", "\n")
+            + "\n"
         )
         self.process = start_ep(
             ["run", "--role", "central-manager", "--config", str(self.config_path)],
@@ -307,7 +309,7 @@ def _one_cycle(manager: CentralManager) -> ClassAd:
 def measure(args: argparse.Namespace, hosts: int, root: Path, schedd: str) -> Figures:
     """One size of pool, on a new central manager (module docstring)."""
     keys = root / "keys"
-    manager = CentralManager(root / f"cm{hosts}", keys)
+    manager = CentralManager(root / f"cm{hosts}", keys, args.cm_config)
     tokens = root / "tokens"
     if not tokens.exists():
         _token(manager.config_path, tokens)
@@ -464,6 +466,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--window", type=float, default=30.0, help="seconds of quiet measuring")
     parser.add_argument("--cycles", type=int, default=3)
     parser.add_argument("--processes", type=int, default=2, help="processes of simulated hosts")
+    parser.add_argument(
+        "--cm-config", default="", help="lines added to the central manager's configuration"
+    )
     parser.add_argument("--quick", action="store_true", help="10 and 20 hosts, 200 jobs")
     args = parser.parse_args(argv)
     if args.quick:
