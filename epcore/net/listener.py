@@ -200,7 +200,10 @@ class CedarListener:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
-            sock.listen(128)
+            # HTCondor's SOCKET_LISTEN_BACKLOG (4096, reli_sock.cpp): a collector's thousands
+            # of hosts connect in bursts, and a short queue drops their SYNs (seconds of
+            # retries each) while the loop is busy.
+            sock.listen(self.current_config().get_int("SOCKET_LISTEN_BACKLOG", 4096, minimum=1))
             sock.setblocking(False)
         except OSError as error:
             # The process's other work (its local socket, its jobs) goes on without the
