@@ -179,7 +179,17 @@ class CentralManager:
         return (self.local / "log" / ".collector_address").exists()
 
     def query(self, command: commands.Command, projection: list[str]) -> list[ClassAd]:
-        return query_collector(CM_IP, self.port, command.number, self.config, projection=projection)
+        """The answer to a query, asked again (three times at most) when the central manager
+        was too busy to take the connection in time."""
+        for attempt in range(3):
+            try:
+                return query_collector(
+                    CM_IP, self.port, command.number, self.config, projection=projection
+                )
+            except OSError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("not reached")
 
     def updates(self) -> int:
         """The UpdatesTotal of every slot ad, summed."""
