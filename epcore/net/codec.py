@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from epcore.classad import ClassAd, ast
-from epcore.classad.formats import old_lines_by_key, parse_old_attribute
+from epcore.classad.formats import old_lines_by_key, set_old_line
 from epcore.errors import ClassAdError, EpError
 
 #: The byte that stands for a null string in the clear.
@@ -278,12 +278,14 @@ class Reader:
             if line == SECRET_MARKER and not literals_only:
                 line = self.get_string(f"secret attribute {index + 1} of {what}")
             try:
-                name, expr = parse_old_attribute(line)
+                node = set_old_line(ad, line, keep=not literals_only)
             except ClassAdError as error:
                 raise CodecError(f"attribute {index + 1} of {what}: {error}") from None
-            if literals_only and not isinstance(expr.node, ast.Literal):
-                raise CodecError(f"attribute {name} of {what} is not a literal: {expr}")
-            ad[name] = expr
+            if literals_only and not isinstance(node, ast.Literal):
+                name, _, text = line.partition("=")
+                raise CodecError(
+                    f"attribute {name.strip()} of {what} is not a literal: {text.strip()}"
+                )
         if types:
             self.get_string(f"the MyType string of {what}")
             self.get_string(f"the TargetType string of {what}")
