@@ -308,10 +308,14 @@ class ClassAd(MutableMapping[str, Expr]):
         functions: FunctionTable | None = None,
     ) -> Value:
         """Evaluate attribute ``name`` of this ad (as MY), against ``target`` when given."""
-        state, frame = _start(self, target, context, functions)
-        assert frame is not None
         key = name.lower()
         binding = self._bindings.get(key)
+        if binding is not None and binding.constant is not NOT_CONSTANT:
+            # A literal is its value in any state (evaluate_binding's first step): the daemons'
+            # reads of their ads' numbers and names need no evaluation state.
+            return binding.constant  # type: ignore[return-value]
+        state, frame = _start(self, target, context, functions)
+        assert frame is not None
         try:
             if binding is not None:
                 return evaluate_binding(state, frame, binding)

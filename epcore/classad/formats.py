@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from epcore.classad import ast
-from epcore.classad.classad import ClassAd, Expr
+from epcore.classad.classad import Binding, ClassAd, Expr
 from epcore.classad.parsecache import parse_node
 from epcore.classad.parser import iter_new_ads, parse_ad_node
 from epcore.classad.unparse import unparse
@@ -24,6 +24,12 @@ from epcore.classad.values import UNDEFINED
 from epcore.errors import ClassAdError, ClassAdSyntaxError
 
 _OLD_NAME: Final = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=")
+#: The most attribute lines :func:`set_old_line` keeps the binding of (emptied when full),
+#: and the longest it keeps: at most about 32 MB, whatever the peers send.
+LINE_BINDINGS: Final = 32768
+LINE_BINDING_LENGTH: Final = 1024
+#: The binding of each attribute line read lately, with its lower-case name.
+_line_bindings: dict[str, tuple[str, Binding]] = {}
 _JSON_EXPR: Final = re.compile(r"\A/Expr\((.*)\)/\Z", re.DOTALL)
 
 
@@ -131,6 +137,32 @@ def parse_old_attribute(line: str, source: str | None = None) -> tuple[str, Expr
     except ClassAdSyntaxError as error:
         raise ClassAdSyntaxError(error.reason, error.line, start + error.column, source) from error
     return match.group(1), Expr(node)
+
+
+def set_old_line(ad: ClassAd, line: str, *, keep: bool = True) -> ast.Node:
+    """Set in ``ad`` the attribute an old-syntax ``Name = Expr`` line gives; its tree
+    (ClassAdSyntaxError as :func:`parse_old_attribute`). ``keep`` False: the line is not
+    kept (a peer not yet authenticated).
+
+    A collector hears the same lines in every update of every host (most attributes of a
+    slot ad never change), so a line read lately gives the binding it gave then: no match
+    and no parse, and the ads share it as copies of an ad share theirs (it is immutable;
+    its unparsed line and compiled code, made once, serve every ad that holds it)."""
+    known = _line_bindings.get(line)
+    if known is None:
+        name, expr = parse_old_attribute(line)
+        known = (name.lower(), Binding(name, expr.node))
+        if keep and len(line) <= LINE_BINDING_LENGTH:
+            if len(_line_bindings) >= LINE_BINDINGS:
+                _line_bindings.clear()
+            _line_bindings[line] = known
+    key, binding = known
+    bindings = ad._bindings
+    old = bindings.get(key)
+    if old is not None and old.name != binding.name:
+        binding = Binding(old.name, binding.node)  # the first spelling stays, as ad[name] = ...
+    bindings[key] = binding
+    return binding.node
 
 
 # -- JSON -----------------------------------------------------------------------------------

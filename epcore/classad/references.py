@@ -148,7 +148,10 @@ class Canonical:
     def __call__(self, expr: Expr | None) -> object:
         if expr is None:
             return None
-        node = expr.node
+        return self.of_node(expr.node)
+
+    def of_node(self, node: ast.Node) -> object:
+        """The stand-in of the expression ``node`` (what calling with its Expr gives)."""
         if type(node) is ast.Literal:
             return _literal_print(node.value)
         known = self.seen.get(id(node))
@@ -159,6 +162,11 @@ class Canonical:
         return number
 
 
+def _lowered(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The names in lower case, as an ad keys its bindings."""
+    return None if names is None else tuple(name.lower() for name in names)
+
+
 #: ``part``'s key of an ad, from the ad and its key under a larger set of references.
 Projector = Callable[[ClassAd, tuple[object, ...]], tuple[object, ...]]
 
@@ -167,7 +175,7 @@ Projector = Callable[[ClassAd, tuple[object, ...]], tuple[object, ...]]
 class References:
     """The attribute names (lower case) matchmaking may read; None means "all of them"."""
 
-    names: tuple[str, ...] | None
+    names: tuple[str, ...] | None = attrs.field(converter=_lowered)
     canonical: Canonical = attrs.field(factory=Canonical, eq=False, repr=False)
 
     def key(self, ad: ClassAd) -> tuple[object, ...]:
@@ -175,9 +183,17 @@ class References:
         canonical = self.canonical
         if self.names is None:
             return tuple(sorted((name.lower(), canonical(ad[name])) for name in ad))
-        lookup = ad.lookup
-        # Membership first: most names belong to the other kind of ad, and a miss is cheap.
-        return tuple(canonical(lookup(name)) if name in ad else None for name in self.names)
+        if type(ad) is not ClassAd:
+            # A subclass may look its names up otherwise: through its own lookup.
+            lookup = ad.lookup
+            return tuple(canonical(lookup(name)) if name in ad else None for name in self.names)
+        # The bindings themselves (names here are lower case, as the ad keys them): no Expr
+        # made per name, and most names belong to the other kind of ad.
+        of_node = canonical.of_node
+        get = ad._bindings.get
+        return tuple(
+            None if (binding := get(name)) is None else of_node(binding.node) for name in self.names
+        )
 
     def projector(
         self, part: References
@@ -212,18 +228,31 @@ class ReferenceIndex:
             return found
         collector = _Collector()
         canonical = self.canonical
-        # Equal trees are visited once.
+        # Equal trees are visited once; a binding many ads share (copies, or the same line
+        # decoded: formats.set_old_line) is looked at once.
         visited: set[object] = set()
+        seen: set[int] = set()
+        key = name.lower()
         for ad in self.ads:
-            if name not in ad:
+            if type(ad) is not ClassAd:
+                expr = ad.lookup(name) if name in ad else None
+                if expr is not None and type(expr.node) is not ast.Literal:
+                    tree = canonical(expr)
+                    if tree not in visited:
+                        visited.add(tree)
+                        collector.visit(expr.node)
                 continue
-            expr = ad.lookup(name)
-            if expr is None or type(expr.node) is ast.Literal:
+            binding = ad._bindings.get(key)
+            if binding is None or id(binding) in seen:
                 continue
-            tree = canonical(expr)
+            seen.add(id(binding))
+            node = binding.node
+            if type(node) is ast.Literal:
+                continue
+            tree = canonical.of_node(node)
             if tree not in visited:
                 visited.add(tree)
-                collector.visit(expr.node)
+                collector.visit(node)
         result = None if collector.dynamic else frozenset(collector.names)
         self.refers_to[name] = result
         return result
@@ -261,8 +290,8 @@ def consumption_names(slots: Sequence[ClassAd]) -> set[str]:
     schedd's _condor_Request<resource>)."""
     names: set[str] = set()
     for slot in slots:
-        for name in slot:
-            lowered = name.lower()
+        # The ad's keys are the names in lower case.
+        for lowered in slot._bindings:
             if lowered.startswith("consumption"):
                 resource = lowered[len("consumption") :]
                 names.update(

@@ -62,6 +62,10 @@ FIRST_BACKOFF: Final = 1.0
 MAX_BACKOFF: Final = 300.0
 #: Seconds a connection is kept with nothing to send (under CEDAR_CLIENT_TIMEOUT's 20).
 KEEP_IDLE: Final = 10.0
+#: Seconds each step of an update may take once connected (HTCondor's DCCollector starts
+#: its TCP updates with 20): a collector taking thousands of hosts' first authentications
+#: at once answers late, and a host that gave up after 5 s made it authenticate again.
+UPDATE_TIMEOUT: Final = 20.0
 #: Seconds the process's end waits for the last updates and invalidations to go out.
 CLOSE_WAIT: Final = 5.0
 #: The attributes that hold a daemon's own address.
@@ -145,6 +149,8 @@ class RemoteCollector:
         self.connections = 0
         self.resumed = 0
         self._session: ClientSession | None = None
+        #: Whether the kept connection's command started (its handshake is over).
+        self._started = False
         self.failures = 0
 
     # -- the CollectorLink ----------------------------------------------------------------
@@ -407,6 +413,7 @@ class RemoteCollector:
             return
         writer = stream.writer().put_int(command.number)
         self._put_ads(writer, command, self._reachable(ad, self._our_address(stream)))
+        sock.settimeout(UPDATE_TIMEOUT)
         sock.sendall(stream.framer.frame(writer.bytes()))
 
     def _connect_and_send(
@@ -417,9 +424,12 @@ class RemoteCollector:
         host, port = self.collector()
         sock, stream = open_connection(self.config(), host, port)
         self._sock, self._stream = sock, stream
+        self._started = False
         self.connections += 1
         shown = self._reachable(ad, self._our_address(stream))
+        sock.settimeout(UPDATE_TIMEOUT)
         run_blocking(sock, stream, self._first(stream, command, shown, session))
+        self._started = True
 
     def _first(
         self, stream: Stream, command: Command, ad: ClassAd, session: ClientSession | None
@@ -472,7 +482,9 @@ class RemoteCollector:
     def _drop(self) -> None:
         if self._sock is not None:
             try:
-                if self._stream is not None:
+                # DC_NOP ends a connection whose command started; one cut short in its
+                # handshake is closed (its protection may differ from the collector's).
+                if self._stream is not None and self._started:
                     writer = self._stream.writer().put_int(commands.DC_NOP.number)
                     self._sock.sendall(self._stream.framer.frame(writer.bytes()))
             except OSError:

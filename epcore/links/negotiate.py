@@ -15,8 +15,10 @@ A schedd that cannot be reached, is slow or answers nonsense costs the cycle at 
 NEGOTIATOR_TIMEOUT for each wait (the connection's too) and NEGOTIATOR_MAX_TIME_PER_SCHEDD
 for each half of the cycle (HTCondor's knobs, defaults 30 s and 120 s): its rounds are
 closed and :class:`PeerUnreachable` names it, which the negotiator logs and reports while
-the other schedds' cycle goes on. The cycle runs in the central manager's loop, as the
-in-process one does: those bounds are how long a schedd can hold it.
+the other schedds' cycle goes on. A central manager whose schedds are all elsewhere runs
+its cycles in a thread (:mod:`epcore.negotiator.background`): those bounds are how long a
+schedd can hold a cycle, never the loop; the Submitter ads are read in the loop as the
+cycle begins (:class:`SubmitterDirectory`).
 
 What epcore's in-process schedd tells its negotiator and HTCondor's protocol has no place
 for is left out: a remote schedd never asks for a cycle sooner (:meth:`wants_negotiation`:
@@ -283,17 +285,34 @@ def _submitter_ads(collector: AdQuery, now: float) -> list[ClassAd]:
 SUBMITTER_ATTRIBUTES = ("Name", SCHEDD_ADDRESS, neg.SUBMITTER_TAG)
 
 
+class SubmitterDirectory:
+    """The Submitter ads in ``collector``, read again by each :meth:`addresses` (in the
+    central manager's loop, as a cycle begins) and kept for :meth:`naming`, which the
+    links call in the cycle, perhaps from the cycle's thread: the collector's store is the
+    loop's alone."""
+
+    def __init__(self, collector: AdQuery, clock: Callable[[], float]) -> None:
+        self.collector = collector
+        self.clock = clock
+        self.ads: list[ClassAd] = []
+
+    def addresses(self) -> list[str]:
+        """The schedds the Submitter ads name now (ScheddIpAddr), each once."""
+        self.ads = _submitter_ads(self.collector, self.clock())
+        found = (ad.evaluate(SCHEDD_ADDRESS) for ad in self.ads)
+        return sorted({address for address in found if isinstance(address, str) and address})
+
+    def naming(self, address: str) -> list[ClassAd]:
+        """The Submitter ads of the last :meth:`addresses` that name the schedd ``address``."""
+        return [ad for ad in self.ads if ad.evaluate(SCHEDD_ADDRESS) == address]
+
+
 def remote_schedd_addresses(
     collector: AdQuery, clock: Callable[[], float]
 ) -> Callable[[], list[str]]:
     """The schedds the Submitter ads in ``collector`` name (ScheddIpAddr), each once: the
     schedds a negotiator negotiates with when none runs in its process."""
-
-    def addresses() -> list[str]:
-        found = (ad.evaluate(SCHEDD_ADDRESS) for ad in _submitter_ads(collector, clock()))
-        return sorted({address for address in found if isinstance(address, str) and address})
-
-    return addresses
+    return SubmitterDirectory(collector, clock).addresses
 
 
 def remote_schedd_connector(
@@ -303,9 +322,11 @@ def remote_schedd_connector(
     name: str,
     log: logging.Logger,
     clock: Callable[[], float],
+    directory: SubmitterDirectory | None = None,
 ) -> Callable[[str], RemoteJobSource]:
     """The ``connect`` of a negotiator's schedd Locator: the link to the schedd at an
-    address, whose submitters are the Submitter ads in ``collector`` naming it."""
+    address, whose submitters are the Submitter ads in ``collector`` naming it (those
+    ``directory`` read last, when given: links used outside the loop)."""
 
     def connect(address: str) -> RemoteJobSource:
         try:
@@ -314,6 +335,8 @@ def remote_schedd_connector(
             raise PeerUnreachable(f"schedd at {address!r}: not an address: {error}") from error
 
         def submitters() -> list[ClassAd]:
+            if directory is not None:
+                return directory.naming(address)
             ads = _submitter_ads(collector, clock())
             return [ad for ad in ads if ad.evaluate(SCHEDD_ADDRESS) == address]
 

@@ -27,15 +27,21 @@ def _set_submitter(
     def handler(service: NegotiatorService, requester: Requester, request: ClassAd) -> ClassAd:
         name = text_argument(request, "Submitter")
         now = service.clock()
-        accountant = service.accountant
+        value = 0.0
         if command in _SETTERS:
-            value = argument(request, "Value", float)
-            assert isinstance(value, int | float)
-            service.accountant = _SETTERS[command](accountant, name, float(value), now)
-        elif command == "ResetUsage":
-            service.accountant = accountant.reset_usage(name, now)
-        else:
-            service.accountant = accountant.delete(name)
+            given = argument(request, "Value", float)
+            assert isinstance(given, int | float)
+            value = float(given)
+
+        def change(accountant: Accountant) -> Accountant:
+            if command in _SETTERS:
+                return _SETTERS[command](accountant, name, value, now)
+            if command == "ResetUsage":
+                return accountant.reset_usage(name, now)
+            return accountant.delete(name)
+
+        # Through the service: a cycle running in its thread gets the change too.
+        service.change_accountant(change)
         service.save_accountant()
         service.log.info("%s %s by %s", command, name, requester.name)
         return answer(True)

@@ -8,6 +8,12 @@ schedd through their links, updates the accountant's usage, matches, and hands e
 schedd its matches; then it saves the accountant and advertises the negotiator's ad. No
 cycle starts once the pool is shutting down.
 
+When every schedd is in another process (:attr:`NegotiatorService.background`, the
+assembly's choice), a cycle runs in a thread of its own (:mod:`epcore.negotiator.background`):
+the loop gathers the slot ads and the links, the thread talks to the schedds and matches, and
+the loop takes the outcome back, so that the collector beside the negotiator keeps answering
+its hosts' updates meanwhile. A peaceful shutdown waits for that cycle; a fast one leaves it.
+
 A schedd in another process may be unreachable, slow or broken: its link says so
 (PeerUnreachable) and the cycle goes on with the others; the log names it, and so does the
 negotiator's ad (LastNegotiationCycleScheddsFailed0, epcore's, a list of addresses).
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from epcore.classad import ClassAd
 from epcore.config import Config
@@ -25,24 +31,23 @@ from epcore.interfaces import (
     CollectorLink,
     JobSource,
     Locator,
-    Match,
     PeerUnreachable,
     RequestHandlers,
     SubmitterJobs,
 )
 from epcore.interfaces.requests import bind_handlers
 from epcore.negotiator.accountant import Accountant
-from epcore.negotiator.cycle import negotiate
-from epcore.negotiator.limits import MatchedLimits, job_limits, still_pending
-from epcore.negotiator.offline import offline_match_ads, split_offline
+from epcore.negotiator.background import CycleInput, CycleOutcome, CycleWorker, run_cycle
+from epcore.negotiator.limits import MatchedLimits, job_limits
 from epcore.negotiator.records import Cycle
 from epcore.negotiator.requests import HANDLERS
-from epcore.negotiator.settings import significance
 from epcore.runtime.loop import LoopHandle, TimedService
 from epcore.runtime.persist import write_ad_lines
 
 #: The longest the negotiator's ad waits between two advertisements, in seconds.
 ADVERTISE_INTERVAL = 60.0
+#: How often the loop looks whether a cycle running in its thread has ended, in seconds.
+CYCLE_POLL = 0.05
 
 
 class NegotiatorService(TimedService):
@@ -94,6 +99,15 @@ class NegotiatorService(TimedService):
         self.waiting: dict[tuple[str, str], str] = {}
         #: A schedd in another process asked for a cycle soon (RESCHEDULE).
         self.rescheduled = False
+        #: Whether cycles run in a thread (the assembly's choice when every schedd is in
+        #: another process): the loop keeps serving the collector while a cycle talks to
+        #: the schedds and matches (:mod:`epcore.negotiator.background`).
+        self.background = False
+        self.worker = CycleWorker(log, monotonic)
+        #: Changes to the accountant made while a cycle ran in its thread, replayed on the
+        #: accountant the cycle gives back.
+        self.changes: list[Callable[[Accountant], Accountant]] = []
+        self.abandoned = False
 
     # -- the in-process link (PriorityQuery) --------------------------------------------------
 
@@ -122,7 +136,16 @@ class NegotiatorService(TimedService):
             self.schedds.link(a).wants_negotiation() for a in self.schedds.addresses()
         )
 
+    def change_accountant(self, change: Callable[[Accountant], Accountant]) -> None:
+        """Apply ``change`` to the accountant now, and again to the one a cycle running in
+        its thread gives back (which began before it)."""
+        self.accountant = change(self.accountant)
+        if self.worker.running:
+            self.changes.append(change)
+
     def timeout(self) -> float:
+        if self.worker.running:
+            return min(CYCLE_POLL, self.next_ad - self.monotonic())
         if self.stopping:
             return self.next_ad - self.monotonic()  # no more cycles: waiting would spin
         due = self.next_cycle
@@ -133,20 +156,47 @@ class NegotiatorService(TimedService):
     def tick(self) -> None:
         now = self.clock()
         tick = self.monotonic()
+        if self.worker.done():
+            self._cycle_ended(self.worker.take)
+            self.next_ad = tick
         due = tick >= self.next_cycle or (
             self._wanted() and tick >= self.last_cycle + self._min_interval()
         )
-        if due and not self.stopping:
-            try:
-                self.negotiate(now)
-            except Exception:  # a failed cycle must not take the pool and its jobs down
-                self.log.exception("the negotiation cycle failed")
-                self.next_cycle = tick + self._interval()
-            self.next_ad = tick  # the negotiator's ad follows each cycle
+        if due and not self.stopping and not self.worker.running:
+            if self.background:
+                self._cycle_ended(lambda: self.worker.start(self._gather(now)))
+            else:
+                self._cycle_ended(lambda: self.negotiate(now))
+                self.next_ad = tick  # the negotiator's ad follows each cycle
         if tick >= self.next_ad:
             self.advertise(now)
 
+    def _cycle_ended(self, step: Callable[[], object]) -> None:
+        """Run ``step`` (a cycle, its start or its outcome taken back); a failure is logged
+        and the next cycle comes after NEGOTIATOR_INTERVAL."""
+        outcome = None
+        try:
+            outcome = step()
+        except Exception:  # a failed cycle must not take the pool and its jobs down
+            self.log.exception("the negotiation cycle failed")
+            self.changes.clear()
+            self.next_cycle = self.monotonic() + self._interval()
+        if isinstance(outcome, CycleOutcome):
+            self._finish(outcome)
+
+    def shutdown(self, fast: bool) -> None:
+        super().shutdown(fast)
+        # A peaceful end lets a cycle in its thread finish (its matches go out); a fast one
+        # leaves it.
+        self.abandoned = self.abandoned or fast
+
+    @property
+    def finished(self) -> bool:
+        return self.stopping and (self.abandoned or not self.worker.running)
+
     def close(self) -> None:
+        if self.worker.running and not self.abandoned and self.worker.wait(0):
+            self._cycle_ended(self.worker.take)
         self.save_accountant()
 
     # -- the work -------------------------------------------------------------------------
@@ -158,7 +208,12 @@ class NegotiatorService(TimedService):
         return max(self.config.get_float("NEGOTIATOR_INTERVAL", 60.0), 1.0)
 
     def negotiate(self, now: float) -> None:
-        """One negotiation cycle: update the usage, match, hand the matches to the schedds."""
+        """One negotiation cycle, here and now: update the usage, match, hand the matches to
+        the schedds."""
+        self._finish(run_cycle(self._gather(now), self.log, self.monotonic))
+
+    def _gather(self, now: float) -> CycleInput:
+        """What a cycle starts from: the schedds' links and the slot ads as they are."""
         started = self.monotonic()
         self.rescheduled = False
         failed: dict[str, str] = {}
@@ -168,57 +223,37 @@ class NegotiatorService(TimedService):
                 schedds[address] = self.schedds.link(address)
             except PeerUnreachable as error:
                 failed[address] = str(error)
-        for schedd in schedds.values():
-            schedd.cycle_started()
-        slots = self.collector.query("Machine", now=now)
-        self.accountant = self.accountant.update_usage(slots, now)
-        timeout = max(self.config.get_float("MATCH_TIMEOUT", 120.0), 1.0)
-        self.matched_limits = still_pending(self.matched_limits, slots, now, timeout)
-        reserved = set().union(*(schedd.reserved_slots() for schedd in schedds.values()))
-        if reserved:
-            slots = [s for s in slots if str(s.evaluate("Name")) not in reserved]
-        wanted = significance(self.config, slots, now)
-        submitters: list[SubmitterJobs] = []
-        # Where each submitter's jobs came from, by address, and (a user may submit at
-        # several schedds) each job's.
-        owners: dict[str, str] = {}
-        sources: dict[Hashable, str] = {}
-        for address, schedd in schedds.items():
-            try:
-                offers = schedd.negotiable_jobs(slots, wanted, now)
-            except PeerUnreachable as error:
-                failed[address] = str(error)
-                continue
-            for offered in offers:
-                submitters.append(offered)
-                owners.setdefault(offered.submitter, address)
-                for job in offered.jobs:
-                    sources.setdefault(_job_key(offered.submitter, job), address)
+        return CycleInput(
+            now=now,
+            started=started,
+            config=self.config,
+            schedds=schedds,
+            failed=failed,
+            slots=self.collector.query("Machine", now=now),
+            accountant=self.accountant,
+            matched_limits=tuple(self.matched_limits),
+        )
+
+    def _finish(self, outcome: CycleOutcome) -> None:
+        """Take a cycle's outcome into the negotiator's state, log it and report it."""
+        now = outcome.now
+        cycle, submitters = outcome.cycle, outcome.submitters
+        self.accountant = outcome.accountant
+        for change in self.changes:
+            # condor_userprio's changes made while the cycle ran in its thread.
+            self.accountant = change(self.accountant)
+        self.changes.clear()
+        self.matched_limits = list(outcome.matched_limits)
         matches = 0
-        if submitters:
-            pending = [entry.limits for entry in self.matched_limits]
-            cycle = negotiate(self.config, self.accountant, slots, submitters, now, pending)
-            self.accountant = cycle.accountant
+        if cycle is not None:
             self._remember(cycle, submitters, now)
             self._log_failures(cycle.failures)
             matches = len(cycle.matches)
-            for match in cycle.matches:
-                self.log.info(
-                    "Matched %s %s %s (%s)",
-                    match.job_id,
-                    match.submitter,
-                    match.slot_name,
-                    match.reason,
-                )
-            live, offline = split_offline(cycle.matches)
-            if offline:
-                for match in offline:
-                    self.log.info("Matched %s to %s (offline)", match.job_id, match.slot_name)
-                self.collector.update(offline_match_ads(offline, slots, now), now)
-            failed.update(self._hand_out(live, schedds, owners, sources, now))
-        self._log_schedd_failures(failed)
+        if outcome.offline_ads:
+            self.collector.update(outcome.offline_ads, now)
+        self._log_schedd_failures(outcome.failed)
         self.save_accountant()
-        tick = self.monotonic()
+        started, tick = outcome.started, outcome.ended
         self.cycles += 1
         self.last_cycle = tick
         self.next_cycle = tick + self._interval()
@@ -226,7 +261,7 @@ class NegotiatorService(TimedService):
         self.log.info(
             "negotiation cycle %d: %d slots, %d submitters, %d idle jobs, %d matches in %.3f s",
             self.cycles,
-            len(slots),
+            len(outcome.slots),
             len(submitters),
             jobs,
             matches,
@@ -238,8 +273,8 @@ class NegotiatorService(TimedService):
         stats["LastNegotiationCycleMatches0"] = matches
         stats["LastNegotiationCycleActiveSubmitterCount0"] = len(submitters)
         stats["LastNegotiationCycleNumIdleJobs0"] = jobs
-        stats["LastNegotiationCycleTotalSlots0"] = len(slots)
-        stats["LastNegotiationCycleScheddsFailed0"] = ", ".join(sorted(failed))
+        stats["LastNegotiationCycleTotalSlots0"] = len(outcome.slots)
+        stats["LastNegotiationCycleScheddsFailed0"] = ", ".join(sorted(outcome.failed))
         self.last_cycle_stats = stats
 
     def _remember(self, cycle: Cycle, submitters: Sequence[SubmitterJobs], now: float) -> None:
@@ -260,32 +295,6 @@ class NegotiatorService(TimedService):
             if ident in owner
         }
         self.last_report = cycle
-
-    def _hand_out(
-        self,
-        matches: Sequence[Match],
-        schedds: Mapping[str, JobSource],
-        owners: Mapping[str, str],
-        sources: Mapping[Hashable, str],
-        now: float,
-    ) -> dict[str, str]:
-        """Each schedd's matches, in the cycle's order, to that schedd (to every schedd that
-        offered jobs, none perhaps: a schedd in another process ends its negotiation then);
-        the schedds that could not take them, by address."""
-        by_schedd: dict[str, list[Match]] = {
-            address: [] for address in dict.fromkeys([*owners.values(), *sources.values()])
-        }
-        for match in matches:
-            address = sources.get(_job_key(match.submitter, match.job), owners[match.submitter])
-            by_schedd[address].append(match)
-        failed: dict[str, str] = {}
-        for address, taken in by_schedd.items():
-            try:
-                schedds[address].take_matches(taken, now)
-            except PeerUnreachable as error:
-                # Its slots stay unclaimed; MATCH_TIMEOUT lets them go, as a failed claim.
-                failed[address] = str(error)
-        return failed
 
     def _log_schedd_failures(self, failed: Mapping[str, str]) -> None:
         """Log each schedd the cycle could not negotiate with (and when it is back)."""
@@ -320,12 +329,3 @@ class NegotiatorService(TimedService):
         for name, value in self.contact.items():
             ad[name] = value
         self.collector.update([ad], now)
-
-
-def _job_key(submitter: str, job: ClassAd) -> Hashable:
-    """What tells a job apart among every schedd's: its GlobalJobId (the schedd's name is
-    in it), else its submitter and ids."""
-    global_id = job.evaluate("GlobalJobId")
-    if isinstance(global_id, str) and global_id:
-        return global_id
-    return (submitter, job.evaluate("ClusterId"), job.evaluate("ProcId"))

@@ -77,7 +77,10 @@ def start_command(
     """Start ``command`` on the server at the other end of ``stream`` (module docstring)."""
     registry = methods if methods is not None else default_registry()
     crypto = key_exchange.methods if key_exchange is not None else ()
-    ours = pol.client_policy(config, methods=registry.names, crypto=crypto)
+    # A daemon's sessions last a day: a startd resumes its session with the collector at
+    # each UPDATE_INTERVAL rather than authenticating again (HTCondor: tools and submit 60 s).
+    tool = subsystem.upper() in ("TOOL", "SUBMIT")
+    ours = pol.client_policy(config, methods=registry.names, crypto=crypto, tool=tool)
     auth_info = ours.ad(subsystem=subsystem)
     if key_exchange is not None:
         auth_info["ECDHPublicKey"] = key_exchange.public_key()

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from epcore.classad import ClassAd, ast
-from epcore.classad.formats import old_lines_by_key, parse_old_attribute
+from epcore.classad.formats import old_lines_by_key, set_old_line
 from epcore.errors import ClassAdError, EpError
 
 #: The byte that stands for a null string in the clear.
@@ -115,9 +115,12 @@ class Writer:
 
     def put_string(self, value: str | None) -> Writer:
         """A string; None is the null string (only CONFIG_VAL's answers use it)."""
-        data = bytes((NULL_STRING,)) if value is None else value.encode() + b"\0"
-        if value is not None and b"\0" in data[:-1]:
+        if value is None:
+            data = bytes((NULL_STRING,))
+        elif "\0" in value:
             raise CodecError("a string on the wire cannot hold a NUL character")
+        else:
+            data = value.encode() + b"\0"
         if self.encrypted:
             self.put_int(len(data))
         self._out += data
@@ -156,14 +159,21 @@ class Writer:
             entries = [entry for entry in entries if not is_private(entry[0])]
         lines = [line for _, line in entries]
         self.put_int(len(lines))
+        # The lines in one join: a query's answer holds tens of thousands of them, and a
+        # negotiator's matches as many ads.
+        joined = "\0".join(lines)
+        if joined.count("\0") != max(len(lines) - 1, 0):
+            raise CodecError("a string on the wire cannot hold a NUL character")
         if self.encrypted:
+            # Each string after its length (NUL included), as put_string sends it.
+            parts: list[builtins.bytes] = []
             for line in lines:
-                self.put_string(line)
+                data = line.encode()
+                parts.append((len(data) + 1).to_bytes(8, "big"))
+                parts.append(data)
+                parts.append(b"\0")
+            self._out += b"".join(parts)
         else:
-            # The common case in one join: a query's answer holds tens of thousands of lines.
-            joined = "\0".join(lines)
-            if joined.count("\0") != max(len(lines) - 1, 0):
-                raise CodecError("a string on the wire cannot hold a NUL character")
             self._out += joined.encode() + (b"\0" if lines else b"")
         if types:
             self.put_string("")
@@ -278,12 +288,14 @@ class Reader:
             if line == SECRET_MARKER and not literals_only:
                 line = self.get_string(f"secret attribute {index + 1} of {what}")
             try:
-                name, expr = parse_old_attribute(line)
+                node = set_old_line(ad, line, keep=not literals_only)
             except ClassAdError as error:
                 raise CodecError(f"attribute {index + 1} of {what}: {error}") from None
-            if literals_only and not isinstance(expr.node, ast.Literal):
-                raise CodecError(f"attribute {name} of {what} is not a literal: {expr}")
-            ad[name] = expr
+            if literals_only and not isinstance(node, ast.Literal):
+                name, _, text = line.partition("=")
+                raise CodecError(
+                    f"attribute {name.strip()} of {what} is not a literal: {text.strip()}"
+                )
         if types:
             self.get_string(f"the MyType string of {what}")
             self.get_string(f"the TargetType string of {what}")

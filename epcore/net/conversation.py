@@ -14,6 +14,7 @@ HTCondor "reads" an empty end-of-message read nothing.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Generator
 from typing import Final, TypeVar
@@ -94,16 +95,41 @@ def send(writer: Writer) -> Generator[Step, bytes | None, None]:
         yield Send(message)
 
 
+#: Bytes of consecutive messages :func:`run_blocking` hands to the kernel at once, at most.
+SEND_COALESCE: Final = 256 * 1024
+
+
 def run_blocking(sock: socket.socket, stream: Stream, conversation: Conversation[Result]) -> Result:
     """Drive ``conversation`` over the connected blocking ``sock`` to its result (the
-    socket's own timeout bounds each wait). FrameError or Refused when the peer breaks off."""
+    socket's own timeout bounds each wait). FrameError or Refused when the peer breaks off.
+
+    Messages sent one after the other with nothing received between them go out together
+    (each framed, sealed and in order as it comes; :data:`SEND_COALESCE` bytes at most in
+    one ``sendall``): a negotiator's 20,000 matches are a few dozen system calls, not
+    20,000."""
+    pending: list[bytes] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        if pending:
+            data = b"".join(pending)
+            pending.clear()
+            size = 0
+            sock.sendall(data)
+
     try:
         step = next(conversation)
         while True:
             if isinstance(step, Send):
-                sock.sendall(stream.framer.frame(step.message))
+                framed = stream.framer.frame(step.message)
+                pending.append(framed)
+                size += len(framed)
+                if size >= SEND_COALESCE:
+                    flush()
                 step = conversation.send(None)
                 continue
+            flush()
             # Packets are opened only when the conversation asks for its next message, so
             # that protection turned on in between applies to the right ones.
             while (message := stream.framer.next_message()) is None:
@@ -117,7 +143,13 @@ def run_blocking(sock: socket.socket, stream: Stream, conversation: Conversation
                 stream.framer.receive(data)
             step = conversation.send(message)
     except StopIteration as done:
+        flush()
         return done.value  # type: ignore[no-any-return]
+    except BaseException:
+        # What the conversation sent before it failed goes out, as it would have alone.
+        with contextlib.suppress(OSError):
+            flush()
+        raise
     finally:
         conversation.close()
 

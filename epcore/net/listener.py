@@ -185,6 +185,10 @@ class CedarListener:
         self.sock: socket.socket | None = None
         self.selector: selectors.BaseSelector | None = None
         self.connections: dict[socket.socket, _Connection] = {}
+        #: The connections with something left to send, by id (what flush looks at).
+        self._unsent: dict[int, _Connection] = {}
+        #: When tick next looks at the connections' time limits (none is due before).
+        self._next_check = 0.0
         self.stopping = False
 
     @property
@@ -200,7 +204,10 @@ class CedarListener:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
-            sock.listen(128)
+            # HTCondor's SOCKET_LISTEN_BACKLOG (4096, reli_sock.cpp): a collector's thousands
+            # of hosts connect in bursts, and a short queue drops their SYNs (seconds of
+            # retries each) while the loop is busy.
+            sock.listen(self.current_config().get_int("SOCKET_LISTEN_BACKLOG", 4096, minimum=1))
             sock.setblocking(False)
         except OSError as error:
             # The process's other work (its local socket, its jobs) goes on without the
@@ -231,18 +238,16 @@ class CedarListener:
     def timeout(self) -> float:
         if not self.connections:
             return 60.0
-        now = self.monotonic()
-        soonest = min(
-            min(
-                connection.last_progress + self.limits.client_timeout,
-                connection.started + self.limits.conversation_limit,
-            )
-            for connection in self.connections.values()
-        )
-        return max(0.0, soonest - now)
+        return max(0.0, self._next_check - self.monotonic())
 
     def tick(self) -> None:
         now = self.monotonic()
+        if now < self._next_check:
+            # Progress only moves a deadline later and an accepted connection's is noted
+            # as it comes: no connection is due before the soonest the last look found (a
+            # collector holds thousands, and the loop turns hundreds of times a second).
+            return
+        soonest = now + 60.0
         for connection in list(self.connections.values()):
             if now - connection.last_progress > self.limits.client_timeout:
                 self._drop(
@@ -254,14 +259,24 @@ class CedarListener:
                 self._drop(
                     connection, f"the conversation lasted over {self.limits.conversation_limit:g} s"
                 )
+            else:
+                soonest = min(
+                    soonest,
+                    connection.last_progress + self.limits.client_timeout,
+                    connection.started + self.limits.conversation_limit,
+                )
+        self._next_check = soonest
 
     def flush(self) -> None:
-        for connection in list(self.connections.values()):
-            if connection.out:
+        for key, connection in list(self._unsent.items()):
+            if connection.sock in self.connections and connection.out:
                 self._send(connection)
+            if connection.sock not in self.connections or not connection.out:
+                self._unsent.pop(key, None)
 
     def reconfig(self) -> None:
         self.limits = ListenerLimits.from_config(self.current_config())
+        self._next_check = 0.0  # the time limits may be shorter now
 
     def shutdown(self, fast: bool) -> None:
         self.stopping = True
@@ -321,6 +336,7 @@ class CedarListener:
             now = self.monotonic()
             connection = _Connection(sock, stream, self._serve(stream), now, now)
             self.connections[sock] = connection
+            self._next_check = min(self._next_check, now + self.limits.client_timeout)
             self.selector.register(sock, selectors.EVENT_READ, self)
             self._advance(connection, first=True)
 
@@ -404,6 +420,7 @@ class CedarListener:
                     step = conversation.send(message)
                 elif isinstance(step, Send):
                     connection.out.add(connection.stream.framer.packets(step.message))
+                    self._unsent[id(connection)] = connection
                     step = conversation.send(None)
         except StopIteration:
             connection.done = True

@@ -192,10 +192,11 @@ class LevelPolicy:
 
 
 def client_policy(
-    config: Config, *, methods: Collection[str], crypto: Collection[str]
+    config: Config, *, methods: Collection[str], crypto: Collection[str], tool: bool = True
 ) -> LevelPolicy:
-    """The CLIENT level's policy for a tool of this process."""
-    return LevelPolicy.from_config(config, CLIENT, tool=True, methods=methods, crypto=crypto)
+    """The CLIENT level's policy for a tool of this process (``tool`` False: for a daemon,
+    whose sessions last a day, not a minute, as in condor_secman.cpp)."""
+    return LevelPolicy.from_config(config, CLIENT, tool=tool, methods=methods, crypto=crypto)
 
 
 def _requirement(ad: ClassAd, name: str, alternate: str | None = None) -> tuple[str, bool]:

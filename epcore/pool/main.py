@@ -145,7 +145,7 @@ def build_pool(
     from epcore.collector.cedar import cedar_handlers
     from epcore.collector.rooster import Rooster
     from epcore.defrag.service import DefragService
-    from epcore.links.negotiate import remote_schedd_addresses, remote_schedd_connector
+    from epcore.links.negotiate import SubmitterDirectory, remote_schedd_connector
     from epcore.negotiator.cedar import cedar_handlers as negotiator_cedar_handlers
     from epcore.negotiator.cedar import reschedule_handlers as negotiator_reschedule_handlers
     from epcore.net.methods import uid_domain
@@ -206,12 +206,17 @@ def build_pool(
         )
         # The negotiator's schedds: the one in this process, or (none here) those the
         # Submitter ads in the collector name, each reached by NEGOTIATE over CEDAR.
+        # Every schedd remote, cycles talk to them (and match) in a thread, so that the
+        # collector's updates and queries are not held for the cycle's seconds; the
+        # Submitter ads are read in the loop as each cycle begins.
+        directory = SubmitterDirectory(collector, clock) if SCHEDD not in daemons else None
         schedds.connect = remote_schedd_connector(
-            collector, shared, name=ad_name, log=logs[NEGOTIATOR], clock=clock
+            collector, shared, name=ad_name, log=logs[NEGOTIATOR], clock=clock, directory=directory
         )
-        if SCHEDD not in daemons:
-            negotiator.schedd_addresses = remote_schedd_addresses(collector, clock)
+        if directory is not None:
+            negotiator.schedd_addresses = directory.addresses
             cedar.append(negotiator_reschedule_handlers(negotiator))
+            negotiator.background = True
         negotiator.contact = {
             "Machine": host_name,
             "MyAddress": f"<unix:{paths.control_socket}>",

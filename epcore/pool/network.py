@@ -24,11 +24,14 @@ import logging
 import os
 import pwd
 import re
+import resource
 import signal
 import time
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Final
+
+import attrs
 
 from epcore.classad import ClassAd
 from epcore.config import Config
@@ -39,7 +42,7 @@ from epcore.net.conversation import Step, send
 from epcore.net.dispatch import CommandContext, CommandTable, Handler
 from epcore.net.handshake import SecurityServer
 from epcore.net.keyexchange import EcdhKeyExchange
-from epcore.net.listener import CedarListener
+from epcore.net.listener import CedarListener, ListenerLimits
 from epcore.net.methods import default_registry
 from epcore.net.policy import VERSION
 from epcore.net.sinful import SinfulError, parse_sinful
@@ -52,6 +55,11 @@ COLLECTOR_PORT: Final = 9618
 CONFIG_VAL: Final = Command(457, "CONFIG_VAL", commands.READ)
 #: How often the collector's own ad is published, in seconds.
 SELF_AD_INTERVAL: Final = 60.0
+#: HTCondor's COLLECTOR_MAX_FILE_DESCRIPTORS: the descriptors a collector may hold.
+COLLECTOR_MAX_FILE_DESCRIPTORS: Final = 10240
+#: The part of a collector's descriptors its hosts' connections may take (HTCondor's daemon
+#: core keeps a fifth back for its own files and outgoing connections likewise).
+COLLECTOR_CONNECTION_SHARE: Final = 0.8
 #: The platform line of an address file.
 PLATFORM: Final = "$CondorPlatform: epcore $"
 _SUBSYSTEMS: Final = {
@@ -178,6 +186,7 @@ class PoolListener(CedarListener):
         self.clock = clock
         self.written: list[str] = []
         self.next_self_ad = 0.0
+        self.limits = self._fitted(self.limits)
 
     def address_files(self) -> list[str]:
         """The <SUBSYS>_ADDRESS_FILE of every daemon running here that has one, and its
@@ -211,8 +220,35 @@ class PoolListener(CedarListener):
             except OSError as error:
                 self.log.error("cannot write the address file %s: %s", path, error.strerror)
 
+    def _fitted(self, limits: ListenerLimits) -> ListenerLimits:
+        """A collector's limits: each host keeps its update connection (HTCondor's kept TCP
+        update sockets), so that a pool of thousands of hosts needs thousands; unless
+        CEDAR_MAX_CONNECTIONS says otherwise, the cap follows the descriptors the process
+        may hold, raised (within the hard limit) to COLLECTOR_MAX_FILE_DESCRIPTORS as
+        HTCondor's daemon core raises them."""
+        config = self.current_config()
+        if COLLECTOR not in self.daemons or _explicit(config, "CEDAR_MAX_CONNECTIONS"):
+            return limits
+        wanted = config.get_int(
+            "COLLECTOR_MAX_FILE_DESCRIPTORS",
+            config.get_int("MAX_FILE_DESCRIPTORS", COLLECTOR_MAX_FILE_DESCRIPTORS, minimum=0),
+            minimum=0,
+        )
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if wanted > 0 and soft != resource.RLIM_INFINITY and soft < wanted:
+            raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+                soft = raised
+            except (OSError, ValueError) as error:
+                self.log.warning("cannot raise the descriptor limit to %d: %s", raised, error)
+        usable = wanted if soft == resource.RLIM_INFINITY else min(wanted or soft, soft)
+        cap = int(usable * COLLECTOR_CONNECTION_SHARE)
+        return attrs.evolve(limits, max_connections=max(limits.max_connections, cap))
+
     def reconfig(self) -> None:
         super().reconfig()
+        self.limits = self._fitted(self.limits)
         # As at the start: SEC_TOKEN_POOL_SIGNING_KEY_FILE may name a new file, or the key
         # may have been removed to be made again.
         create_signing_key_if_missing(self.current_config(), self.daemons, self.log)

@@ -53,3 +53,17 @@ def test_vm_bench_completes_and_prints_its_figures() -> None:
     assert "virsh create -> first console line: median" in out
     assert "ep run submit -> first console line: median" in out
     assert "ratio epcore / virsh create:" in out
+
+
+@pytest.mark.system
+def test_pool_scale_bench_completes_and_prints_its_figures() -> None:
+    """pool_scale_bench --quick runs a central manager against 10 then 20 simulated hosts
+    and a remote schedd, and prints each size's update rate, cycle, losses and memory, with
+    every update the hosts sent counted by the collector, and the growth between sizes."""
+    out = _run("pool_scale_bench.py", "--quick", timeout=300)
+    for hosts, ads in ((10, 100), (20, 200)):
+        assert f"--- {hosts} hosts, {ads} slot ads" in out
+    assert out.count("negotiation cycle of 200 jobs: median") == 2
+    assert out.count("(lost 0)") == 2, out
+    assert "central manager RSS" in out
+    assert "--- growth from 10 to 20 hosts (x2)" in out

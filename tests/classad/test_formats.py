@@ -21,7 +21,7 @@ from epcore.classad import (
     parse_expr,
     to_json,
 )
-from epcore.classad.formats import parse_old_attribute
+from epcore.classad.formats import parse_old_attribute, set_old_line
 from epcore.errors import ClassAdError
 
 OLD = """\
@@ -196,3 +196,27 @@ def test_old_string_ending_in_a_backslash_reads_as_htcondor_reads_it(line: str) 
             parse_old_attribute(line)
     else:
         assert parse_old_attribute(line)[1].evaluate() == expected
+
+
+def test_a_line_read_again_gives_the_binding_it_gave_and_keeps_the_first_spelling() -> None:
+    """set_old_line: the same line in two ads gives both the same (immutable) binding, with
+    its value; an ad that spelled the name otherwise keeps its spelling; a line too long to
+    keep, or one read with keep=False, gets a binding of its own."""
+    first, second = ClassAd(), ClassAd()
+    set_old_line(first, 'Arch = "X86_64"')
+    set_old_line(second, 'Arch = "X86_64"')
+    assert first._bindings["arch"] is second._bindings["arch"]
+    assert second.evaluate("Arch") == "X86_64"
+    spelled = ClassAd({"ARCH": "other"})
+    set_old_line(spelled, 'Arch = "X86_64"')
+    assert list(spelled) == ["ARCH"] and spelled.evaluate("arch") == "X86_64"
+    long_line = 'Long = "' + "x" * 1100 + '"'
+    set_old_line(first, long_line)
+    set_old_line(second, long_line)
+    assert first._bindings["long"] is not second._bindings["long"]
+    assert first.evaluate("Long") == "x" * 1100
+    set_old_line(first, "Fresh = 7", keep=False)
+    set_old_line(second, "Fresh = 7")
+    assert first._bindings["fresh"] is not second._bindings["fresh"]
+    with pytest.raises(ClassAdSyntaxError):
+        set_old_line(first, "= 1")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epcore.classad import ClassAd, parse_ad
+from epcore.classad import ClassAd, parse_ad, parse_expr
 from epcore.net.codec import CodecError, Reader, Writer, is_private
 from tests.collector.ad_strategies import attribute_names, values
 
@@ -219,3 +219,25 @@ def test_writer_keeps_long_raw_parts_whole_and_in_order() -> None:
     writer = Writer().put_int(1).put_bytes(long_a).put_bytes(b"xy").put_bytes(long_b).put_int(0)
     expected = (1).to_bytes(8, "big") + long_a + b"xy" + long_b + (0).to_bytes(8, "big")
     assert writer.bytes() == expected
+
+
+def test_an_encrypted_ad_is_its_lines_each_sent_as_a_string() -> None:
+    """put_classad on an encrypted stream writes the count, then each line as put_string
+    writes it (its length first), then the two type strings; a string holding NUL is
+    refused."""
+    ad = ClassAd({"Name": "slot1@h", "Cpus": 4, "Memory": 1024.5})
+    ad["Requirements"] = parse_expr('TARGET.Owner != "x"')
+    expected = Writer(encrypted=True).put_int(4)
+    for line in (
+        'Name = "slot1@h"',
+        "Cpus = 4",
+        "Memory = 1024.5",
+        'Requirements = TARGET.Owner != "x"',
+    ):
+        expected.put_string(line)
+    expected.put_string("").put_string("")
+    assert Writer(encrypted=True).put_classad(ad).bytes() == expected.bytes()
+    read = Reader(Writer(encrypted=True).put_classad(ad).bytes(), encrypted=True).get_classad()
+    assert read == ad
+    with pytest.raises(CodecError):
+        Writer(encrypted=True).put_string("a\0b")

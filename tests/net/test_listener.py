@@ -5,10 +5,13 @@ from __future__ import annotations
 import logging
 import random
 import selectors
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
@@ -231,4 +234,23 @@ def test_a_port_in_use_is_logged_and_the_process_goes_on(caplog: pytest.LogCaptu
         assert listener.sock is None
         assert f"CEDAR: cannot listen on 127.0.0.1:{port}" in caplog.text
         listener.tick()
+        listener.close()
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss to read the listen queue")
+@pytest.mark.parametrize(("extra", "backlog"), [("", 4096), ("SOCKET_LISTEN_BACKLOG = 64\n", 64)])
+def test_the_listen_queue_is_socket_listen_backlog(extra: str, backlog: int) -> None:
+    """The listening socket's queue is SOCKET_LISTEN_BACKLOG, HTCondor's 4096 by default (a
+    burst of thousands of hosts' connections waits there while the loop is busy)."""
+    listener, _ = _listener(extra)
+    try:
+        shown = subprocess.run(
+            ["ss", "-ltnH", f"sport = :{listener.port}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        # State, Recv-Q, Send-Q (the backlog of a listening socket), local address...
+        assert int(shown[2]) == min(backlog, int(Path("/proc/sys/net/core/somaxconn").read_text()))
+    finally:
         listener.close()

@@ -11,7 +11,12 @@ import pytest
 
 from epcore.classad import ClassAd
 from epcore.config import Config
+from epcore.net import commands
+from epcore.net.client import start_command
+from epcore.net.codec import Reader
 from epcore.net.commands import READ
+from epcore.net.conversation import Send, Stream
+from epcore.net.frames import Framer
 from epcore.net.policy import (
     DEFAULT_CRYPTO,
     DEFAULT_METHODS,
@@ -164,3 +169,21 @@ def test_defaults_match_htcondor2s_param(tmp_path: os.PathLike[str]) -> None:
     assert Config.from_text("").get("SEC_DEFAULT_AUTHENTICATION_METHODS") == ",".join(
         DEFAULT_METHODS
     )
+
+
+@pytest.mark.parametrize(
+    ("subsystem", "duration"), [("TOOL", "60"), ("SUBMIT", "60"), ("STARTD", "86400")]
+)
+def test_a_daemons_client_proposes_a_days_session_and_a_tools_a_minute(
+    subsystem: str, duration: str
+) -> None:
+    """start_command's SessionDuration is HTCondor's default for who asks: a startd's session
+    with its collector outlives UPDATE_INTERVAL (it resumes, never authenticates again),
+    a tool's lasts a minute."""
+    stream = Stream(Framer(), ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conversation = start_command(stream, 0, Config.from_text(""), subsystem=subsystem)
+    step = next(conversation)
+    assert isinstance(step, Send)
+    reader = Reader(step.message)
+    assert reader.get_int() == commands.DC_AUTHENTICATE.number
+    assert reader.get_classad().evaluate("SessionDuration") == duration

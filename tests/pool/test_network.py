@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import resource
 from collections.abc import Generator
 from pathlib import Path
 
@@ -130,3 +131,35 @@ def test_personal_config_names_its_owners() -> None:
         assert (
             f"ALLOW_{level} = condor@$(UID_DOMAIN), root@$(UID_DOMAIN), alice@$(UID_DOMAIN)" in text
         )
+
+
+def _cap(text: str, daemons: set[str]) -> int:
+    config = Config.from_text(text, subsystem="COLLECTOR")
+    listener = build_listener(
+        lambda: config,
+        daemons,
+        collector_handlers=None,
+        collector=None,
+        local_address="<unix:/x>",
+        log=logging.getLogger("test.network"),
+    )
+    return listener.limits.max_connections
+
+
+def test_a_collector_takes_a_connection_per_host_up_to_its_descriptors() -> None:
+    """With the collector here, the connection cap follows COLLECTOR_MAX_FILE_DESCRIPTORS
+    (HTCondor's 10240, four fifths of it), the process's soft descriptor limit raised to it
+    (within the hard limit); CEDAR_MAX_CONNECTIONS set by the admin wins; a process without
+    the collector keeps the listener's 512."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+        cap = _cap("COLLECTOR_HOST = x:0\n", {COLLECTOR})
+        now_soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        assert now_soft == min(10240, hard)
+        assert cap == int(now_soft * 0.8)
+        assert _cap("COLLECTOR_MAX_FILE_DESCRIPTORS = 1000\n", {COLLECTOR}) == 800
+        assert _cap("CEDAR_MAX_CONNECTIONS = 100\n", {COLLECTOR}) == 100
+        assert _cap("", {SCHEDD}) == 512
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
