@@ -147,6 +147,10 @@ GET_PRIORITY_ROLLUP = Command(_SCHED_VERS + 114, "GET_PRIORITY_ROLLUP", READ)
 SET_CEILING = Command(_SCHED_VERS + 125, "SET_CEILING", ADMINISTRATOR)
 SET_FLOOR = Command(_SCHED_VERS + 130, "SET_FLOOR", ADMINISTRATOR)
 
+# epcore's own (no HTCondor daemon speaks it; 65001 is in none of condor_commands.h's
+# ranges): a schedd asks the startd about a claim it holds (epcore.startd.claim_commands).
+EP_CLAIM_STATUS = Command(65001, "EP_CLAIM_STATUS", DAEMON)
+
 #: Every command above, by number.
 BY_NUMBER: Final[dict[int, Command]] = {
     command.number: command for command in list(globals().values()) if isinstance(command, Command)
