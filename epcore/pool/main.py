@@ -228,6 +228,12 @@ def build_pool(
 
             # The negotiator elsewhere, found through the collector's Negotiator ad.
             priorities = RemotePriorities(shared, pool_collector, log=logs[SCHEDD], clock=clock)
+        # A match naming a startd no daemon here is (an execute host's, its MyAddress a TCP
+        # address) is claimed, activated and kept alive over CEDAR (epcore.links.startd),
+        # with the daemon's credentials, from a link made once per address.
+        from epcore.links.startd import remote_startd_connector
+
+        startds.connect = remote_startd_connector(shared, log=logs[SCHEDD])
         queue = JobQueue.open(paths.queue_database)
         core = Schedd(config, queue, startds, host_name=host_name, log=logs[SCHEDD], clock=clock)
         schedd = ScheddService(

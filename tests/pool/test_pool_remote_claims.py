@@ -1,0 +1,113 @@
+"""Jobs running on a startd in another ``ep run`` process: a central manager and submit host
+(collector, negotiator, schedd) on 127.0.0.2 and an execute host (startd alone) on
+127.0.0.3, each with its own LOCAL_DIR and a DAEMON token ``ep token create`` made; the
+schedd claims and activates the execute host's slots over CEDAR (epcore.links.startd,
+issue 23)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from epcore.classad import ClassAd
+from epcore.config import Config
+from epcore.net import commands
+from epcore.net.client import query_collector
+from epcore.testing.pool import POOL_SECURITY, PoolProcess, install_token, pool_token, submit_as
+from epcore.testing.system import SlotUser
+
+pytestmark = pytest.mark.system
+
+MANAGER_IP, EXECUTE_IP = "127.0.0.2", "127.0.0.3"
+MANAGER = (
+    POOL_SECURITY
+    + """
+DAEMON_LIST = MASTER COLLECTOR NEGOTIATOR SCHEDD
+NETWORK_INTERFACE = {ip}
+COLLECTOR_HOST = {ip}:{port}
+SCHEDD_INTERVAL = 2
+"""
+)
+EXECUTE = (
+    POOL_SECURITY
+    + """
+DAEMON_LIST = MASTER STARTD
+NETWORK_INTERFACE = {ip}
+COLLECTOR_HOST = {collector}
+UPDATE_INTERVAL = 2
+SEC_PASSWORD_DIRECTORY = {keys}
+"""
+)
+
+
+def _free_port(ip: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((ip, 0))
+        return int(probe.getsockname()[1])
+
+
+def _pool(factory: Callable[..., PoolProcess], cpus: int) -> tuple[PoolProcess, PoolProcess, str]:
+    """The central manager and submit host, then the execute host (``cpus`` slots) holding
+    the pool's token and (to check the schedd's) its signing key; the collector's address."""
+    port = _free_port(MANAGER_IP)
+    collector = f"{MANAGER_IP}:{port}"
+    manager = factory(MANAGER.format(ip=MANAGER_IP, port=port), start=False)
+    manager.launch()
+    manager.wait_for(lambda: (manager.directory / "passwords.d" / "POOL").exists(), 60, "the key")
+    token = pool_token(manager.config_path)
+    install_token(manager.directory, token)
+    keys = manager.directory / "passwords.d"
+    text = EXECUTE.format(ip=EXECUTE_IP, collector=collector, keys=keys)
+    execute = factory(text, cpus=cpus, start=False)
+    install_token(execute.directory, token)
+    execute.launch()
+    return manager, execute, collector
+
+
+def _slots(manager: PoolProcess, collector: str) -> list[ClassAd]:
+    """The slot ads in the collector (none while it does not listen yet)."""
+    manager.check_alive()
+    config = Config.load(manager.config_path)
+    host, port = collector.split(":")
+    try:
+        return query_collector(host, int(port), commands.QUERY_STARTD_ADS.number, config)
+    except OSError:
+        return []
+
+
+def test_jobs_run_on_the_remote_execute_host(
+    pool_factory: Callable[..., PoolProcess], slot_users: tuple[SlotUser, ...], shared_dir: Path
+) -> None:
+    """Two jobs submitted on the submit host (whose process runs no startd) are matched to
+    the execute host's partitionable slot, claimed and activated there over CEDAR: they run
+    (JobStatus 2) on two dynamic slots of the execute host's machine (RemoteHost), and the
+    execute host's StartLog records the claims and activations the schedd asked for."""
+    manager, execute, collector = _pool(pool_factory, cpus=2)
+    manager.wait_for(lambda: len(_slots(manager, collector)) == 1, 60, "the execute host's slot")
+    (slot,) = _slots(manager, collector)
+    assert str(slot.evaluate("MyAddress")).startswith(f"<{EXECUTE_IP}:")
+    user = slot_users[0]
+    submit_as(manager, user, shared_dir, "executable = /bin/sleep\narguments = 60\nqueue 2\n")
+
+    def running() -> bool:
+        manager.check_alive()
+        execute.check_alive()
+        return len(manager.jobs("JobStatus == 2")) == 2
+
+    manager.wait_for(running, 90, "both jobs running on the execute host")
+    jobs = manager.jobs("JobStatus == 2")
+    hosts = {str(job.evaluate("RemoteHost")) for job in jobs}
+    assert len(hosts) == 2
+    assert all(h.startswith("slot1_") and h.endswith(f"@{slot.evaluate('Machine')}") for h in hosts)
+    log = execute.log("StartLog")
+    assert log.count("REQUEST_CLAIM of ") >= 2 and log.count("ACTIVATE_CLAIM of claim") >= 2
+    assert f"at {MANAGER_IP}:" in log or f"<{MANAGER_IP}:" in log
+    started = time.monotonic()
+    while time.monotonic() - started < 5:
+        # The claims stay: the schedd keeps them alive, nothing gives them back.
+        assert len(manager.jobs("JobStatus == 2")) == 2
+        time.sleep(1)
