@@ -51,7 +51,7 @@ from epcore.interfaces import PeerUnreachable
 from epcore.links.connection import FAILURES, open_connection
 from epcore.net import commands
 from epcore.net.client import ClientSession, resume_command, start_command
-from epcore.net.codec import Reader, Writer
+from epcore.net.codec import Reader, Writer, is_private
 from epcore.net.commands import Command
 from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
 from epcore.net.keyexchange import EcdhClientKeyExchange
@@ -179,9 +179,16 @@ class RemoteStartd:
 
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
         def body(writer: Writer) -> None:
-            writer.put_string(claim_id).put_int(0).put_classad(
-                job if job is not None else ClassAd()
-            )
+            sent = job if job is not None else ClassAd()
+            if not writer.encrypted and any(is_private(name) for name in sent):
+                # The codec keeps private attributes off a clear stream, as HTCondor does:
+                # the starter would miss its TransferKey and fail later, far from here.
+                self.log.warning(
+                    "the session with the startd at %s is not encrypted: the job's private "
+                    "attributes (TransferKey) are not sent (authentication turns AES-GCM on)",
+                    self.address,
+                )
+            writer.put_string(claim_id).put_int(0).put_classad(sent)
 
         if self._call(commands.ACTIVATE_CLAIM, body, _int) != OK:
             raise EpError(f"the startd at {self.address} refused to activate the claim")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from epcore.classad import ClassAd
+from epcore.classad import UNDEFINED, ClassAd
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.interfaces import PeerUnreachable
@@ -178,3 +178,37 @@ def test_the_connector_leaves_in_process_addresses_alone() -> None:
         connect("<unix:/var/lock/ep>")
     with pytest.raises(PeerUnreachable):
         connect("nonsense")
+
+
+class _Recording(LocalStartdLink):
+    """The startd's link, keeping the jobs its activations carried."""
+
+    activated: list[ClassAd | None]
+
+    def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
+        self.activated.append(job)
+        super().activate(claim_id, job)
+
+
+@pytest.mark.parametrize("authentication", ["REQUIRED", "OPTIONAL"])
+def test_the_activated_jobs_private_attributes_travel_only_encrypted(
+    startd: Startd, authentication: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With authentication required by the startd, the session encrypts (AES-GCM) and the
+    job an activation carries arrives with its TransferKey (a private attribute); without
+    it the key is left out and the schedd's log says why."""
+    local = _Recording(startd)
+    local.activated = []
+    handlers = cedar_handlers(local, lambda: [], logging.getLogger("test.startd"))
+    config = STARTD_CONFIG + f"SEC_DEFAULT_AUTHENTICATION = {authentication}\n"
+    with serving(handlers, config) as served:
+        link = _link(served.address, "test.private")
+        claim_id = served.call(lambda: link.claim("slot1", JOB, "submit.host"))
+        job = JOB.copy()
+        job["TransferKey"] = "k" * 32
+        served.call(lambda: link.activate(claim_id, job))
+    (received,) = local.activated
+    assert received is not None
+    encrypted = authentication == "REQUIRED"
+    assert received.evaluate("TransferKey") == ("k" * 32 if encrypted else UNDEFINED)
+    assert ("not encrypted" in caplog.text) is not encrypted
