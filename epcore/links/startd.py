@@ -1,9 +1,12 @@
 """A startd in another process as a schedd reaches it: the :class:`StartdLink` that speaks
 the startd's CEDAR commands (:mod:`epcore.startd.claim_commands`, :mod:`epcore.startd.cedar`).
 
-- :meth:`RemoteStartd.claim` is REQUEST_CLAIM (442), :meth:`~RemoteStartd.activate`
-  ACTIVATE_CLAIM (444): their answers are what the schedd acts on, so they are asked and
-  answered in the calling thread. :meth:`~RemoteStartd.claim_ready` and
+- :meth:`RemoteStartd.claim` is REQUEST_CLAIM (442), sent by a worker thread: the first
+  call raises :class:`ClaimPending` at once and the schedd asks again at its next tick, when
+  the answer (the claim id, or the startd's refusal) is there; an answer nobody picks up
+  within ANSWER_KEPT seconds is given back. :meth:`~RemoteStartd.activate` is ACTIVATE_CLAIM
+  (444), asked and answered in the calling thread: the schedd records the job as running
+  only once the startd took it. :meth:`~RemoteStartd.claim_ready` and
   :meth:`~RemoteStartd.slot_of` are EP_CLAIM_STATUS (65001, epcore's own: HTCondor's schedd
   learns the same from the claim's answer and the startd's ads); a claim found ready keeps
   its slot's name here, so that the schedd's next questions about it cost nothing.
@@ -26,13 +29,13 @@ SEC_TOKEN_DIRECTORY, as :mod:`epcore.links.collector` does) and later ones resum
 answer NOT_OK of a refused claim or activation is an :class:`EpError` with the startd's
 reason.
 
-What still blocks the caller (the schedd's loop): claim, activate and the status question,
-each bounded by STARTD_CONTACT_TIMEOUT (HTCondor's knob; here 5 s when unset rather than
-HTCondor's 45, as the loop waits) for the connection and for each answer. A startd that
-did not answer is then given up at once for a pause (1 s, doubling to 60 s while it stays
-silent), so that a dead execute host costs the loop one timeout per pause, not one per call;
-the link's failure is logged once when the startd stops answering and once when it answers
-again.
+What still blocks the caller (the schedd's loop): activate and the status question (one
+per claim: a ready claim's answer is kept), each bounded by STARTD_CONTACT_TIMEOUT
+(HTCondor's knob; here 5 s when unset rather than HTCondor's 45, as the loop waits) for
+the connection and for each answer. A startd that did not answer is then given up at once
+for a pause (1 s, doubling to 60 s while it stays silent), so that a dead execute host costs
+the loop one timeout per pause, not one per call; the link's failure is logged once when
+the startd stops answering and once when it answers again.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from typing import Final, TypeVar
 from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.errors import EpError
-from epcore.interfaces import PeerUnreachable
+from epcore.interfaces import ClaimPending, PeerUnreachable
 from epcore.links.connection import FAILURES, open_connection
 from epcore.net import commands
 from epcore.net.client import ClientSession, resume_command, start_command
@@ -62,6 +65,8 @@ DEFAULT_TIMEOUT: Final = 5.0
 #: The pause after a startd did not answer, doubled while it stays silent, up to MAX_PAUSE.
 FIRST_PAUSE: Final = 1.0
 MAX_PAUSE: Final = 60.0
+#: Seconds a claim's answer waits to be picked up before the claim is given back.
+ANSWER_KEPT: Final = 120.0
 #: condor_commands.h's answers.
 OK: Final = 1
 #: DRAIN_JOBS's HowFast for each of the startd's speeds (htcondor2.DrainType).
@@ -152,6 +157,10 @@ class RemoteStartd:
         self._pause = FIRST_PAUSE
         #: Whether the startd did not answer the last call (logged once until it answers).
         self.down = False
+        #: Claims asked and not answered yet, and answers not picked up yet (when, and the
+        #: claim id or the refusal), by slot and job.
+        self._asking: set[tuple[str, str]] = set()
+        self._answers: dict[tuple[str, str], tuple[float, str | EpError]] = {}
         #: The slot of each claim found ready (its name no longer changes).
         self._slots: dict[str, str] = {}
         #: Connections made, those that resumed the first one's session, calls that failed.
@@ -166,16 +175,55 @@ class RemoteStartd:
     # -- claims ---------------------------------------------------------------------------
 
     def claim(self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False) -> str:
+        """REQUEST_CLAIM, sent by the worker: the first call raises ClaimPending, a later
+        one for the same slot and job gets the claim id or raises the startd's refusal."""
+        key = (slot, f"{job.evaluate('ClusterId')}.{job.evaluate('ProcId')}")
+        now = self.monotonic()
+        with self._lock:
+            self._release_unclaimed(now)
+            answered = self._answers.pop(key, None)
+            if answered is None and key in self._asking:
+                raise ClaimPending(f"the claim of {slot} is asked of the startd at {self.address}")
+        if answered is not None:
+            outcome = answered[1]
+            if isinstance(outcome, EpError):
+                raise outcome
+            return outcome
+        if now < self._silent_until:
+            raise PeerUnreachable(f"the startd at {self.address} did not answer lately")
         alive = self.config().get_int("ALIVE_INTERVAL", 300)
+        sent = job.copy()  # the schedd's next edits are not this claim's
 
         def body(writer: Writer) -> None:
-            writer.put_string(slot).put_classad(job).put_string(client)
+            writer.put_string(slot).put_classad(sent).put_string(client)
             writer.put_int(alive).put_int(0).put_int(1 if by_priority else 0)
 
-        ok, said = self._call(commands.REQUEST_CLAIM, body, _int_and_string)
-        if ok != OK:
-            raise EpError(f"the startd at {self.address} refused to claim {slot}: {said}")
-        return said
+        def ask() -> None:
+            outcome: str | EpError
+            try:
+                ok, said = self._call(commands.REQUEST_CLAIM, body, _int_and_string)
+            except EpError as error:
+                outcome = error
+            else:
+                refused = f"the startd at {self.address} refused to claim {slot}: {said}"
+                outcome = said if ok == OK else EpError(refused)
+            with self._lock:
+                self._asking.discard(key)
+                self._answers[key] = (self.monotonic(), outcome)
+
+        with self._lock:
+            self._asking.add(key)
+        self.background.submit(ask)
+        raise ClaimPending(f"the claim of {slot} is asked of the startd at {self.address}")
+
+    def _release_unclaimed(self, now: float) -> None:
+        """Give back the claims answered and never picked up (the schedd dropped the match:
+        its job was removed or held meanwhile)."""
+        for key, (when, outcome) in list(self._answers.items()):
+            if now - when > ANSWER_KEPT:
+                del self._answers[key]
+                if isinstance(outcome, str):
+                    self.release(outcome)
 
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
         def body(writer: Writer) -> None:

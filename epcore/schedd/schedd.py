@@ -28,7 +28,14 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, PoolError, QueueError
-from epcore.interfaces import Locator, Match, Significance, StartdLink, SubmitterJobs
+from epcore.interfaces import (
+    ClaimPending,
+    Locator,
+    Match,
+    Significance,
+    StartdLink,
+    SubmitterJobs,
+)
 from epcore.jobs.codes import HoldCode
 from epcore.schedd.jobqueue import JobId, JobQueue, JobStatus
 from epcore.schedd.limits import QueueLimits, check_submission
@@ -83,6 +90,9 @@ class PendingClaim:
     by_priority: bool
     since: float
     preempts: tuple[str, ...] = ()
+    #: The job as matched ($$() expanded) and the slot's ad, for the claim asked later.
+    job: ClassAd | None = None
+    slot_ad: ClassAd | None = None
 
 
 def _ended(
@@ -255,11 +265,13 @@ class Schedd:
                 by_priority=match.reason == "priority",
             )
         except EpError as error:
-            if preempts:
-                # The partitionable slot frees up as the preempted jobs go: claim it then.
+            if preempts or isinstance(error, ClaimPending):
+                # The partitionable slot frees up as the preempted jobs go, or a remote
+                # startd's answer comes later (epcore.links.startd): claim it then.
                 self.pending[job_id] = PendingClaim(
-                    job_id, match.submitter, address, match.slot_name, None, False, now, preempts
-                )
+                    job_id, match.submitter, address, match.slot_name, None, False, now,
+                    preempts, job, match.slot,
+                )  # fmt: skip
                 return
             self.log.info("job %s: the claim of %s was refused: %s", job_id, match.slot_name, error)
             return
@@ -631,13 +643,26 @@ class Schedd:
             del self.pending[job_id]  # its startd is gone
             return
         if pending.claim_id is None:
+            matched = pending.job if pending.job is not None else job
             try:
-                claim_id = startd.claim(pending.slot, job, self.host_name)
-            except EpError:
+                claim_id = startd.claim(pending.slot, matched, self.host_name)
+            except ClaimPending:
+                return  # a remote startd's answer is not in yet
+            except EpError as error:
+                if not pending.preempts:
+                    # A remote startd refused: the match is void, a new cycle matches anew.
+                    del self.pending[job_id]
+                    self.log.info(
+                        "job %s: the claim of %s was refused: %s", job_id, pending.slot, error
+                    )
+                    self.wants_negotiation = True
                 return  # not free yet
             del self.pending[job_id]
             with self.queue.batch():
-                self._activate(job_id, job, pending.startd, claim_id, pending.submitter, now)
+                self._activate(
+                    job_id, matched, pending.startd, claim_id, pending.submitter, now,
+                    slot_ad=pending.slot_ad,
+                )  # fmt: skip
             return
         if startd.slot_of(pending.claim_id) is None:
             del self.pending[job_id]  # the startd dropped the claim (the slot went away)

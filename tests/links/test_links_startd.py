@@ -15,7 +15,8 @@ import pytest
 from epcore.classad import UNDEFINED, ClassAd
 from epcore.config import Config
 from epcore.errors import EpError
-from epcore.interfaces import PeerUnreachable
+from epcore.interfaces import ClaimPending, PeerUnreachable
+from epcore.links import startd as link_module
 from epcore.links.startd import RemoteStartd, remote_startd_connector
 from epcore.startd.cedar import cedar_handlers
 from epcore.startd.link import LocalStartdLink
@@ -65,6 +66,14 @@ def served(startd: Startd) -> Iterator[Served]:
         yield listener
 
 
+def _claim(link: RemoteStartd, slot: str) -> str:
+    """The claim of ``slot`` for JOB: asked (ClaimPending), then picked up once answered."""
+    with pytest.raises(ClaimPending):
+        link.claim(slot, JOB, "submit.host")
+    assert link.background.wait_idle(10)
+    return link.claim(slot, JOB, "submit.host")
+
+
 def _link(address: str, log: str = "test.link") -> RemoteStartd:
     config = Config.from_text(SCHEDD_CONFIG, subsystem="SCHEDD")
     return remote_startd_connector(lambda: config, log=logging.getLogger(log))(address)
@@ -77,14 +86,14 @@ def test_a_claim_is_made_asked_about_activated_and_released_over_cedar(
     slot1@host, activates it (no longer ready); the release of an idle claim on slot2 ends
     it; the later connections resume the first one's session."""
     link = _link(served.address)
-    claim_id = served.call(lambda: link.claim(f"slot1@{startd.host_name}", JOB, "submit.host"))
+    claim_id = served.call(lambda: _claim(link, f"slot1@{startd.host_name}"))
     assert dict(startd.claims())[claim_id].evaluate("ClusterId") == 3
     assert served.call(lambda: link.claim_ready(claim_id))
     assert served.call(lambda: link.slot_of(claim_id)) == f"slot1@{startd.host_name}"
     served.call(lambda: link.activate(claim_id))
     assert not startd.claim_ready(claim_id)
     served.call(lambda: (link.alive(claim_id), link.background.wait_idle(5)))
-    idle = served.call(lambda: link.claim("slot2", JOB, "submit.host"))
+    idle = served.call(lambda: _claim(link, "slot2"))
     assert idle in dict(startd.claims())
     served.call(lambda: (link.release(idle), link.background.wait_idle(5)))
     assert idle not in dict(startd.claims())
@@ -100,17 +109,17 @@ def test_a_refused_claim_is_an_error_with_the_startds_reason(
     PeerUnreachable: the startd answered), and the link stays usable."""
     link = _link(served.address)
     with pytest.raises(EpError, match="slot99") as raised:
-        served.call(lambda: link.claim("slot99", JOB, "submit.host"))
+        served.call(lambda: _claim(link, "slot99"))
     assert not isinstance(raised.value, PeerUnreachable)
     assert not link.down
-    assert served.call(lambda: link.claim("slot2", JOB, "submit.host"))
+    assert served.call(lambda: _claim(link, "slot2"))
 
 
 def test_a_guessed_claim_id_is_neither_ready_nor_on_a_slot(startd: Startd, served: Served) -> None:
     """The status of a claim id whose secret is wrong is no slot and not ready, and its
     activation is refused."""
     link = _link(served.address)
-    claim_id = served.call(lambda: link.claim("slot1", JOB, "submit.host"))
+    claim_id = served.call(lambda: _claim(link, "slot1"))
     guessed = claim_id.rsplit("#", 1)[0] + "#guessed"
     assert served.call(lambda: (link.slot_of(guessed), link.claim_ready(guessed))) == (None, False)
     with pytest.raises(EpError, match="refused to activate"):
@@ -130,27 +139,56 @@ def test_drain_and_its_cancellation_reach_the_startd(startd: Startd, served: Ser
 def test_a_silent_startd_costs_one_timeout_then_is_given_up_at_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A startd that accepts nothing: the claim fails with PeerUnreachable within the
-    contact timeout (1 s), the next calls fail at once without connecting, and the warning
-    is logged once."""
+    """A startd that accepts nothing: the claim returns at once (ClaimPending), its answer
+    is PeerUnreachable after the contact timeout (1 s) in the worker; the activation, the
+    status and a new claim then fail at once without connecting, and the warning is logged
+    once."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)
         link = _link(f"<127.0.0.1:{silent.getsockname()[1]}>", "test.silent")
         caplog.set_level(logging.INFO, "test.silent")
         started = time.monotonic()
+        with pytest.raises(ClaimPending):
+            link.claim("slot1", JOB, "submit.host")
+        assert time.monotonic() - started < 0.1
+        assert link.background.wait_idle(5)
+        assert 0.9 < time.monotonic() - started < 3
         with pytest.raises(PeerUnreachable):
             link.claim("slot1", JOB, "submit.host")
-        assert time.monotonic() - started < 3
         connections = link.connections
         started = time.monotonic()
         for _ in range(100):
             with pytest.raises(PeerUnreachable):
                 link.claim_ready("whatever")
+            with pytest.raises(PeerUnreachable):
+                link.activate("whatever")
+            with pytest.raises(PeerUnreachable):
+                link.claim("slot2", JOB, "submit.host")
         assert time.monotonic() - started < 0.1
         assert link.connections == connections
     warnings = [r for r in caplog.records if "does not answer" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_a_claim_answered_and_never_picked_up_is_given_back(
+    startd: Startd, served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim whose answer the schedd never asks for again (its job went away) is released
+    once ANSWER_KEPT has passed, at the link's next claim."""
+    link = _link(served.address)
+    with pytest.raises(ClaimPending):
+        served.call(lambda: link.claim("slot1", JOB, "submit.host"))
+    served.call(lambda: link.background.wait_idle(10))
+    (abandoned,) = [claim_id for claim_id, _ in startd.claims()]
+    later = time.monotonic() + link_module.ANSWER_KEPT + 1
+    link.monotonic = lambda: later
+    other = ClassAd({**dict(JOB.items()), "ProcId": 1})
+    with pytest.raises(ClaimPending):
+        served.call(lambda: link.claim("slot2", other, "submit.host"))
+    served.call(lambda: link.background.wait_idle(10))
+    assert abandoned not in dict(startd.claims())
+    assert len(startd.claims()) == 1
 
 
 def test_alive_and_release_never_wait_for_the_startd() -> None:
@@ -203,7 +241,7 @@ def test_the_activated_jobs_private_attributes_travel_only_encrypted(
     config = STARTD_CONFIG + f"SEC_DEFAULT_AUTHENTICATION = {authentication}\n"
     with serving(handlers, config) as served:
         link = _link(served.address, "test.private")
-        claim_id = served.call(lambda: link.claim("slot1", JOB, "submit.host"))
+        claim_id = served.call(lambda: _claim(link, "slot1"))
         job = JOB.copy()
         job["TransferKey"] = "k" * 32
         served.call(lambda: link.activate(claim_id, job))
