@@ -220,6 +220,16 @@ def build_pool(
         }
         handlers.update(negotiator.handlers())
         cedar.append(negotiator_cedar_handlers(negotiator))
+    if SCHEDD in daemons or DEFRAG in daemons:
+        # A startd no daemon here is (an execute host's: its ads' MyAddress a TCP address)
+        # is claimed, activated and kept alive by the schedd, drained by defrag, over CEDAR
+        # (epcore.links.startd) with the daemon's credentials; one link per address.
+        from epcore.links.startd import remote_startd_connector
+
+        caller = SCHEDD if SCHEDD in daemons else DEFRAG
+        startds.connect = remote_startd_connector(
+            shared, log=logs[caller], subsystem=caller.upper()
+        )
     schedd = None
     if SCHEDD in daemons:
         priorities: PriorityQuery | None = negotiator
@@ -228,12 +238,6 @@ def build_pool(
 
             # The negotiator elsewhere, found through the collector's Negotiator ad.
             priorities = RemotePriorities(shared, pool_collector, log=logs[SCHEDD], clock=clock)
-        # A match naming a startd no daemon here is (an execute host's, its MyAddress a TCP
-        # address) is claimed, activated and kept alive over CEDAR (epcore.links.startd),
-        # with the daemon's credentials, from a link made once per address.
-        from epcore.links.startd import remote_startd_connector
-
-        startds.connect = remote_startd_connector(shared, log=logs[SCHEDD])
         queue = JobQueue.open(paths.queue_database)
         core = Schedd(config, queue, startds, host_name=host_name, log=logs[SCHEDD], clock=clock)
         schedd = ScheddService(
