@@ -7,6 +7,7 @@ issue 23)."""
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,12 +50,14 @@ def _free_port(ip: str) -> int:
         return int(probe.getsockname()[1])
 
 
-def _pool(factory: Callable[..., PoolProcess], cpus: int) -> tuple[PoolProcess, PoolProcess, str]:
+def _pool(
+    factory: Callable[..., PoolProcess], cpus: int, manager_extra: str = ""
+) -> tuple[PoolProcess, PoolProcess, str]:
     """The central manager and submit host, then the execute host (``cpus`` slots) holding
     the pool's token and (to check the schedd's) its signing key; the collector's address."""
     port = _free_port(MANAGER_IP)
     collector = f"{MANAGER_IP}:{port}"
-    manager = factory(MANAGER.format(ip=MANAGER_IP, port=port), start=False)
+    manager = factory(MANAGER.format(ip=MANAGER_IP, port=port) + manager_extra, start=False)
     manager.launch()
     manager.wait_for(lambda: (manager.directory / "passwords.d" / "POOL").exists(), 60, "the key")
     token = pool_token(manager.config_path)
@@ -114,3 +117,22 @@ def test_jobs_run_on_the_remote_execute_host(
         lambda: "RELEASE_CLAIM (443) for claim" in execute.log("StartLog"), 30, "the release"
     )
     assert len(manager.jobs("JobStatus == 2")) == 1
+
+
+def test_keep_alives_over_cedar_hold_a_short_claim_lease(
+    pool_factory: Callable[..., PoolProcess], slot_users: tuple[SlotUser, ...], shared_dir: Path
+) -> None:
+    """A job with a 6 s lease (job_lease_duration) runs on the execute host well past it,
+    because the schedd's ALIVE (every ALIVE_INTERVAL / 3 = 1 s, at its next turn: within
+    SCHEDD_INTERVAL's 2 s) reaches the startd; the startd never says the lease expired."""
+    manager, execute, collector = _pool(pool_factory, cpus=1, manager_extra="ALIVE_INTERVAL = 3\n")
+    manager.wait_for(lambda: len(_slots(manager, collector)) == 1, 60, "the execute host's slot")
+    user = slot_users[0]
+    job = "executable = /bin/sleep\narguments = 60\njob_lease_duration = 6\nqueue\n"
+    submit_as(manager, user, shared_dir, job)
+    manager.wait_for(lambda: len(manager.jobs("JobStatus == 2")) == 1, 90, "the job running")
+    execute.wait_for(lambda: "ACTIVATE_CLAIM" in execute.log("StartLog"), 10, "the activation")
+    time.sleep(15)  # two and a half leases
+    assert len(manager.jobs("JobStatus == 2")) == 1
+    assert "the claim lease expired" not in execute.log("StartLog")
+    assert "Claimed/Busy" in execute.log("StartLog").rsplit("ACTIVATE_CLAIM", 1)[0]
