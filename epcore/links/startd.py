@@ -4,12 +4,13 @@ the startd's CEDAR commands (:mod:`epcore.startd.claim_commands`, :mod:`epcore.s
 - :meth:`RemoteStartd.claim` is REQUEST_CLAIM (442), sent by a worker thread: the first
   call raises :class:`ClaimPending` at once and the schedd asks again at its next tick, when
   the answer (the claim id, or the startd's refusal) is there; an answer nobody picks up
-  within ANSWER_KEPT seconds is given back. :meth:`~RemoteStartd.activate` is ACTIVATE_CLAIM
-  (444), asked and answered in the calling thread: the schedd records the job as running
-  only once the startd took it. :meth:`~RemoteStartd.claim_ready` and
-  :meth:`~RemoteStartd.slot_of` are EP_CLAIM_STATUS (65001, epcore's own: HTCondor's schedd
-  learns the same from the claim's answer and the startd's ads); a claim found ready keeps
-  its slot's name here, so that the schedd's next questions about it cost nothing.
+  within ANSWER_KEPT seconds is given back (the worker looks every SWEEP_EVERY seconds).
+  :meth:`~RemoteStartd.activate` is ACTIVATE_CLAIM (444), asked and answered in the calling
+  thread: the schedd records the job as running only once the startd took it.
+  :meth:`~RemoteStartd.claim_ready` and :meth:`~RemoteStartd.slot_of` are EP_CLAIM_STATUS
+  (65001, epcore's own: HTCondor's schedd learns the same from the claim's answer and the
+  startd's ads); a claim found ready keeps its slot's name here, so that the schedd's next
+  questions about it cost nothing.
 - :meth:`~RemoteStartd.alive` (ALIVE, 441), :meth:`~RemoteStartd.release` (RELEASE_CLAIM,
   443) and :meth:`~RemoteStartd.vacate` (VACATE_CLAIM(_FAST)) are never answered when they
   succeed, so they are queued for a worker thread and the caller goes on at once; a failure
@@ -65,8 +66,10 @@ DEFAULT_TIMEOUT: Final = 5.0
 #: The pause after a startd did not answer, doubled while it stays silent, up to MAX_PAUSE.
 FIRST_PAUSE: Final = 1.0
 MAX_PAUSE: Final = 60.0
-#: Seconds a claim's answer waits to be picked up before the claim is given back.
+#: Seconds a claim's answer waits to be picked up before the claim is given back, and how
+#: often a quiet worker looks for such claims.
 ANSWER_KEPT: Final = 120.0
+SWEEP_EVERY: Final = 30.0
 #: condor_commands.h's answers.
 OK: Final = 1
 #: DRAIN_JOBS's HowFast for each of the startd's speeds (htcondor2.DrainType).
@@ -86,6 +89,8 @@ class Background:
         self._queue: deque[Callable[[], None]] = deque()
         self._thread: threading.Thread | None = None
         self._busy = False
+        #: What the worker runs when it has had nothing to do for SWEEP_EVERY seconds.
+        self.sweepers: list[Callable[[], None]] = []
 
     def submit(self, work: Callable[[], None]) -> None:
         """Run ``work`` in the worker thread (started on first use)."""
@@ -110,9 +115,10 @@ class Background:
     def _run(self) -> None:
         while True:
             with self._lock:
-                while not self._queue:
-                    self._lock.wait()
-                work = self._queue.popleft()
+                if not self._queue:
+                    self._lock.wait(SWEEP_EVERY)
+                # Quiet: the links give back the claims nobody picked up.
+                work = self._queue.popleft() if self._queue else self._sweep
                 self._busy = True
             try:
                 work()
@@ -120,6 +126,10 @@ class Background:
                 with self._lock:
                     self._busy = False
                     self._lock.notify_all()
+
+    def _sweep(self) -> None:
+        for sweeper in list(self.sweepers):
+            sweeper()
 
 
 class RemoteStartd:
@@ -150,6 +160,7 @@ class RemoteStartd:
         self.log = log
         self.subsystem = subsystem
         self.background = background if background is not None else Background()
+        self.background.sweepers.append(self._release_unclaimed)
         self.monotonic = monotonic
         self._lock = threading.Lock()
         self._session: ClientSession | None = None
@@ -180,7 +191,6 @@ class RemoteStartd:
         key = (slot, f"{job.evaluate('ClusterId')}.{job.evaluate('ProcId')}")
         now = self.monotonic()
         with self._lock:
-            self._release_unclaimed(now)
             answered = self._answers.pop(key, None)
             if answered is None and key in self._asking:
                 raise ClaimPending(f"the claim of {slot} is asked of the startd at {self.address}")
@@ -216,14 +226,16 @@ class RemoteStartd:
         self.background.submit(ask)
         raise ClaimPending(f"the claim of {slot} is asked of the startd at {self.address}")
 
-    def _release_unclaimed(self, now: float) -> None:
+    def _release_unclaimed(self) -> None:
         """Give back the claims answered and never picked up (the schedd dropped the match:
-        its job was removed or held meanwhile)."""
-        for key, (when, outcome) in list(self._answers.items()):
-            if now - when > ANSWER_KEPT:
-                del self._answers[key]
-                if isinstance(outcome, str):
-                    self.release(outcome)
+        its job was removed or held meanwhile); the worker runs this when quiet."""
+        now = self.monotonic()
+        with self._lock:
+            stale = [key for key, (when, _) in self._answers.items() if now - when > ANSWER_KEPT]
+            outcomes = [self._answers.pop(key)[1] for key in stale]
+        for outcome in outcomes:
+            if isinstance(outcome, str):
+                self.release(outcome)
 
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
         def body(writer: Writer) -> None:
