@@ -9,8 +9,8 @@ the startd's CEDAR commands (:mod:`epcore.startd.claim_commands`, :mod:`epcore.s
   thread: the schedd records the job as running only once the startd took it.
   :meth:`~RemoteStartd.claim_ready` and :meth:`~RemoteStartd.slot_of` are EP_CLAIM_STATUS
   (65001, epcore's own: HTCondor's schedd learns the same from the claim's answer and the
-  startd's ads); a claim found ready keeps its slot's name here, so that the schedd's next
-  questions about it cost nothing.
+  startd's ads); a claim found ready keeps its slot's name here, so that the schedd's
+  questions about its slot cost nothing.
 - :meth:`~RemoteStartd.alive` (ALIVE, 441), :meth:`~RemoteStartd.release` (RELEASE_CLAIM,
   443) and :meth:`~RemoteStartd.vacate` (VACATE_CLAIM(_FAST)) are never answered when they
   succeed, so they are queued for a worker thread and the caller goes on at once; a failure
@@ -30,8 +30,8 @@ SEC_TOKEN_DIRECTORY, as :mod:`epcore.links.collector` does) and later ones resum
 answer NOT_OK of a refused claim or activation is an :class:`EpError` with the startd's
 reason.
 
-What still blocks the caller (the schedd's loop): activate and the status question (one
-per claim: a ready claim's answer is kept), each bounded by STARTD_CONTACT_TIMEOUT
+What still blocks the caller (the schedd's loop): activate and the status question (before
+each activation; a ready claim's slot is kept), each bounded by STARTD_CONTACT_TIMEOUT
 (HTCondor's knob; here 5 s when unset rather than HTCondor's 45, as the loop waits) for
 the connection and for each answer. A startd that did not answer is then given up at once
 for a pause (1 s, doubling to 60 s while it stays silent), so that a dead execute host costs
@@ -261,8 +261,7 @@ class RemoteStartd:
         self._later(commands.ALIVE, lambda writer: writer.put_string(claim_id))
 
     def claim_ready(self, claim_id: str) -> bool:
-        if claim_id in self._slots:
-            return True
+        # Always asked: a claim is busy while its job runs, and may end with it.
         return self._status(claim_id)[1]
 
     def slot_of(self, claim_id: str) -> str | None:

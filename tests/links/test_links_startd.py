@@ -83,8 +83,8 @@ def test_a_claim_is_made_asked_about_activated_and_released_over_cedar(
     startd: Startd, served: Served
 ) -> None:
     """The link claims slot1 (the startd holds the claim for the job), finds it ready on
-    slot1@host, activates it (no longer ready); the release of an idle claim on slot2 ends
-    it; the later connections resume the first one's session."""
+    slot1@host, activates it (then asked, not ready, still on slot1); the release of an
+    idle claim on slot2 ends it; the later connections resume the first one's session."""
     link = _link(served.address)
     claim_id = served.call(lambda: _claim(link, f"slot1@{startd.host_name}"))
     assert dict(startd.claims())[claim_id].evaluate("ClusterId") == 3
@@ -92,6 +92,9 @@ def test_a_claim_is_made_asked_about_activated_and_released_over_cedar(
     assert served.call(lambda: link.slot_of(claim_id)) == f"slot1@{startd.host_name}"
     served.call(lambda: link.activate(claim_id))
     assert not startd.claim_ready(claim_id)
+    # Busy now: the link asks again rather than trusting its last answer.
+    assert not served.call(lambda: link.claim_ready(claim_id))
+    assert served.call(lambda: link.slot_of(claim_id)) == f"slot1@{startd.host_name}"
     served.call(lambda: (link.alive(claim_id), link.background.wait_idle(5)))
     idle = served.call(lambda: _claim(link, "slot2"))
     assert idle in dict(startd.claims())
