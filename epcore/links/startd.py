@@ -25,6 +25,9 @@ the startd's CEDAR commands (:mod:`epcore.startd.claim_commands`, :mod:`epcore.s
   claims on remote startds (both empty) — reconnecting after a schedd restart is left to the
   job-lease work of the same issue.
 
+REQUEST_CLAIM names the schedd by this process's CEDAR address, as HTCondor's schedd does:
+the startd sends the job's result there (:mod:`epcore.links.results`).
+
 Connections start a session with the daemon's credentials (DAEMON level: the token in
 SEC_TOKEN_DIRECTORY, as :mod:`epcore.links.collector` does) and later ones resume it; the
 answer NOT_OK of a refused claim or activation is an :class:`EpError` with the startd's
@@ -52,7 +55,7 @@ from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.interfaces import ClaimPending, PeerUnreachable
-from epcore.links.connection import FAILURES, open_connection
+from epcore.links.connection import FAILURES, open_connection, tcp_address
 from epcore.net import commands
 from epcore.net.client import ClientSession, resume_command, start_command
 from epcore.net.codec import Reader, Writer, is_private
@@ -148,6 +151,7 @@ class RemoteStartd:
         log: logging.Logger,
         subsystem: str = "SCHEDD",
         background: Background | None = None,
+        our_address: Callable[[], tuple[str, int] | None] = lambda: None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         try:
@@ -161,6 +165,9 @@ class RemoteStartd:
         self.subsystem = subsystem
         self.background = background if background is not None else Background()
         self.background.sweepers.append(self._release_unclaimed)
+        self.our_address = our_address
+        #: The local end of the calling thread's current connection.
+        self._here = threading.local()
         self.monotonic = monotonic
         self._lock = threading.Lock()
         self._session: ClientSession | None = None
@@ -205,7 +212,7 @@ class RemoteStartd:
         sent = job.copy()  # the schedd's next edits are not this claim's
 
         def body(writer: Writer) -> None:
-            writer.put_string(slot).put_classad(sent).put_string(client)
+            writer.put_string(slot).put_classad(sent).put_string(self._schedd_address(client))
             writer.put_int(alive).put_int(0).put_int(1 if by_priority else 0)
 
         def ask() -> None:
@@ -225,6 +232,19 @@ class RemoteStartd:
             self._asking.add(key)
         self.background.submit(ask)
         raise ClaimPending(f"the claim of {slot} is asked of the startd at {self.address}")
+
+    def _schedd_address(self, client: str) -> str:
+        """What REQUEST_CLAIM names as the schedd, as HTCondor's schedd does: this process's
+        CEDAR address as the startd reaches it (a listener on every interface: the address
+        this connection comes from), where the startd sends the job's result; ``client``
+        while this process does not listen."""
+        where = self.our_address()
+        if where is None:
+            return client
+        host, port = where
+        if host in ("0.0.0.0", "::", ""):
+            host = str(self._here.local[0])
+        return tcp_address(host, port)
 
     def _release_unclaimed(self) -> None:
         """Give back the claims answered and never picked up (the schedd dropped the match:
@@ -414,6 +434,7 @@ class RemoteStartd:
     ) -> Answer:
         timeout = self._timeout()
         sock, stream = open_connection(self.config(), self.host, self.port)
+        self._here.local = stream.local
         with sock:
             sock.settimeout(timeout)
             with self._lock:
@@ -466,16 +487,28 @@ def _int_and_string(reader: Reader) -> tuple[int, str]:
 
 
 def remote_startd_connector(
-    config: Callable[[], Config], *, log: logging.Logger, subsystem: str = "SCHEDD"
+    config: Callable[[], Config],
+    *,
+    log: logging.Logger,
+    subsystem: str = "SCHEDD",
+    our_address: Callable[[], tuple[str, int] | None] = lambda: None,
 ) -> Callable[[str], RemoteStartd]:
     """The ``connect`` of a schedd's startd Locator: the link to the startd at an address
     no startd of this process has (PeerUnreachable for one that is no TCP address); the
-    links share one worker for their unanswered commands."""
+    links share one worker for their unanswered commands. ``our_address`` is the host and
+    port of this process's CEDAR listener once it listens (claims name it as the schedd)."""
     background = Background()
 
     def connect(address: str) -> RemoteStartd:
         if address.startswith("<unix:"):
             raise PeerUnreachable(f"no startd at {address} in this process")
-        return RemoteStartd(address, config, log=log, subsystem=subsystem, background=background)
+        return RemoteStartd(
+            address,
+            config,
+            log=log,
+            subsystem=subsystem,
+            background=background,
+            our_address=our_address,
+        )
 
     return connect

@@ -228,7 +228,10 @@ def build_pool(
 
         caller = SCHEDD if SCHEDD in daemons else DEFRAG
         startds.connect = remote_startd_connector(
-            shared, log=logs[caller], subsystem=caller.upper()
+            shared,
+            log=logs[caller],
+            subsystem=caller.upper(),
+            our_address=lambda: _listening_at(listening),
         )
     schedd = None
     if SCHEDD in daemons:

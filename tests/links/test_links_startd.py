@@ -260,3 +260,27 @@ def test_the_activated_jobs_private_attributes_travel_only_encrypted(
     encrypted = authentication == "REQUIRED"
     assert received.evaluate("TransferKey") == ("k" * 32 if encrypted else UNDEFINED)
     assert ("not encrypted" in caplog.text) is not encrypted
+
+
+@pytest.mark.parametrize(
+    ("listening", "named"),
+    [
+        (("0.0.0.0", 4242), "<127.0.0.1:4242>"),
+        (("127.0.0.1", 4343), "<127.0.0.1:4343>"),
+        (None, "submit.host"),
+    ],
+)
+def test_a_claim_names_the_schedds_cedar_address_as_its_client(
+    startd: Startd, served: Served, listening: tuple[str, int] | None, named: str
+) -> None:
+    """REQUEST_CLAIM names the schedd by this process's CEDAR address (a listener on every
+    interface: the connection's own address), where the startd sends the job's result; the
+    caller's name while the process does not listen."""
+    config = Config.from_text(SCHEDD_CONFIG, subsystem="SCHEDD")
+    connect = remote_startd_connector(
+        lambda: config, log=logging.getLogger("test"), our_address=lambda: listening
+    )
+    link = connect(served.address)
+    served.call(lambda: _claim(link, "slot1"))
+    (claimed,) = [r.claim for r in startd.state.slots if r.claim is not None]
+    assert claimed.client_machine == named
