@@ -119,3 +119,18 @@ def test_deactivate_ends_only_the_claim_it_names_whole(
     (done,) = drive(deactivate, command.number, [Writer().put_string(claim_id).bytes()])
     assert done.get_classad().evaluate("Start") is False
     assert claim_id not in dict(link.claims())
+
+
+def test_request_claim_tells_each_new_claim_and_its_schedds_address(startd: Startd) -> None:
+    """A granted claim request is told to ``claimed`` with the address the schedd sent (where
+    the claim's results go); a refused one is not."""
+    heard: list[tuple[str, str]] = []
+    link = LocalStartdLink(startd)
+    handler = claim_handlers(
+        link, logging.getLogger("test"), lambda claim, address: heard.append((claim, address))
+    )[commands.REQUEST_CLAIM]
+    (refused,) = drive(handler, 442, [_request("slot99")])
+    assert refused.get_int() == 0
+    (answer,) = drive(handler, 442, [_request("slot1")])
+    assert answer.get_int() == 1
+    assert heard == [(answer.get_string(), "<127.0.0.1:9618>")]
