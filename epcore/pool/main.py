@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,7 @@ from epcore.types import MachineHost
 if TYPE_CHECKING:
     from epcore.collector.service import CollectorService
     from epcore.links.collector import RemoteCollector
+    from epcore.links.results import RemoteJobResults
     from epcore.negotiator.service import NegotiatorService
     from epcore.net.commands import Command
     from epcore.net.dispatch import Handler
@@ -122,6 +124,7 @@ def build_pool(
     startds: Locator[StartdLink] = Locator("startd")
     schedds: Locator[JobSource] = Locator("schedd")
     startd: Startd | None = None
+    results_link: RemoteJobResults | None = None
     # The CEDAR commands of the roles here besides the collector's (epcore.pool.network).
     cedar: list[dict[Command, Handler]] = []
     if STARTD in daemons:
@@ -133,8 +136,24 @@ def build_pool(
         startds.register(link.address, link)
         handlers.update(startd_handlers(link))
         history_file = startd.paths.history_file
+        if SCHEDD not in daemons:
+            # The claims' schedds are elsewhere: each result goes back over CEDAR to the
+            # address its schedd sent with REQUEST_CLAIM, queued and re-sent by a worker
+            # thread, never waited for in the loop (epcore.links.results).
+            from epcore.links.results import RemoteJobResults
+
+            results_link = RemoteJobResults(
+                shared, schedd_of=partial(_claim_client, startd), log=startd.log
+            )
+            startd.job_results = results_link
         cedar.append(
-            startd_cedar_handlers(link, lambda: read_history(history_file), startd.log, clock)
+            startd_cedar_handlers(
+                link,
+                lambda: read_history(history_file),
+                startd.log,
+                clock,
+                claimed=results_link.claimed if results_link is not None else None,
+            )
         )
         host_name = startd.host_name
     else:
@@ -152,8 +171,9 @@ def build_pool(
     from epcore.net.policy import VERSION
     from epcore.pool.network import PLATFORM, build_listener, create_signing_key_if_missing
     from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
-    from epcore.schedd.cedar import negotiator_handlers, qualified_super_users
+    from epcore.schedd.cedar import negotiator_handlers, qualified_super_users, result_handlers
     from epcore.schedd.jobqueue import JobQueue
+    from epcore.schedd.results import ResultReceiver
     from epcore.schedd.schedd import Schedd
     from epcore.schedd.service import ScheddService
 
@@ -256,6 +276,13 @@ def build_pool(
         schedds.register(schedd.address, schedd)
         # A negotiator in another process negotiates with this schedd over CEDAR.
         cedar.append(negotiator_handlers(schedd, shared, log=logs[SCHEDD], clock=clock))
+        # Startds in other processes hand back their jobs' results (EP_JOB_RESULT), each
+        # applied once, only while its claim still runs the job here.
+        cedar.append(
+            result_handlers(
+                ResultReceiver(core, schedd.job_result, logs[SCHEDD]), log=logs[SCHEDD], clock=clock
+            )
+        )
         # File transfer (epcore.schedd.transfer): a key in the job ad at activation, the
         # files served on this process's CEDAR port (known once the listener is built).
         from epcore.schedd.transfer import TransferKeys
@@ -311,6 +338,9 @@ def build_pool(
     services: list[Service] = [StartdService(startd)] if startd is not None else []
     services.extend((router, listener))
     services.extend(s for s in (schedd, collector, negotiator, defrag) if s is not None)
+    if results_link is not None:
+        # After the startd: its close sends the results the startd's end recorded.
+        services.append(results_link)
     if remote_collector is not None:
         # Last: its close sends the invalidations the daemons' closes queued.
         services.append(remote_collector)
@@ -319,6 +349,16 @@ def build_pool(
         services.append(Rooster(collector, config=shared, log=logs[ROOSTER], clock=clock))
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
+
+
+def _claim_client(startd: Startd, claim_id: str) -> str:
+    """The client of the startd's claim ``claim_id`` (its schedd's address when REQUEST_CLAIM
+    made it; the claims file keeps it over a restart); empty when no slot holds it."""
+    for record in startd.state.slots:
+        for claim in (record.claim, record.preempting):
+            if claim is not None and claim.claim_id == claim_id:
+                return claim.client_machine
+    return ""
 
 
 def _listening_at(listening: list[PoolListener]) -> tuple[str, int] | None:

@@ -27,6 +27,9 @@ The layouts follow HTCondor's where epcore's startd works the same way:
   claim holds or waits for (empty: none) and an int, 1 when the slot is Claimed/Idle (ready
   for a job). A remote schedd's :class:`~epcore.interfaces.StartdLink` asks it.
 
+Each claim made is told, with the schedd's address, to ``claimed``: the startd's results go
+there (:mod:`epcore.links.results`).
+
 The whole claim id (its secret after the last ``#``) is the proof that the caller holds the
 claim: a wrong or unknown one acts on nothing. Logs name claims by their public part only.
 """
@@ -34,7 +37,7 @@ claim: a wrong or unknown one acts on nothing. Logs name claims by their public 
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Final
 
 from epcore.classad import ClassAd
@@ -60,8 +63,13 @@ def _hide(text: str, claim_id: str) -> str:
     return text.replace(claim_id, public_part(claim_id)) if claim_id else text
 
 
-def claim_handlers(startd: StartdLink, log: logging.Logger) -> dict[Command, Handler]:
-    """The handlers of the module docstring's commands, on ``startd``."""
+def claim_handlers(
+    startd: StartdLink,
+    log: logging.Logger,
+    claimed: Callable[[str, str], None] | None = None,
+) -> dict[Command, Handler]:
+    """The handlers of the module docstring's commands, on ``startd``; ``claimed`` hears each
+    new claim's id and its schedd's address."""
 
     def request_claim(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
         reader = yield from context.receive("the claim request")
@@ -95,6 +103,8 @@ def claim_handlers(startd: StartdLink, log: logging.Logger) -> dict[Command, Han
                 _who(context),
                 public_part(claim_id),
             )
+            if claimed is not None:
+                claimed(claim_id, client)
             writer.put_int(OK).put_string(claim_id)
         yield from send(writer)
         return None
