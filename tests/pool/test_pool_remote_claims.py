@@ -1,11 +1,12 @@
 """Jobs running on a startd in another ``ep run`` process: a central manager and submit host
 (collector, negotiator, schedd) on 127.0.0.2 and an execute host (startd alone) on
 127.0.0.3, each with its own LOCAL_DIR and a DAEMON token ``ep token create`` made; the
-schedd claims and activates the execute host's slots over CEDAR (epcore.links.startd,
-issue 23)."""
+schedd claims and activates the execute host's slots over CEDAR (epcore.links.startd) and
+the startd hands the results back over CEDAR (epcore.links.results), issue 23."""
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Callable
@@ -17,7 +18,14 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.net import commands
 from epcore.net.client import query_collector
-from epcore.testing.pool import POOL_SECURITY, PoolProcess, install_token, pool_token, submit_as
+from epcore.testing.pool import (
+    POOL_SECURITY,
+    PoolProcess,
+    install_token,
+    pool_token,
+    submit_as,
+    user_home,
+)
 from epcore.testing.system import SlotUser
 
 pytestmark = pytest.mark.system
@@ -136,3 +144,66 @@ def test_keep_alives_over_cedar_hold_a_short_claim_lease(
     assert len(manager.jobs("JobStatus == 2")) == 1
     assert "the claim lease expired" not in execute.log("StartLog")
     assert "Claimed/Busy" in execute.log("StartLog").rsplit("ACTIVATE_CLAIM", 1)[0]
+
+
+#: A job that shows where it runs, reads its input, writes an output file and exits 3.
+PROGRAM = """#!/bin/sh
+pwd
+cat data.txt
+echo made-$1 > result-$1.txt
+exit 3
+"""
+
+
+def _write(path: Path, text: str, user: SlotUser, mode: int = 0o644) -> None:
+    path.write_text(text)
+    os.chown(path, user.uid, user.gid)
+    path.chmod(mode)
+
+
+def test_remote_jobs_complete_with_their_exit_codes_and_output(
+    pool_factory: Callable[..., PoolProcess], slot_users: tuple[SlotUser, ...], shared_dir: Path
+) -> None:
+    """Jobs submitted on the submit host run on the execute host and complete there: their
+    results come back over CEDAR (JobStatus 4, ExitCode 3 in the history, RemoteHost a
+    dynamic slot of the execute host). Jobs run in place (same FILESYSTEM_DOMAIN) write
+    their stdout into the Iwd directly; should_transfer_files = YES jobs run in a sandbox,
+    get data.txt transferred in, and their stdout and result file transferred back."""
+    manager, execute, collector = _pool(pool_factory, cpus=2)
+    manager.wait_for(lambda: len(_slots(manager, collector)) == 1, 60, "the execute host's slot")
+    user = slot_users[0]
+    home = user_home(shared_dir, user)
+    _write(home / "prog.sh", PROGRAM, user, 0o755)
+    _write(home / "data.txt", "data-in\n", user)
+    submit_as(
+        manager,
+        user,
+        shared_dir,
+        "executable = prog.sh\narguments = p$(Process)\noutput = place.$(Process)\nqueue 3\n"
+        "should_transfer_files = YES\ntransfer_input_files = data.txt\n"
+        "arguments = t$(Process)\noutput = sent.$(Process)\nqueue 3\n",
+    )
+
+    def done() -> bool:
+        manager.check_alive()
+        execute.check_alive()
+        return len(manager.jobs(history=True)) == 6
+
+    manager.wait_for(done, 120, "the six jobs to complete")
+    finished = manager.jobs(history=True)
+    assert {job.evaluate("JobStatus") for job in finished} == {4}
+    assert {job.evaluate("ExitCode") for job in finished} == {3}
+    assert all(str(job.evaluate("LastRemoteHost")).startswith("slot1_") for job in finished)
+    assert manager.jobs() == []
+    for n in range(3):  # $(Process) counts on through the second queue: 3, 4, 5
+        in_place = (home / f"place.{n}").read_text().splitlines()
+        assert in_place == [str(home), "data-in"]
+        assert (home / f"result-p{n}.txt").read_text() == f"made-p{n}\n"
+        sent = (home / f"sent.{n + 3}").read_text().splitlines()
+        assert sent[0] != str(home) and sent[1:] == ["data-in"]  # ran in its sandbox
+        assert (home / f"result-t{n + 3}.txt").read_text() == f"made-t{n + 3}\n"
+        assert (home / f"result-t{n + 3}.txt").stat().st_uid == user.uid
+    transferred = [job for job in finished if job.evaluate("ShouldTransferFiles") == "YES"]
+    assert len(transferred) == 3 and all(job.evaluate("BytesSent") > 0 for job in transferred)
+    log = execute.log("StartLog")
+    assert log.count("ACTIVATE_CLAIM of claim") >= 6
