@@ -174,6 +174,7 @@ def build_pool(
     from epcore.schedd.cedar import negotiator_handlers, qualified_super_users, result_handlers
     from epcore.schedd.jobqueue import JobQueue
     from epcore.schedd.leases import JobLeases, startd_reachable
+    from epcore.schedd.reconnect import reconnect
     from epcore.schedd.results import ResultReceiver
     from epcore.schedd.schedd import Schedd
     from epcore.schedd.service import ScheddService
@@ -285,6 +286,9 @@ def build_pool(
         # Job leases: a running job whose startd cannot be reached for its JobLeaseDuration
         # goes back to idle and runs elsewhere (epcore.schedd.leases).
         core.lease_check = JobLeases(startd_reachable(startds), logs[SCHEDD]).check
+        # After a restart, the jobs running on startds elsewhere are taken back
+        # (epcore.schedd.reconnect).
+        core.reconnect = reconnect
         if startd is not None:
             startd.job_results = schedd
         handlers.update(schedd.handlers())

@@ -46,6 +46,19 @@ def lease_seconds(job: ClassAd, alive_interval: float) -> float:
     return ALIVES_PER_LEASE * alive_interval
 
 
+def _last_renewal(schedd: Schedd, running: RunningJob) -> float:
+    """When a claim first seen was last renewed: LastJobLeaseRenewal when the job's ad keeps
+    one from before a restart (HTCondor's schedd reads it back the same way), else the
+    job's start."""
+    try:
+        renewal = schedd.queue.get(running.job_id).evaluate("LastJobLeaseRenewal")
+    except QueueError:
+        renewal = None
+    if isinstance(renewal, int) and not isinstance(renewal, bool):
+        return max(float(renewal), running.started_at)
+    return running.started_at
+
+
 def startd_reachable(startds: Locator[StartdLink]) -> Callable[[str], bool]:
     """Whether the startd at an address is reachable: a startd in this process always is;
     a link to another process is not while its last contact failed (its ``down``)."""
@@ -90,7 +103,9 @@ class JobLeases:
         reachable: dict[str, bool] = {}
         expired: list[str] = []
         for claim_id, running in list(schedd.running.items()):
-            renewed = self.renewed.setdefault(claim_id, running.started_at)
+            renewed = self.renewed.get(claim_id)
+            if renewed is None:
+                renewed = self.renewed[claim_id] = _last_renewal(schedd, running)
             if running.startd not in reachable:
                 reachable[running.startd] = self.reachable(running.startd)
             if reachable[running.startd]:

@@ -142,6 +142,9 @@ class Schedd:
         #: The job leases' check at each tick (epcore.schedd.leases; None: no leases kept,
         #: every startd in this process).
         self.lease_check: Callable[[Schedd, float], object] | None = None
+        #: After a restart, takes back a running job whose claim is on a startd elsewhere
+        #: (epcore.schedd.reconnect); False: the job is requeued.
+        self.reconnect: Callable[[Schedd, JobId, ClassAd, float], bool] | None = None
         for job in queue.jobs(statuses=(JobStatus.IDLE,)):
             self.idle.add(job, submitter_of(job, self.uid_domain))
 
@@ -345,6 +348,9 @@ class Schedd:
             "NumJobStarts": (starts if isinstance(starts, int) else 0) + 1,
             "NumJobMatches": (matches if isinstance(matches, int) else 0) + (0 if reused else 1),
             "PublicClaimId": claim_id.rsplit("#", 1)[0],
+            # Kept for a restart to reconnect (epcore.schedd.reconnect); ClaimId is private.
+            "ClaimId": claim_id,
+            "StartdIpAddr": address,
         }
         if not isinstance(job.evaluate("JobStartDate"), int):
             values["JobStartDate"] = int(now)
@@ -713,6 +719,9 @@ class Schedd:
                         continue
                     except QueueError as error:
                         self.log.warning("job %s: its end cannot be recorded: %s", job_id, error)
+                reconnect = self.reconnect
+                if reconnect is not None and reconnect(self, job_id, orphans[job_id], now):
+                    continue
                 self.log.info("job %s: its claim did not survive the restart", job_id)
                 self.queue.change_status(job_id, JobStatus.IDLE, now)
                 self.now_idle(job_id)
