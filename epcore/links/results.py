@@ -49,6 +49,8 @@ MAX_BACKOFF: Final = 300.0
 #: Seconds the process's end waits for the queued results to go out (they are in the
 #: startd's history; a schedd that misses them requeues the job when its lease runs out).
 CLOSE_WAIT: Final = 5.0
+#: How many claims' schedd addresses are remembered.
+REMEMBERED: Final = 10_000
 #: The schedd's answers.
 APPLIED: Final = 1
 REFUSED: Final = 0
@@ -113,6 +115,9 @@ class RemoteJobResults:
         """The schedd at ``address`` holds ``claim_id`` (REQUEST_CLAIM's client)."""
         with self._lock:
             self._clients[claim_id] = address
+            while len(self._clients) > REMEMBERED:
+                # The oldest claims are long gone (a claim's address is also in its slot).
+                del self._clients[next(iter(self._clients))]
 
     def job_result(self, result: ClassAd, now: float) -> None:
         claim_id = result.evaluate("ClaimId")
@@ -133,11 +138,6 @@ class RemoteJobResults:
             self._pending.pop((claim_id, job_id), None)
             self._pending[(claim_id, job_id)] = delivery
             self._lock.notify()
-
-    def forget(self, claim_id: str) -> None:
-        """The claim is gone: no further result goes to its schedd."""
-        with self._lock:
-            self._clients.pop(claim_id, None)
 
     # -- the loop's service ---------------------------------------------------------------
 

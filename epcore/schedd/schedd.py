@@ -149,6 +149,12 @@ class Schedd:
         self.periodic = PeriodicPolicy(config, log)
         #: The file-transfer keys, when the schedd serves transfers (build_pool sets it).
         self.transfers: TransferKeys | None = None
+        #: The job leases' check at each tick (epcore.schedd.leases; None: no leases kept,
+        #: every startd in this process).
+        self.lease_check: Callable[[Schedd, float], object] | None = None
+        #: After a restart, takes back a running job whose claim is on a startd elsewhere
+        #: (epcore.schedd.reconnect); False: the job is requeued.
+        self.reconnect: Callable[[Schedd, JobId, ClassAd, float], bool] | None = None
         for job in queue.jobs(statuses=(JobStatus.IDLE,)):
             self.idle.add(job, submitter_of(job, self.uid_domain))
 
@@ -354,6 +360,9 @@ class Schedd:
             "NumJobStarts": (starts if isinstance(starts, int) else 0) + 1,
             "NumJobMatches": (matches if isinstance(matches, int) else 0) + (0 if reused else 1),
             "PublicClaimId": claim_id.rsplit("#", 1)[0],
+            # Kept for a restart to reconnect (epcore.schedd.reconnect); ClaimId is private.
+            "ClaimId": claim_id,
+            "StartdIpAddr": address,
         }
         if not isinstance(job.evaluate("JobStartDate"), int):
             values["JobStartDate"] = int(now)
@@ -620,6 +629,24 @@ class Schedd:
                 # A claim that ended between two turns: its result comes separately.
                 with contextlib.suppress(EpError):
                     self.startds.link(running.startd).alive(claim_id)
+        if self.lease_check is not None:
+            self.lease_check(self, now)
+
+    def lease_expired(self, claim_id: str, reason: str, now: float) -> None:
+        """The job on ``claim_id`` lost its lease (epcore.schedd.leases): back to idle for
+        ``reason``, the claim forgotten without a release (its startd cannot be reached)."""
+        running = self.running.pop(claim_id, None)
+        if running is None:
+            return
+        if self.transfers is not None:
+            self.transfers.forget(str(running.job_id))
+        lost = ClassAd({"JobOutcome": "evicted", "VacateReason": reason})
+        with self.queue.batch():
+            try:
+                self._record(running.job_id, lost, now)
+            except QueueError as error:
+                self.log.warning("job %s lost its lease; the queue: %s", running.job_id, error)
+        self.wants_negotiation = True
 
     def _try_pending(self, job_id: JobId, pending: PendingClaim, now: float) -> None:
         try:
@@ -717,6 +744,9 @@ class Schedd:
                         continue
                     except QueueError as error:
                         self.log.warning("job %s: its end cannot be recorded: %s", job_id, error)
+                reconnect = self.reconnect
+                if reconnect is not None and reconnect(self, job_id, orphans[job_id], now):
+                    continue
                 self.log.info("job %s: its claim did not survive the restart", job_id)
                 self.queue.change_status(job_id, JobStatus.IDLE, now)
                 self.now_idle(job_id)
