@@ -21,9 +21,9 @@ the startd's CEDAR commands (:mod:`epcore.startd.claim_commands`, :mod:`epcore.s
   unanswered, so it returns the slot it was given (every slot: none).
 - :meth:`~RemoteStartd.query`, :meth:`~RemoteStartd.claims` and
   :meth:`~RemoteStartd.recent_results` have no conversation yet: a query raises
-  PeerUnreachable (the startd's ads are in the collector), and a restarted schedd adopts no
-  claims on remote startds (both empty) — reconnecting after a schedd restart is left to the
-  job-lease work of the same issue.
+  PeerUnreachable (the startd's ads are in the collector), and both others are empty: a
+  restarted schedd finds its remote claims in its own queue (the running jobs' ClaimId,
+  :mod:`epcore.schedd.reconnect`) and asks each startd with :meth:`~RemoteStartd.slot_of`.
 
 REQUEST_CLAIM names the schedd by this process's CEDAR address, as HTCondor's schedd does:
 the startd sends the job's result there (:mod:`epcore.links.results`).
