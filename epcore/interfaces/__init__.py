@@ -15,11 +15,12 @@ from epcore.interfaces.negotiator import PriorityQuery
 from epcore.interfaces.records import Match, Significance, SubmitterJobs
 from epcore.interfaces.requests import Requester, RequestHandler, RequestHandlers
 from epcore.interfaces.schedd import JobResults, JobSource
-from epcore.interfaces.startd import StartdLink
+from epcore.interfaces.startd import ClaimPending, StartdLink
 
 __all__ = [
     "AdQuery",
     "AdSink",
+    "ClaimPending",
     "CollectorLink",
     "JobResults",
     "JobSource",

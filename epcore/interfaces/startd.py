@@ -6,6 +6,12 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from epcore.classad import ClassAd
+from epcore.errors import EpError
+
+
+class ClaimPending(EpError):
+    """A claim was asked of a startd in another process and its answer is not in yet: the
+    same claim (slot and job) asked again later gets the claim id or the refusal."""
 
 
 class StartdLink(Protocol):
@@ -18,7 +24,8 @@ class StartdLink(Protocol):
         ...
 
     def claim(self, slot: str, job: ClassAd, client: str = "", by_priority: bool = False) -> str:
-        """Claim ``slot`` for ``job`` on behalf of ``client``; the claim id."""
+        """Claim ``slot`` for ``job`` on behalf of ``client``; the claim id (ClaimPending:
+        ask again later)."""
         ...
 
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None:

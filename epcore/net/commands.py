@@ -147,6 +147,16 @@ GET_PRIORITY_ROLLUP = Command(_SCHED_VERS + 114, "GET_PRIORITY_ROLLUP", READ)
 SET_CEILING = Command(_SCHED_VERS + 125, "SET_CEILING", ADMINISTRATOR)
 SET_FLOOR = Command(_SCHED_VERS + 130, "SET_FLOOR", ADMINISTRATOR)
 
+# -- epcore's own (numbers outside every range of condor_commands.h: HTCondor has no such
+# conversation) -----------------------------------------------------------------------------
+# A schedd asks the startd about a claim it holds (epcore.startd.claim_commands,
+# epcore.links.startd): HTCondor's schedd learns the same from REQUEST_CLAIM's answer.
+EP_CLAIM_STATUS = Command(65001, "EP_CLAIM_STATUS", DAEMON)
+# A startd in another process hands a finished job's result to the schedd that claimed the
+# slot (epcore.links.results, epcore.schedd.cedar's result_handlers): in HTCondor the shadow
+# on the submit host learns it from its starter, epcore has no shadow.
+EP_JOB_RESULT = Command(90001, "EP_JOB_RESULT", DAEMON)
+
 #: Every command above, by number.
 BY_NUMBER: Final[dict[int, Command]] = {
     command.number: command for command in list(globals().values()) if isinstance(command, Command)

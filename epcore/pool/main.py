@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,7 @@ from epcore.types import MachineHost
 if TYPE_CHECKING:
     from epcore.collector.service import CollectorService
     from epcore.links.collector import RemoteCollector
+    from epcore.links.results import RemoteJobResults
     from epcore.negotiator.service import NegotiatorService
     from epcore.net.commands import Command
     from epcore.net.dispatch import Handler
@@ -122,6 +124,7 @@ def build_pool(
     startds: Locator[StartdLink] = Locator("startd")
     schedds: Locator[JobSource] = Locator("schedd")
     startd: Startd | None = None
+    results_link: RemoteJobResults | None = None
     # The CEDAR commands of the roles here besides the collector's (epcore.pool.network).
     cedar: list[dict[Command, Handler]] = []
     if STARTD in daemons:
@@ -133,8 +136,24 @@ def build_pool(
         startds.register(link.address, link)
         handlers.update(startd_handlers(link))
         history_file = startd.paths.history_file
+        if SCHEDD not in daemons:
+            # The claims' schedds are elsewhere: each result goes back over CEDAR to the
+            # address its schedd sent with REQUEST_CLAIM, queued and re-sent by a worker
+            # thread, never waited for in the loop (epcore.links.results).
+            from epcore.links.results import RemoteJobResults
+
+            results_link = RemoteJobResults(
+                shared, schedd_of=partial(_claim_client, startd), log=startd.log
+            )
+            startd.job_results = results_link
         cedar.append(
-            startd_cedar_handlers(link, lambda: read_history(history_file), startd.log, clock)
+            startd_cedar_handlers(
+                link,
+                lambda: read_history(history_file),
+                startd.log,
+                clock,
+                claimed=results_link.claimed if results_link is not None else None,
+            )
         )
         host_name = startd.host_name
     else:
@@ -152,8 +171,11 @@ def build_pool(
     from epcore.net.policy import VERSION
     from epcore.pool.network import PLATFORM, build_listener, create_signing_key_if_missing
     from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
-    from epcore.schedd.cedar import negotiator_handlers, qualified_super_users
+    from epcore.schedd.cedar import negotiator_handlers, qualified_super_users, result_handlers
     from epcore.schedd.jobqueue import JobQueue
+    from epcore.schedd.leases import JobLeases, startd_reachable
+    from epcore.schedd.reconnect import reconnect
+    from epcore.schedd.results import ResultReceiver
     from epcore.schedd.schedd import Schedd
     from epcore.schedd.service import ScheddService
 
@@ -225,6 +247,19 @@ def build_pool(
         }
         handlers.update(negotiator.handlers())
         cedar.append(negotiator_cedar_handlers(negotiator))
+    if SCHEDD in daemons or DEFRAG in daemons:
+        # A startd no daemon here is (an execute host's: its ads' MyAddress a TCP address)
+        # is claimed, activated and kept alive by the schedd, drained by defrag, over CEDAR
+        # (epcore.links.startd) with the daemon's credentials; one link per address.
+        from epcore.links.startd import remote_startd_connector
+
+        caller = SCHEDD if SCHEDD in daemons else DEFRAG
+        startds.connect = remote_startd_connector(
+            shared,
+            log=logs[caller],
+            subsystem=caller.upper(),
+            our_address=lambda: _listening_at(listening),
+        )
     schedd = None
     if SCHEDD in daemons:
         priorities: PriorityQuery | None = negotiator
@@ -248,6 +283,13 @@ def build_pool(
         schedds.register(schedd.address, schedd)
         # A negotiator in another process negotiates with this schedd over CEDAR.
         cedar.append(negotiator_handlers(schedd, shared, log=logs[SCHEDD], clock=clock))
+        # Startds in other processes hand back their jobs' results (EP_JOB_RESULT), each
+        # applied once, only while its claim still runs the job here.
+        cedar.append(
+            result_handlers(
+                ResultReceiver(core, schedd.job_result, logs[SCHEDD]), log=logs[SCHEDD], clock=clock
+            )
+        )
         # File transfer (epcore.schedd.transfer): a key in the job ad at activation, the
         # files served on this process's CEDAR port (known once the listener is built).
         from epcore.schedd.transfer import TransferKeys
@@ -259,6 +301,12 @@ def build_pool(
             clock=clock,
         )
         cedar.append(core.transfers.handlers())
+        # Job leases: a running job whose startd cannot be reached for its JobLeaseDuration
+        # goes back to idle and runs elsewhere (epcore.schedd.leases).
+        core.lease_check = JobLeases(startd_reachable(startds), logs[SCHEDD]).check
+        # After a restart, the jobs running on startds elsewhere are taken back
+        # (epcore.schedd.reconnect).
+        core.reconnect = reconnect
         if startd is not None:
             startd.job_results = schedd
         handlers.update(schedd.handlers())
@@ -303,6 +351,9 @@ def build_pool(
     services: list[Service] = [StartdService(startd)] if startd is not None else []
     services.extend((router, listener))
     services.extend(s for s in (schedd, collector, negotiator, defrag) if s is not None)
+    if results_link is not None:
+        # After the startd: its close sends the results the startd's end recorded.
+        services.append(results_link)
     if remote_collector is not None:
         # Last: its close sends the invalidations the daemons' closes queued.
         services.append(remote_collector)
@@ -311,6 +362,16 @@ def build_pool(
         services.append(Rooster(collector, config=shared, log=logs[ROOSTER], clock=clock))
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
+
+
+def _claim_client(startd: Startd, claim_id: str) -> str:
+    """The client of the startd's claim ``claim_id`` (its schedd's address when REQUEST_CLAIM
+    made it; the claims file keeps it over a restart); empty when no slot holds it."""
+    for record in startd.state.slots:
+        for claim in (record.claim, record.preempting):
+            if claim is not None and claim.claim_id == claim_id:
+                return claim.client_machine
+    return ""
 
 
 def _listening_at(listening: list[PoolListener]) -> tuple[str, int] | None:

@@ -22,6 +22,11 @@ schedd's rules about who may act on which job hold unchanged.
 - RESCHEDULE: a negotiation cycle soon.
 - NEGOTIATE: a negotiator in another process negotiates for one submitter
   (:mod:`epcore.schedd.negotiation`; :func:`negotiator_handlers`).
+- EP_JOB_RESULT (90001, epcore's own: outside HTCondor's command ranges, which have no such
+  conversation; DAEMON level): a startd in another process hands over the result of a job
+  that ran on a claim of this schedd: the claim id (a string), the result ad; the answer is
+  an int (1: applied, or applied before; 0: refused, the startd drops it) and a string
+  saying why (:mod:`epcore.schedd.results`; :func:`result_handlers`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from epcore.net.dispatch import CommandContext, Handler
 from epcore.net.handshake import Peer
 from epcore.schedd.negotiation import ScheddService, negotiation_handler
 from epcore.schedd.qmgmt import QueueSession, Route, queue_conversation
+from epcore.schedd.results import ResultReceiver
 
 #: JobAction's numbers and the pool's request for each.
 ACTIONS: Final = {
@@ -309,6 +315,29 @@ def negotiator_handlers(
     """NEGOTIATE for the schedd ``service``: its jobs for a negotiator in another process,
     and that negotiator's matches (:mod:`epcore.schedd.negotiation`)."""
     return {commands.NEGOTIATE: negotiation_handler(service, config, log=log, clock=clock)}
+
+
+def result_handlers(
+    receiver: ResultReceiver, *, log: logging.Logger, clock: Callable[[], float]
+) -> dict[Command, Handler]:
+    """EP_JOB_RESULT (module docstring), answered by ``receiver``."""
+
+    def job_result(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        reader = yield from context.receive("the job's result")
+        claim_id = reader.get_string("the claim id")
+        result = reader.get_classad("the result ad")
+        reader.expect_end("the job's result")
+        acknowledged, why = receiver.receive(claim_id, result, clock())
+        job_id = f"{result.evaluate('ClusterId')}.{result.evaluate('ProcId')}"
+        where = f"{context.peer.name} at {context.stream.peer_description}"
+        if acknowledged:
+            log.info("result of job %s from %s: %s", job_id, where, why)
+        else:
+            log.warning("result of job %s from %s refused: %s", job_id, where, why)
+        yield from send(context.stream.writer().put_int(int(acknowledged)).put_string(why))
+        return None
+
+    return {commands.EP_JOB_RESULT: job_result}
 
 
 def _outcome(refusal: str) -> int:

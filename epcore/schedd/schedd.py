@@ -28,7 +28,14 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, PoolError, QueueError
-from epcore.interfaces import Locator, Match, Significance, StartdLink, SubmitterJobs
+from epcore.interfaces import (
+    ClaimPending,
+    Locator,
+    Match,
+    Significance,
+    StartdLink,
+    SubmitterJobs,
+)
 from epcore.jobs.codes import HoldCode
 from epcore.schedd.jobqueue import JobId, JobQueue, JobStatus
 from epcore.schedd.limits import QueueLimits, check_submission
@@ -83,6 +90,9 @@ class PendingClaim:
     by_priority: bool
     since: float
     preempts: tuple[str, ...] = ()
+    #: The job as matched ($$() expanded) and the slot's ad, for the claim asked later.
+    job: ClassAd | None = None
+    slot_ad: ClassAd | None = None
 
 
 def _ended(
@@ -139,6 +149,12 @@ class Schedd:
         self.periodic = PeriodicPolicy(config, log)
         #: The file-transfer keys, when the schedd serves transfers (build_pool sets it).
         self.transfers: TransferKeys | None = None
+        #: The job leases' check at each tick (epcore.schedd.leases; None: no leases kept,
+        #: every startd in this process).
+        self.lease_check: Callable[[Schedd, float], object] | None = None
+        #: After a restart, takes back a running job whose claim is on a startd elsewhere
+        #: (epcore.schedd.reconnect); False: the job is requeued.
+        self.reconnect: Callable[[Schedd, JobId, ClassAd, float], bool] | None = None
         for job in queue.jobs(statuses=(JobStatus.IDLE,)):
             self.idle.add(job, submitter_of(job, self.uid_domain))
 
@@ -255,11 +271,13 @@ class Schedd:
                 by_priority=match.reason == "priority",
             )
         except EpError as error:
-            if preempts:
-                # The partitionable slot frees up as the preempted jobs go: claim it then.
+            if preempts or isinstance(error, ClaimPending):
+                # The partitionable slot frees up as the preempted jobs go, or a remote
+                # startd's answer comes later (epcore.links.startd): claim it then.
                 self.pending[job_id] = PendingClaim(
-                    job_id, match.submitter, address, match.slot_name, None, False, now, preempts
-                )
+                    job_id, match.submitter, address, match.slot_name, None, False, now,
+                    preempts, job, match.slot,
+                )  # fmt: skip
                 return
             self.log.info("job %s: the claim of %s was refused: %s", job_id, match.slot_name, error)
             return
@@ -342,6 +360,9 @@ class Schedd:
             "NumJobStarts": (starts if isinstance(starts, int) else 0) + 1,
             "NumJobMatches": (matches if isinstance(matches, int) else 0) + (0 if reused else 1),
             "PublicClaimId": claim_id.rsplit("#", 1)[0],
+            # Kept for a restart to reconnect (epcore.schedd.reconnect); ClaimId is private.
+            "ClaimId": claim_id,
+            "StartdIpAddr": address,
         }
         if not isinstance(job.evaluate("JobStartDate"), int):
             values["JobStartDate"] = int(now)
@@ -608,6 +629,24 @@ class Schedd:
                 # A claim that ended between two turns: its result comes separately.
                 with contextlib.suppress(EpError):
                     self.startds.link(running.startd).alive(claim_id)
+        if self.lease_check is not None:
+            self.lease_check(self, now)
+
+    def lease_expired(self, claim_id: str, reason: str, now: float) -> None:
+        """The job on ``claim_id`` lost its lease (epcore.schedd.leases): back to idle for
+        ``reason``, the claim forgotten without a release (its startd cannot be reached)."""
+        running = self.running.pop(claim_id, None)
+        if running is None:
+            return
+        if self.transfers is not None:
+            self.transfers.forget(str(running.job_id))
+        lost = ClassAd({"JobOutcome": "evicted", "VacateReason": reason})
+        with self.queue.batch():
+            try:
+                self._record(running.job_id, lost, now)
+            except QueueError as error:
+                self.log.warning("job %s lost its lease; the queue: %s", running.job_id, error)
+        self.wants_negotiation = True
 
     def _try_pending(self, job_id: JobId, pending: PendingClaim, now: float) -> None:
         try:
@@ -631,13 +670,26 @@ class Schedd:
             del self.pending[job_id]  # its startd is gone
             return
         if pending.claim_id is None:
+            matched = pending.job if pending.job is not None else job
             try:
-                claim_id = startd.claim(pending.slot, job, self.host_name)
-            except EpError:
+                claim_id = startd.claim(pending.slot, matched, self.host_name)
+            except ClaimPending:
+                return  # a remote startd's answer is not in yet
+            except EpError as error:
+                if not pending.preempts:
+                    # A remote startd refused: the match is void, a new cycle matches anew.
+                    del self.pending[job_id]
+                    self.log.info(
+                        "job %s: the claim of %s was refused: %s", job_id, pending.slot, error
+                    )
+                    self.wants_negotiation = True
                 return  # not free yet
             del self.pending[job_id]
             with self.queue.batch():
-                self._activate(job_id, job, pending.startd, claim_id, pending.submitter, now)
+                self._activate(
+                    job_id, matched, pending.startd, claim_id, pending.submitter, now,
+                    slot_ad=pending.slot_ad,
+                )  # fmt: skip
             return
         if startd.slot_of(pending.claim_id) is None:
             del self.pending[job_id]  # the startd dropped the claim (the slot went away)
@@ -692,6 +744,9 @@ class Schedd:
                         continue
                     except QueueError as error:
                         self.log.warning("job %s: its end cannot be recorded: %s", job_id, error)
+                reconnect = self.reconnect
+                if reconnect is not None and reconnect(self, job_id, orphans[job_id], now):
+                    continue
                 self.log.info("job %s: its claim did not survive the restart", job_id)
                 self.queue.change_status(job_id, JobStatus.IDLE, now)
                 self.now_idle(job_id)

@@ -121,9 +121,11 @@ def cedar_handlers(
     history: Callable[[], Iterable[ClassAd]],
     log: logging.Logger,
     clock: Callable[[], float] = time.time,
+    claimed: Callable[[str, str], None] | None = None,
 ) -> dict[Command, Handler]:
     """The startd's handlers by command (module docstring); ``history`` reads the finished
-    jobs' records, oldest first."""
+    jobs' records, oldest first; ``claimed`` hears each claim REQUEST_CLAIM made and the
+    address of its schedd (where the claim's results go)."""
 
     def who(context: CommandContext) -> str:
         return f"{context.peer.name} at {context.stream.peer_description}"
@@ -262,7 +264,7 @@ def cedar_handlers(
         return None
 
     table: dict[Command, Handler] = {
-        **claim_handlers(startd, log),
+        **claim_handlers(startd, log, claimed),
         commands.ALIVE: claim_command,
         commands.RELEASE_CLAIM: claim_command,
         commands.DRAIN_JOBS: drain,

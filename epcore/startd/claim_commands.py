@@ -22,6 +22,13 @@ The layouts follow HTCondor's where epcore's startd works the same way:
   vacated (gracefully or fast) and the claim ends: ``Start = false``, which tells the schedd,
   as HTCondor's startd does when a claim is closing, that no RELEASE_CLAIM is needed. An
   unknown claim gets the same answer, as in HTCondor.
+- EP_CLAIM_STATUS (65001, epcore's own: HTCondor's schedd learns the same from REQUEST_CLAIM's
+  answer and the startd's ads): the claim id; the answer is the full name of the slot the
+  claim holds or waits for (empty: none) and an int, 1 when the slot is Claimed/Idle (ready
+  for a job). A remote schedd's :class:`~epcore.interfaces.StartdLink` asks it.
+
+Each claim made is told, with the schedd's address, to ``claimed``: the startd's results go
+there (:mod:`epcore.links.results`).
 
 The whole claim id (its secret after the last ``#``) is the proof that the caller holds the
 claim: a wrong or unknown one acts on nothing. Logs name claims by their public part only.
@@ -30,7 +37,7 @@ claim: a wrong or unknown one acts on nothing. Logs name claims by their public 
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Final
 
 from epcore.classad import ClassAd
@@ -56,8 +63,13 @@ def _hide(text: str, claim_id: str) -> str:
     return text.replace(claim_id, public_part(claim_id)) if claim_id else text
 
 
-def claim_handlers(startd: StartdLink, log: logging.Logger) -> dict[Command, Handler]:
-    """The handlers of the module docstring's commands, on ``startd``."""
+def claim_handlers(
+    startd: StartdLink,
+    log: logging.Logger,
+    claimed: Callable[[str, str], None] | None = None,
+) -> dict[Command, Handler]:
+    """The handlers of the module docstring's commands, on ``startd``; ``claimed`` hears each
+    new claim's id and its schedd's address."""
 
     def request_claim(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
         reader = yield from context.receive("the claim request")
@@ -91,6 +103,8 @@ def claim_handlers(startd: StartdLink, log: logging.Logger) -> dict[Command, Han
                 _who(context),
                 public_part(claim_id),
             )
+            if claimed is not None:
+                claimed(claim_id, client)
             writer.put_int(OK).put_string(claim_id)
         yield from send(writer)
         return None
@@ -149,7 +163,19 @@ def claim_handlers(startd: StartdLink, log: logging.Logger) -> dict[Command, Han
         yield from send(context.stream.writer().put_classad(answer))
         return None
 
+    def claim_status(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
+        reader = yield from context.receive("the claim id")
+        claim_id = reader.get_string("the claim id")
+        reader.expect_end("the claim id")
+        # The whole id answers, as it proves the claim is held: a guessed secret learns
+        # nothing (both calls compare whole ids).
+        slot = startd.slot_of(claim_id) or ""
+        ready = 1 if slot and startd.claim_ready(claim_id) else 0
+        yield from send(context.stream.writer().put_string(slot).put_int(ready))
+        return None
+
     return {
+        commands.EP_CLAIM_STATUS: claim_status,
         commands.REQUEST_CLAIM: request_claim,
         commands.ACTIVATE_CLAIM: activate_claim,
         commands.DEACTIVATE_CLAIM: deactivate_claim,

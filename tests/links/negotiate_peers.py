@@ -149,8 +149,11 @@ class Served:
 
 
 @contextmanager
-def serving(handlers: dict[Command, Handler], config: str = SCHEDD_CONFIG) -> Iterator[Served]:
-    """A listener on 127.0.0.1 answering ``handlers`` (:class:`Served`)."""
+def serving(
+    handlers: dict[Command, Handler], config: str = SCHEDD_CONFIG, port: int = 0
+) -> Iterator[Served]:
+    """A listener on 127.0.0.1 (at ``port``; 0: any free one) answering ``handlers``
+    (:class:`Served`)."""
     parsed = Config.from_text(config, subsystem="SCHEDD")
     table = CommandTable()
     for command, handler in handlers.items():
@@ -163,7 +166,7 @@ def serving(handlers: dict[Command, Handler], config: str = SCHEDD_CONFIG) -> It
         log=log,
         key_exchange=EcdhKeyExchange(),
     )
-    listener = CedarListener("127.0.0.1", 0, table, security, config=lambda: parsed, log=log)
+    listener = CedarListener("127.0.0.1", port, table, security, config=lambda: parsed, log=log)
     listener.throttled.period = 0.0
     loop = _Loop()
     listener.open(loop)

@@ -119,3 +119,38 @@ def test_deactivate_ends_only_the_claim_it_names_whole(
     (done,) = drive(deactivate, command.number, [Writer().put_string(claim_id).bytes()])
     assert done.get_classad().evaluate("Start") is False
     assert claim_id not in dict(link.claims())
+
+
+def test_claim_status_answers_the_slot_and_readiness_only_for_the_whole_id(
+    startd: Startd,
+) -> None:
+    """EP_CLAIM_STATUS (epcore's 65001, DAEMON) names the slot of a held claim and that it
+    is ready; a guessed secret gets an empty name and 0."""
+    assert (commands.EP_CLAIM_STATUS.number, commands.EP_CLAIM_STATUS.level) == (
+        65001,
+        commands.DAEMON,
+    )
+    link = LocalStartdLink(startd)
+    answer = _claim(link)
+    assert answer.get_int() == 1
+    claim_id = answer.get_string()
+    status = claim_handlers(link, logging.getLogger("test"))[commands.EP_CLAIM_STATUS]
+    (held,) = drive(status, 65001, [Writer().put_string(claim_id).bytes()])
+    assert (held.get_string(), held.get_int()) == (f"slot1@{startd.host_name}", 1)
+    (guessed,) = drive(status, 65001, [Writer().put_string(_wrong(claim_id)).bytes()])
+    assert (guessed.get_string(), guessed.get_int()) == ("", 0)
+
+
+def test_request_claim_tells_each_new_claim_and_its_schedds_address(startd: Startd) -> None:
+    """A granted claim request is told to ``claimed`` with the address the schedd sent (where
+    the claim's results go); a refused one is not."""
+    heard: list[tuple[str, str]] = []
+    link = LocalStartdLink(startd)
+    handler = claim_handlers(
+        link, logging.getLogger("test"), lambda claim, address: heard.append((claim, address))
+    )[commands.REQUEST_CLAIM]
+    (refused,) = drive(handler, 442, [_request("slot99")])
+    assert refused.get_int() == 0
+    (answer,) = drive(handler, 442, [_request("slot1")])
+    assert answer.get_int() == 1
+    assert heard == [(answer.get_string(), "<127.0.0.1:9618>")]

@@ -1,0 +1,149 @@
+"""A restarted schedd takes back its jobs running on startds in other processes: the claim
+kept in the job's ad is asked about once; a startd holding it keeps the job (a reconnect),
+one without it has the job requeued, a silent one leaves it to the lease, counted from
+LastJobLeaseRenewal."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from epcore.classad import ClassAd
+from epcore.config import Config
+from epcore.interfaces import Locator, StartdLink
+from epcore.schedd.jobqueue import JobQueue
+from epcore.schedd.jobqueue_model import JobId
+from epcore.schedd.leases import JobLeases, startd_reachable
+from epcore.schedd.reconnect import reconnect, remote_claim
+from epcore.schedd.results import ResultReceiver
+from epcore.schedd.schedd import Schedd
+from tests.links.negotiate_peers import NOW, SCHEDD_CONFIG, make_schedd
+
+CLAIM = "<127.0.0.9:9618>#1700000000#1#secret"
+STARTD = "<127.0.0.9:9618>"
+JOB = JobId(1, 0)
+
+
+class _Startd:
+    """A startd elsewhere as its link answers: ``holds`` says whether it has the claim."""
+
+    address = STARTD
+
+    def __init__(self, holds: bool = True) -> None:
+        self.holds = holds
+
+    def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
+        pass
+
+    def alive(self, claim_id: str) -> None:
+        pass
+
+    def release(self, claim_id: str) -> None:
+        pass
+
+    def slot_of(self, claim_id: str) -> str | None:
+        return "slot1_1@exec.example.org" if self.holds and claim_id == CLAIM else None
+
+    def claim_ready(self, claim_id: str) -> bool:
+        return False
+
+    def claims(self) -> list[tuple[str, ClassAd]]:
+        return []
+
+    def recent_results(self, claim_ids: Iterable[str]) -> list[ClassAd]:
+        return []
+
+
+def _before_restart(directory: Path) -> None:
+    """A schedd ran job 1.0 (a 600 s lease) on CLAIM of the startd at STARTD, renewed its
+    lease at NOW + 100, then died."""
+    schedd = make_schedd(directory, {"alice": 1})
+    schedd.queue.set_attributes(JOB, {"JobLeaseDuration": 600}, NOW)
+    schedd.startds.register(STARTD, _Startd())  # type: ignore[arg-type]  # the calls it gets
+    assert schedd._activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
+    leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test"))
+    leases.check(schedd, NOW + 100)
+    schedd.queue.close()
+
+
+def _restarted(directory: Path, startd: _Startd | None, at: float) -> Schedd:
+    """The schedd started again on the same queue at ``at``; ``startd``: its startd's link
+    (None: that startd cannot be reached)."""
+    startds: Locator[StartdLink] = Locator("startd")
+    if startd is not None:
+        startds.register(STARTD, startd)  # type: ignore[arg-type]  # the calls it gets
+    schedd = Schedd(
+        Config.from_text(SCHEDD_CONFIG, subsystem="SCHEDD"),
+        JobQueue.open(directory / "job_queue.db"),
+        startds,
+        host_name="submit.example.org",
+        log=logging.getLogger("test.schedd"),
+        clock=lambda: at,
+    )
+    schedd.reconnect = reconnect
+    schedd.recover([], at)
+    return schedd
+
+
+def test_a_running_job_keeps_its_claim_and_startd_in_its_ad(tmp_path: Path) -> None:
+    """A job started on a startd elsewhere keeps ClaimId and StartdIpAddr in its ad: the
+    claim a restart reconnects to."""
+    _before_restart(tmp_path)
+    job = JobQueue.open(tmp_path / "job_queue.db").get(JOB)
+    assert remote_claim(job) == (STARTD, CLAIM)
+    assert remote_claim(ClassAd({"ClaimId": CLAIM, "StartdIpAddr": "<unix:/x>"})) is None
+
+
+def test_a_startd_holding_the_claim_keeps_the_job_running_as_a_reconnect(tmp_path: Path) -> None:
+    """After the restart the startd still holds the claim: the job stays running on it
+    (NumJobReconnects 1), and its result, when it comes, is applied."""
+    _before_restart(tmp_path)
+    schedd = _restarted(tmp_path, _Startd(holds=True), NOW + 200)
+    job = schedd.queue.get(JOB)
+    assert job.evaluate("JobStatus") == 2
+    assert job.evaluate("NumJobReconnects") == 1
+    assert schedd.running[CLAIM].slot == "slot1_1@exec.example.org"
+    receiver = ResultReceiver(schedd, schedd.job_result, logging.getLogger("test"))
+    result = ClassAd({"ClusterId": 1, "ProcId": 0, "JobOutcome": "exited", "ExitCode": 0})
+    assert receiver.receive(CLAIM, result, NOW + 300) == (True, "applied")
+    assert JOB not in schedd.queue
+
+
+def test_a_startd_without_the_claim_has_the_job_requeued_at_once(tmp_path: Path) -> None:
+    """The startd answers but no longer has the claim: the job is idle again at the
+    restart, and nothing runs on the claim."""
+    _before_restart(tmp_path)
+    schedd = _restarted(tmp_path, _Startd(holds=False), NOW + 200)
+    assert schedd.queue.get(JOB).evaluate("JobStatus") == 1
+    assert schedd.running == {}
+
+
+def test_a_silent_startd_leaves_the_job_to_its_lease_from_the_last_renewal(
+    tmp_path: Path,
+) -> None:
+    """The startd cannot be reached: the job stays running until its 600 s lease, counted
+    from the LastJobLeaseRenewal written before the restart (NOW + 100), runs out."""
+    _before_restart(tmp_path)
+    schedd = _restarted(tmp_path, None, NOW + 200)
+    assert schedd.queue.get(JOB).evaluate("JobStatus") == 2
+    leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test"))
+    assert leases.check(schedd, NOW + 699) == []
+    assert leases.check(schedd, NOW + 701) == [CLAIM]
+    assert schedd.queue.get(JOB).evaluate("JobStatus") == 1
+
+
+def test_without_reconnection_the_job_is_requeued_as_before(tmp_path: Path) -> None:
+    """A schedd given no way to reconnect (the in-process pool's former rule) puts the job
+    back to idle at the restart."""
+    _before_restart(tmp_path)
+    schedd = Schedd(
+        Config.from_text(SCHEDD_CONFIG, subsystem="SCHEDD"),
+        JobQueue.open(tmp_path / "job_queue.db"),
+        Locator("startd"),
+        host_name="submit.example.org",
+        log=logging.getLogger("test.schedd"),
+        clock=lambda: NOW + 200,
+    )
+    schedd.recover([], NOW + 200)
+    assert schedd.queue.get(JOB).evaluate("JobStatus") == 1
