@@ -243,8 +243,9 @@ class LvmScratch:
         used = (stats.f_blocks - stats.f_bfree) * stats.f_frsize
         limit = volume.size_kib * 1024
         if not self.settings.thin:
-            # A thick volume is exactly its size: hold a little before ENOSPC.
-            limit = int(limit * self.settings.thick_margin)
+            # A thick volume is exactly its size, and its filesystem's own structures take
+            # some of it: hold a little before ENOSPC, of what the job can fill.
+            limit = int(min(limit, stats.f_blocks * stats.f_frsize) * self.settings.thick_margin)
         if used >= limit:
             return ScratchVerdict(
                 hold=True,
