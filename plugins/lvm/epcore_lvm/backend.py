@@ -21,7 +21,7 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
 from epcore.types import MachineAttribute, ScratchRequest, ScratchVerdict, ScratchVolume
-from epcore_lvm.commands import TAG, Commands, LvmError
+from epcore_lvm.commands import TAG, Commands, LvmError, load_module
 from epcore_lvm.settings import LvmSettings, read_settings
 
 NAME = "lvm"
@@ -37,6 +37,7 @@ _VOLUME = re.compile(r"^slot(\d+)_(\d+)$")
 def device_mapper_problem() -> str | None:
     """Why this machine cannot make logical volumes, or None (the kernel first: installing
     lvm2 does not help a kernel without device-mapper)."""
+    load_module("dm_mod", "/dev/mapper/control")
     try:
         os.close(os.open("/dev/mapper/control", os.O_RDWR))
     except OSError as error:
@@ -140,6 +141,7 @@ class LvmScratch:
                 os.posix_fallocate(descriptor, 0, int(self.settings.backing_size_mb * 1.02) << 20)
             finally:
                 os.close(descriptor)
+        load_module("loop", "/dev/loop-control")
         found = self.commands.run(["losetup", "-j", path]).strip()
         if found:
             self.loop_device = found.split(":", 1)[0]
@@ -243,9 +245,11 @@ class LvmScratch:
         used = (stats.f_blocks - stats.f_bfree) * stats.f_frsize
         limit = volume.size_kib * 1024
         if not self.settings.thin:
-            # A thick volume is exactly its size, and its filesystem's own structures take
-            # some of it: hold a little before ENOSPC, of what the job can fill.
-            limit = int(min(limit, stats.f_blocks * stats.f_frsize) * self.settings.thick_margin)
+            # A thick volume is exactly its size, and its filesystem keeps some of it (its
+            # structures, ext4's reserved clusters): hold a little before ENOSPC, of what
+            # the job can fill.
+            fillable = (stats.f_blocks - stats.f_bfree + stats.f_bavail) * stats.f_frsize
+            limit = int(min(limit, fillable) * self.settings.thick_margin)
         if used >= limit:
             return ScratchVerdict(
                 hold=True,

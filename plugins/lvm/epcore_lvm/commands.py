@@ -7,6 +7,7 @@ without device-mapper hand the backend a fake one that records the command lines
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Sequence
 
@@ -14,6 +15,14 @@ from epcore.errors import EpError
 
 #: The tag every job volume carries: a startd's start removes the tagged volumes no job holds.
 TAG = "htcondor_lv"
+
+
+def load_module(module: str, node: str) -> None:
+    """Load the kernel ``module`` when its device ``node`` is missing, as lvm and losetup
+    would on a machine whose udev loads nothing (no modprobe, or no module: nothing)."""
+    if os.path.exists(node) or shutil.which("modprobe") is None:
+        return
+    subprocess.run(["modprobe", "-q", module], capture_output=True, timeout=30, check=False)
 
 
 class LvmError(EpError):
