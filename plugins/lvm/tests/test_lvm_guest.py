@@ -13,4 +13,4 @@ def test_lvm_works_in_the_guest(guest: Guest) -> None:
         timeout=400,
     )
     assert result.status == 0, result.output[-4000:] + result.console[-2000:]
-    assert "2 passed" in result.output, result.output[-4000:]
+    assert "3 passed" in result.output, result.output[-4000:]

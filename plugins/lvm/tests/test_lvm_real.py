@@ -37,7 +37,7 @@ NO_UDEV = (
 REQUEST_KIB = 8192
 
 
-def _config(tmp_path: Path, group: str) -> Path:
+def _config(tmp_path: Path, group: str, extra: str = "") -> Path:
     open_up(tmp_path)
     local = tmp_path / "local"
     local.mkdir(exist_ok=True)
@@ -48,6 +48,7 @@ def _config(tmp_path: Path, group: str) -> Path:
         "START = True\nSTARTD_ENFORCE_DISK_LIMITS = True\n"
         f"LVM_BACKING_FILE = /var/tmp/{group}.img\nLVM_BACKING_FILE_SIZE_MB = 64\n"
         f"LVM_AUTO_VG_NAME = {group}\nLVM_CHECK_INTERVAL = 1\nLVM_COMMAND_CONFIG = {NO_UDEV}\n"
+        + extra
     )
     return path
 
@@ -93,11 +94,17 @@ def _run(startd: Startd, loop: StartdLoop, job: ClassAd, count: int) -> ClassAd:
     return startd.results[-1]
 
 
-def test_within_completes_past_is_held_and_nothing_is_left(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "extra",
+    ["", "LVM_USE_THIN_PROVISIONING = True\nLVM_THIN_LV_EXTRA_SIZE_MB = 8\n"],
+    ids=["thick", "thin"],
+)
+def test_within_completes_past_is_held_and_nothing_is_left(tmp_path: Path, extra: str) -> None:
     """A job writing within its request_disk completes on its own ext4 volume; one writing
-    past it is held with 34/104 and the reason; then no job volume and no mount is left."""
-    group = "ep_jobs"
-    startd = build_startd(str(_config(tmp_path, group)), plugins=lvm_plugins())
+    past it is held with 34/104 and the reason; then no job volume and no mount is left
+    (thick volumes from the group, or thin ones from the startd's pool)."""
+    group = "ep_thin" if extra else "ep_thick"
+    startd = build_startd(str(_config(tmp_path, group, extra)), plugins=lvm_plugins())
     loop = StartdLoop(startd)
     loop.open()
     execute = Path(startd.config.get("EXECUTE") or "")
