@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         MachineInventory,
         PowerBackendSpec,
         PythonCronJob,
+        ScratchFilesystemSpec,
         SlotStateChange,
     )
 
@@ -105,6 +106,18 @@ def ep_container_runtimes() -> Sequence[ContainerRuntimeSpec] | None:
     it builds a :class:`~epcore.types.ContainerRuntime` (built objects must not start
     anything). The runtimes' machine attributes join every slot ad, and a starter runs a job
     in the first runtime whose ``runs(job)`` is true.
+    """
+
+
+@hookspec
+def ep_scratch_filesystems() -> Sequence[ScratchFilesystemSpec] | None:
+    """All results: per-job scratch filesystems (an LVM logical volume as the sandbox).
+
+    The startd builds each offered one with its configuration at startup (one of a built-in
+    or earlier plugin's name is replaced), keeps the last one whose ``wanted()`` is true, calls
+    its ``start()`` and hands it to every starter it forks: the starter has it make the job's
+    filesystem on the empty sandbox before the sandbox gets anything, check it while the job
+    runs and remove it after the job, before the sandbox directory goes.
     """
 
 

@@ -49,6 +49,8 @@ from epcore.types import (
     PowerBackend,
     PowerBackendSpec,
     PythonCronJob,
+    ScratchFilesystem,
+    ScratchFilesystemSpec,
     SlotStateChange,
 )
 
@@ -65,7 +67,9 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 
 _log = logging.getLogger("epcore.plugins")
 _T = TypeVar("_T")
-_S = TypeVar("_S", IsolationBackendSpec, ContainerRuntimeSpec, PowerBackendSpec)
+_S = TypeVar(
+    "_S", IsolationBackendSpec, ContainerRuntimeSpec, PowerBackendSpec, ScratchFilesystemSpec
+)
 
 #: Hooks whose results are ignored; each plugin gets them even when another one fails.
 NOTIFICATION_HOOKS = ("ep_slot_state_changed", "ep_job_started", "ep_job_finished")
@@ -389,10 +393,30 @@ class Plugins:
             return built
         raise self._misbuilt("ep_power_backends", spec, built, PowerBackend)
 
+    def scratch_filesystems(self) -> list[ScratchFilesystemSpec]:
+        """The scratch filesystems offered, one per name (the later plugin wins)."""
+        specs = self._collect("ep_scratch_filesystems", ScratchFilesystemSpec, named=True)
+        return _last_wins(self._callable_factories("ep_scratch_filesystems", specs))
+
+    def build_scratch_filesystem(
+        self, spec: ScratchFilesystemSpec, config: Config
+    ) -> ScratchFilesystem:
+        """The filesystem ``spec``'s factory builds for ``config``; one that is not a
+        :class:`~epcore.types.ScratchFilesystem` of the spec's name is a PluginError naming
+        the plugin. What the factory raises goes through."""
+        built = spec.factory(config)
+        if isinstance(built, ScratchFilesystem) and built.name == spec.name:
+            return built
+        raise self._misbuilt("ep_scratch_filesystems", spec, built, ScratchFilesystem)
+
     def _misbuilt(
         self,
         hook: str,
-        spec: IsolationBackendSpec | ContainerRuntimeSpec | PowerBackendSpec | BackfillBackendSpec,
+        spec: IsolationBackendSpec
+        | ContainerRuntimeSpec
+        | PowerBackendSpec
+        | BackfillBackendSpec
+        | ScratchFilesystemSpec,
         built: object,
         protocol: type,
     ) -> PluginError:

@@ -27,6 +27,7 @@ COVERAGE = {
     "cron jobs": "ep_cron_jobs",
     "fetch-work sources": "ep_fetch_work_sources",
     "power backends (sleep states, Wake-on-LAN)": "ep_power_backends",
+    "per-job scratch filesystems": "ep_scratch_filesystems",
     "extra ClassAd functions": "ep_classad_functions",
     "notification: slot state changed": "ep_slot_state_changed",
     "notification: job started": "ep_job_started",
@@ -62,6 +63,10 @@ END_TO_END = {
     ),
     "ep_power_backends": (
         "tests/pool/test_pool_power.py::test_a_job_submitted_while_asleep_wakes_the_machine"
+    ),
+    "ep_scratch_filesystems": (
+        "tests/starter/test_scratch_filesystem.py"
+        "::test_a_job_over_its_disk_is_held_with_the_backends_code"
     ),
     **{
         hook: (

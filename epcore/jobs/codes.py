@@ -77,3 +77,5 @@ class VacateCode(enum.IntEnum):
     JOB_NOT_STARTED = 1003
     #: The startd ended the claim to put the machine to sleep (HTCondor's StartdHibernate).
     STARTD_HIBERNATE = 1016
+    #: The job's scratch filesystem could not be made (HTCondor 24's ScratchDirError).
+    SCRATCH_DIR_ERROR = 1024

@@ -15,7 +15,7 @@ import logging
 from epcore.config import Config
 from epcore.errors import EpError, PluginError
 from epcore.plugins import Plugins
-from epcore.types import ContainerRuntime, IsolationBackend, MachineAttribute
+from epcore.types import ContainerRuntime, IsolationBackend, MachineAttribute, ScratchFilesystem
 
 #: Isolation backends in the order a starter applies them: the process group always, the
 #: finer ones after it (their usage numbers are preferred).
@@ -70,3 +70,30 @@ def runtime_attributes(
         log.info("container runtime %s: %s", runtime.name, shown or "no attributes")
         found.extend(attributes)
     return found
+
+
+def scratch_filesystem(
+    plugins: Plugins, config: Config, log: logging.Logger
+) -> ScratchFilesystem | None:
+    """The per-job scratch filesystem the configuration turns on (the last plugin's that is
+    wanted), started: its backing store made and volumes left by a dead startd removed. One
+    that is wanted but cannot start is kept, unavailable: it says why in the slot ads and jobs
+    run in plain sandboxes."""
+    chosen: ScratchFilesystem | None = None
+    for spec in plugins.scratch_filesystems():
+        try:
+            built = plugins.build_scratch_filesystem(spec, config)
+        except EpError as error:
+            log.error("scratch filesystem %s cannot be built: %s", spec.name, error)
+            continue
+        if built.wanted():
+            chosen = built
+    if chosen is None:
+        return None
+    chosen.start()
+    if chosen.available():
+        log.info("scratch filesystem %s: every job gets its own", chosen.name)
+    else:
+        shown = ", ".join(f"{a.name} = {a.value!r}" for a in chosen.machine_attributes())
+        log.warning("scratch filesystem %s is unavailable: %s", chosen.name, shown)
+    return chosen

@@ -100,6 +100,9 @@ class Startd:
         self.address = f"<unix:{self.paths.control_socket}>"
         self.extra_attributes: list[MachineAttribute] = []
         self.containers = backends.container_runtimes(plugins, config, log)
+        #: The per-job scratch filesystem (STARTD_ENFORCE_DISK_LIMITS), built once: HTCondor
+        #: too needs a restart, not a reconfiguration, to turn it on or off.
+        self.scratch = backends.scratch_filesystem(plugins, config, log)
         #: The plugins' host reading of the last second, and that reading with the slots'
         #: condor load folded in (folded again after each load sample, read once).
         self._last_raw: tuple[int, HostReadings] | None = None
@@ -142,6 +145,7 @@ class Startd:
             self.plugins,
             self.isolation,
             self.containers,
+            scratch=self.scratch,
             close_in_zygote=lambda: self.close_in_child(),
         )
 
@@ -162,6 +166,8 @@ class Startd:
         # The runtimes' attributes first: a site plugin's ep_machine_attributes may replace them.
         self.extra_attributes = [*namespaces.host_attributes(self.log)]
         self.extra_attributes += backends.runtime_attributes(self.containers, self.log)
+        if self.scratch is not None:
+            self.extra_attributes += self.scratch.machine_attributes()
         self.extra_attributes += self.plugins.machine_attributes(config, self.inventory)
         engine = Engine(
             config,

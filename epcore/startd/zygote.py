@@ -50,7 +50,7 @@ from epcore.starter.cgroups.mountinfo import read_layout
 from epcore.starter.main import run_starter, starter_log_settings
 from epcore.starter.starter import PreparedJob, StarterOrder, StarterRequest
 from epcore.starter.supervisor_server import SupervisorServer, wait_gone
-from epcore.types import ContainerRuntime, IsolationBackend, TrackingRequest
+from epcore.types import ContainerRuntime, IsolationBackend, ScratchFilesystem, TrackingRequest
 
 #: One cgroup hierarchy: where it is mounted, and this process's group in it (None: unknown).
 OwnGroup = tuple[Path, str | None]
@@ -171,6 +171,7 @@ class ZygoteWork:
         isolation: tuple[IsolationBackend, ...],
         containers: tuple[ContainerRuntime, ...],
         *,
+        scratch: ScratchFilesystem | None = None,
         close_in_zygote: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
@@ -178,6 +179,7 @@ class ZygoteWork:
         self.plugins = plugins
         self.isolation = isolation
         self.containers = containers
+        self.scratch = scratch if scratch is not None and scratch.available() else None
         self.prepared: dict[str, PreparedJob] = {}
         #: Where prepared supervisors come from (a small process of their own).
         self.supervisors = SupervisorServer()
@@ -279,6 +281,7 @@ class ZygoteWork:
                 config=self.config,
                 isolation=self.isolation,
                 containers=self.containers,
+                scratch=self.scratch,
                 prepared=prepared,
             )
             return run_starter(request, log_settings) if wait_for_go(go_read) else 1

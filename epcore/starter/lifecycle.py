@@ -241,6 +241,9 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
     interval = max(config.get_float("STARTER_UPDATE_INTERVAL", 300.0), 1.0)
     next_update = time.monotonic() + initial
     next_oom_check = time.monotonic() + OOM_CHECK_SECONDS
+    scratch = starter.request.scratch
+    disk_interval = scratch.check_interval if scratch is not None else float("inf")
+    next_disk_check = time.monotonic() + disk_interval
     starter.selector.register(run.launched, selectors.EVENT_READ, "job")
 
     def on_command(command: str, ad: ClassAd) -> None:
@@ -269,7 +272,7 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
                 continue
             starter.connect()
             now = time.monotonic()
-            timeout = max(0.0, min(next_update, next_oom_check) - now)
+            timeout = max(0.0, min(next_update, next_oom_check, next_disk_check) - now)
             for key, _events in starter.selector.select(timeout=min(timeout, 1.0)):
                 if key.data == "startd":
                     starter.read_startd(on_command)
@@ -281,6 +284,13 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
                 next_oom_check = now + OOM_CHECK_SECONDS
                 if any(t.out_of_memory() for t in starter.trackings):
                     starter.log.warning("the job went over its memory limit")
+                    starter.measure()
+                    starter.kill_everything()
+            if now >= next_disk_check:
+                next_disk_check = now + disk_interval
+                verdict = starter.check_scratch()
+                if verdict is not None:
+                    starter.log.warning("scratch filesystem: %s", verdict.reason)
                     starter.measure()
                     starter.kill_everything()
             run.hooks = [hook for hook in run.hooks if hook.poll() is None]

@@ -11,6 +11,7 @@ import contextlib
 import os
 import stat
 import time
+from collections.abc import Callable
 
 import attrs
 
@@ -58,17 +59,30 @@ def make_sandbox(
     uid: int,
     gid: int,
     ads: tuple[ClassAd, ClassAd | str] | None = None,
+    mount: Callable[[str], None] | None = None,
 ) -> Sandbox:
     """Make the sandbox, mode 0700 and owned by ``uid``:``gid``, holding the job and machine
     ``ads`` when given. The ads are written while the directory is still root's, so that no
     process of the job's user can plant a link where they go.
 
-    Raises JobSetupError (hold code 14) naming the directory when it cannot be made.
+    ``mount`` (a per-job scratch filesystem's) is called with the empty directory before
+    anything is written into it; a mount point that has lost its mode and owner gets them back.
+
+    Raises JobSetupError (hold code 14) naming the directory when it cannot be made, and lets
+    through the one ``mount`` raises (after removing the directory).
     """
     path = sandbox_path(execute_dir, starter_id)
     try:
         os.mkdir(path, 0o700)
         sandbox = Sandbox(path)
+        if mount is not None:
+            try:
+                mount(path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+                raise
+            os.chmod(path, 0o700)
         if ads is not None:
             write_ads(sandbox, ads[0], ads[1], uid, gid)
         if os.geteuid() == 0:

@@ -49,7 +49,16 @@ from epcore.starter.sandbox import (
     remove_sandbox,
 )
 from epcore.starter.usage import JobUsage, combine
-from epcore.types import ContainerRuntime, IsolationBackend, JobTracking, TrackingRequest
+from epcore.types import (
+    ContainerRuntime,
+    IsolationBackend,
+    JobTracking,
+    ScratchFilesystem,
+    ScratchRequest,
+    ScratchVerdict,
+    ScratchVolume,
+    TrackingRequest,
+)
 
 #: How long the starter waits for the processes a job left behind to die after SIGKILL.
 CLEANUP_SECONDS = 10.0
@@ -142,6 +151,8 @@ class StarterRequest(StarterOrder):
     isolation: tuple[IsolationBackend, ...]
     prepared: PreparedJob | None = None
     containers: tuple[ContainerRuntime, ...] = ()
+    #: The per-job scratch filesystem the startd started (None: a plain sandbox).
+    scratch: ScratchFilesystem | None = None
 
 
 def job_id(job: ClassAd) -> str:
@@ -219,6 +230,9 @@ class Starter:
         self.user: JobUser | None = None
         self.supervisor_pid = 0
         self.runner: HookRunner | None = None
+        #: The job's own filesystem under its sandbox, and what its check found that ends it.
+        self.volume: ScratchVolume | None = None
+        self.scratch_verdict: ScratchVerdict | None = None
         #: What the job's file transfers recorded (BytesSent, TransferInStarted...).
         self.transfer_figures = ClassAd()
 
@@ -435,6 +449,11 @@ class Starter:
     def ending(self, exit_code: int | None, exit_signal: int | None, oom_before: int) -> Ending:
         """How the job ended, from what the trackers and the kernel say."""
         usage = self.usage or self.measure()
+        verdict = self.scratch_verdict
+        if verdict is not None:
+            # The starter killed the job for its disk: that, not the signal, is its ending.
+            outcome = HELD if verdict.hold else REQUEUED
+            return Ending(outcome, verdict.reason, None, None, verdict.code, verdict.subcode)
         memory_hit = any(t.out_of_memory() for t in self.trackings)
         return decide(
             exit_code=exit_code,
@@ -450,7 +469,15 @@ class Starter:
 
     def remove_sandbox(self) -> None:
         """Remove the sandbox, if one was made (what cannot be removed is logged; the startd
-        sweeps EXECUTE again when it next starts)."""
+        sweeps EXECUTE again when it next starts). The job's scratch filesystem goes first:
+        what the job wrote goes with it and the sandbox is an empty directory again."""
+        scratch, volume = self.request.scratch, self.volume
+        if scratch is not None and volume is not None:
+            try:
+                scratch.remove(volume)
+            except EpError as error:
+                self.log.error("cannot remove the job's scratch filesystem: %s", error)
+            self.volume = None
         if self.sandbox is not None:
             try:
                 remove_sandbox(self.sandbox, patience=SANDBOX_REMOVAL_PATIENCE)
@@ -467,5 +494,38 @@ class Starter:
             user.uid,
             user.gid,
             (self.job, self.request.machine_text),
+            mount=None if self.request.scratch is None else self._mount_scratch,
         )
         return self.sandbox
+
+    def _mount_scratch(self, path: str) -> None:
+        """Have the scratch filesystem made and mounted on the empty sandbox ``path``."""
+        scratch, user = self.request.scratch, self.user
+        assert scratch is not None and user is not None
+        disk = self.request.machine().evaluate("Disk")
+        request = ScratchRequest(
+            path=path,
+            slot_name=self.request.slot_name,
+            slot_id=self.request.slot_id,
+            starter_id=self.starter_id,
+            disk_kib=disk if isinstance(disk, int) and not isinstance(disk, bool) else 0,
+            uid=user.uid,
+            gid=user.gid,
+            job=self.job,
+        )
+        self.volume = scratch.prepare(request)
+        self.log.info(
+            "scratch filesystem %s (%d KiB) on %s", self.volume.name, self.volume.size_kib, path
+        )
+
+    def check_scratch(self) -> ScratchVerdict | None:
+        """Ask the scratch filesystem about the job's volume; a verdict is kept for
+        :meth:`ending`."""
+        scratch, volume = self.request.scratch, self.volume
+        if scratch is None or volume is None or self.scratch_verdict is not None:
+            return None
+        try:
+            self.scratch_verdict = scratch.check(volume)
+        except EpError as error:
+            self.log.error("cannot check the job's scratch filesystem: %s", error)
+        return self.scratch_verdict
