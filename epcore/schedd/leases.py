@@ -148,7 +148,10 @@ class JobLeases:
             except QueueError:
                 return
             values["NumJobReconnects"] = (count if isinstance(count, int) else 0) + 1
-        if values or now - self.written.get(claim_id, -round_length) >= round_length:
+        # The job's start is its first renewal (JobCurrentStartDate says it): no write for a
+        # job that ends within its first round, as most short jobs do.
+        written = self.written.get(claim_id, running.started_at)
+        if values or now - written >= round_length:
             values["LastJobLeaseRenewal"] = int(now)
             self.written[claim_id] = now
         if values:
