@@ -234,12 +234,19 @@ def cedar_handlers(service: CollectorService) -> dict[Command, Handler]:
         named = ad.evaluate("Name")
         try:
             if constraint is not None:
-                matching = service.query(my_type, constraint, ["Name", "MyType"], now=now)
+                matching = service.query_stored(my_type, constraint, now=now)
+            elif my_type is not None and isinstance(named, str):
+                # As HTCondor's collector: the invalidation ad's own key (a submitter
+                # invalidation's Name with its ScheddName) names the one ad to drop.
+                probe = ad.copy()
+                probe["MyType"] = my_type
+                matching = [probe]
             elif isinstance(named, str):
-                matching = service.query(my_type, None, ["Name", "MyType"], now=now)
-                matching = [found for found in matching if found.evaluate("Name") == named]
+                stored = service.query_stored(None, None, now=now)
+                matching = [found for found in stored if found.evaluate("Name") == named]
             else:
                 matching = []
+            service.collector.invalidate_ads(matching, now)
         except EpError as error:
             service.log.warning(
                 "invalidation from %s at %s ignored: %s",
@@ -247,11 +254,6 @@ def cedar_handlers(service: CollectorService) -> dict[Command, Handler]:
                 context.stream.peer_description,
                 error,
             )
-            matching = []
-        for found in matching:
-            kind, name = found.evaluate("MyType"), found.evaluate("Name")
-            if isinstance(kind, str) and isinstance(name, str):
-                service.collector.invalidate(kind, [name], now)
         return True
 
     table: dict[Command, Handler] = {}

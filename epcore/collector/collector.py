@@ -4,7 +4,9 @@ Pure: every call takes ``now`` and nothing here does I/O; the daemon around it w
 :meth:`Collector.persistent_ads` to COLLECTOR_PERSISTENT_AD_LOG (``epcore.collector.collector_log``)
 and hands them back to :meth:`Collector.restore` when it starts.
 
-Ads are stored by (MyType, Name), MyType compared without regard to case as HTCondor does.
+Ads are stored by MyType (compared without regard to case) and the name HTCondor's collector
+keys them by (``collector_policy.key_name``: the Name, a submitter's with its ScheddName ...;
+never the daemon's address, as HTCondor since 10.8).
 A live ad expires when ``LastHeardFrom + lifetime < now``, the lifetime being its own
 ``ClassAdLifetime`` or CLASSAD_LIFETIME. An expiring machine ad for which ABSENT_REQUIREMENTS
 is true becomes *absent* instead (kept ABSENT_EXPIRE_ADS_AFTER seconds, 0 meaning forever); a
@@ -154,8 +156,8 @@ class Collector:
     # -- updates -----------------------------------------------------------------------------
     def update(self, ads: Sequence[ClassAd], now: float) -> None:
         """Store these ads, replacing any ad (live, absent or offline) of the same MyType and
-        Name; stamps ``LastHeardFrom``. PoolError (storing none of them) when one lacks MyType
-        or Name."""
+        key name (a machine ad's: its Name, whatever its MyAddress); stamps ``LastHeardFrom``.
+        PoolError (storing none of them) when one lacks MyType or a name."""
         keyed = [(ad_key(ad, "collector update"), ad) for ad in ads]
         heard = int(now)
         for key, ad in keyed:
@@ -203,12 +205,23 @@ class Collector:
         ad["ClassAdLifetime"] = int(lifetime) if lifetime is not None else _INT_MAX
 
     def invalidate(self, my_type: str, names: Sequence[str], now: float) -> list[Departure]:
-        """Remove the live or offline ads of these Names (absent ads stay: the machine is
-        gone either way). With EXPIRE_INVALIDATED_ADS the ads are treated as expired instead,
-        which may make them absent. Unknown names are ignored, as the collector does."""
+        """Remove the live or offline ads of this MyType kept under these names (their Name,
+        for every type whose key is its Name alone: see
+        :func:`~epcore.collector.collector_policy.key_name`); absent ads stay: the machine
+        is gone either way. With EXPIRE_INVALIDATED_ADS the ads are treated as expired
+        instead, which may make them absent. Unknown names are ignored, as the collector does."""
+        kind = my_type.lower()
+        return self._invalidate([(kind, name) for name in names], now)
+
+    def invalidate_ads(self, ads: Sequence[ClassAd], now: float) -> list[Departure]:
+        """:meth:`invalidate` the ads kept under the keys of these ads (their MyType and key
+        name: a submitter ad's includes its ScheddName); PoolError (removing none) when one
+        has no key."""
+        return self._invalidate([ad_key(ad, "collector invalidation") for ad in ads], now)
+
+    def _invalidate(self, keys: Sequence[tuple[str, str]], now: float) -> list[Departure]:
         departures: list[Departure] = []
-        for name in names:
-            key = (my_type.lower(), name)
+        for key in keys:
             entry = self._entries.get(key)
             if entry is None or entry.state is AdState.ABSENT:
                 continue
@@ -218,7 +231,9 @@ class Collector:
             del self._entries[key]
             if entry.state is AdState.OFFLINE:
                 self._persistent_generation += 1
-            departures.append(Departure(_type_of(entry), name, DepartureKind.INVALIDATED))
+            departures.append(
+                Departure(_type_of(entry), _name_of(entry), DepartureKind.INVALIDATED)
+            )
         return departures
 
     def expire(self, now: float) -> list[Departure]:
@@ -237,7 +252,7 @@ class Collector:
                 if entry.state is AdState.ABSENT
                 else DepartureKind.OFFLINE_EXPIRED
             )
-            departures.append(Departure(_type_of(entry), key[1], kind))
+            departures.append(Departure(_type_of(entry), _name_of(entry), kind))
         return departures
 
     def _expire_live(self, key: tuple[str, str], entry: _Entry, now: float) -> Departure:
@@ -259,9 +274,9 @@ class Collector:
                 absent, AdState.ABSENT, heard, self._expiry(absent, AdState.ABSENT, heard)
             )
             self._persistent_generation += 1
-            return Departure(_type_of(entry), key[1], DepartureKind.MADE_ABSENT)
+            return Departure(_type_of(entry), _name_of(entry), DepartureKind.MADE_ABSENT)
         del self._entries[key]
-        return Departure(_type_of(entry), key[1], DepartureKind.EXPIRED)
+        return Departure(_type_of(entry), _name_of(entry), DepartureKind.EXPIRED)
 
     def _expiry(self, ad: ClassAd, state: AdState, last_heard: float) -> float | None:
         settings = self._settings
@@ -327,7 +342,8 @@ class Collector:
         return found
 
     def state_of(self, my_type: str, name: str) -> AdState | None:
-        """Whether the ad of this MyType and Name is live, absent or offline; None if unknown."""
+        """Whether the ad of this MyType kept under ``name`` (its key name) is live, absent or
+        offline; None if unknown."""
         entry = self._entries.get((my_type.lower(), name))
         return None if entry is None else entry.state
 
@@ -366,6 +382,15 @@ class Collector:
 def _type_of(entry: _Entry) -> str:
     my_type = entry.ad.evaluate("MyType")
     return my_type if isinstance(my_type, str) else ""
+
+
+def _name_of(entry: _Entry) -> str:
+    """The ad's Name for a departure's log line (its key may hold more, or its Machine)."""
+    name = entry.ad.evaluate("Name")
+    if isinstance(name, str):
+        return name
+    machine = entry.ad.evaluate("Machine")
+    return machine if isinstance(machine, str) else ""
 
 
 class CollectorSink:

@@ -59,12 +59,53 @@ class CollectorSettings:
         )
 
 
+#: What HTCondor's collector adds to an ad's Name to make its key (hashkey.cpp), by lower-cased
+#: MyType: a submitter ad is named after its user, who may submit from several schedds; an
+#: accounting ad after its user, whom several negotiators may account for. The MyAddress is no
+#: part of any key since HTCondor 10.8 (HTCONDOR-1948): a daemon of the same Name at another
+#: address replaces the first, as several parts of HTCondor assume one daemon per Name.
+#: (The grid, license and checkpoint server keys are left out: those ads reach this
+#: collector only by UPDATE_AD_GENERIC, which HTCondor keys by Name alone.)
+_NAME_SUFFIXES: Final = {
+    "scheduler": "ScheddName",
+    "submitter": "ScheddName",
+    "accounting": "NegotiatorName",
+}
+#: Types whose ads lacking a Name are keyed by their Machine instead, as HTCondor's are.
+_MACHINE_FALLBACK: Final = frozenset(
+    {"machine", "scheduler", "submitter", "daemonmaster", "collector"}
+)
+#: Joins a name and its suffix: HTCondor concatenates them bare, which lets "ab" + "c" and
+#: "a" + "bc" collide; a character no name holds keeps them apart.
+_JOIN: Final = "\x00"
+
+
 def ad_key(ad: ClassAd, what: str) -> tuple[str, str]:
-    """(lower-cased MyType, Name) of an ad; PoolError when either is missing or not a string."""
+    """(lower-cased MyType, the ad's key name): the ads a collector keeps one of, as HTCondor's
+    keys them (:func:`key_name`); PoolError when the ad has no string MyType or no name."""
     my_type = string_attribute(ad, "MyType")
+    if my_type is None:
+        shown = string_attribute(ad, "Name") or str(ad)[:120]
+        raise PoolError(f"{what}: ad {shown!r} has no string MyType attribute")
+    kind = my_type.lower()
+    return kind, key_name(kind, ad, what)
+
+
+def key_name(kind: str, ad: ClassAd, what: str) -> str:
+    """The name an ad of lower-cased MyType ``kind`` is kept under: its Name (a machine ad's
+    update costs one set lookup more than a bare Name); the Machine (with ``:SlotID`` for a
+    slot) when it has none; schedd and submitter ads add their ScheddName, accounting ads
+    their NegotiatorName. PoolError when there is no name."""
     name = string_attribute(ad, "Name")
-    if my_type is None or name is None:
-        missing = "MyType" if my_type is None else "Name"
-        shown = name if name is not None else str(ad)[:120]
-        raise PoolError(f"{what}: ad {shown!r} has no string {missing} attribute")
-    return my_type.lower(), name
+    if name is not None and kind not in _NAME_SUFFIXES:
+        return name
+    if name is None and kind in _MACHINE_FALLBACK:
+        name = string_attribute(ad, "Machine")
+        slot = ad.evaluate("SlotID") if name is not None and kind == "machine" else None
+        if type(slot) is int:
+            name = f"{name}:{slot}"
+    if name is None:
+        raise PoolError(f"{what}: ad {str(ad)[:120]!r} has no string Name attribute")
+    suffix = _NAME_SUFFIXES.get(kind)
+    tail = None if suffix is None else string_attribute(ad, suffix)
+    return name if tail is None else f"{name}{_JOIN}{tail}"

@@ -40,12 +40,15 @@ from epcore.testing.pool import (
 from epcore.testing.system import missing, remove_cgroup_tree
 
 IP = "/usr/sbin/ip"
+NSENTER = "/usr/bin/nsenter"
 UNSHARE = "/usr/bin/unshare"
+#: Where ``ip netns`` keeps its namespaces.
+NETNS_DIR = Path("/run/netns")
 #: The hosts' addresses: .1, .2 ... in the order they are added (only inside the namespaces).
 SUBNET = "10.77.0"
 #: The collector's port: free in every namespace, which has its own ports.
 COLLECTOR_PORT = 9618
-ROLES = ("CentralManager", "Submit", "Execute")
+ROLES = ("CentralManager", "Submit", "Execute", "Personal")
 HOST_CONFIG = """
 DAEMON_LIST = MASTER
 use ROLE:{role}
@@ -92,7 +95,15 @@ _NAMED = 'hostname "$0" && exec "$@"'
 class HostProcess(PoolProcess):
     """``ep run`` started inside a host's network namespace, with the host's own name (a UTS
     namespace of its own: else every startd is named slot1@<this machine>, and a collector
-    keeps one ad per name)."""
+    keeps one ad per name).
+
+    It enters the network namespace alone (``nsenter --net``), not through ``ip netns exec``:
+    that one also makes a mount namespace and mounts a fresh sysfs on /sys for the network
+    namespace, which hides the cgroup hierarchies mounted under /sys/fs/cgroup, so the
+    startd found no cgroup to track its jobs with ("isolation backend cgroup is configured
+    but unavailable"). The host's filesystem is the machine's anyway (its LOCAL_DIR is a
+    directory of it), and nothing of epcore reads /sys/class/net.
+    """
 
     def __init__(self, directory: Path, config_text: str, namespace: str, name: str) -> None:
         super().__init__(directory, config_text)
@@ -102,7 +113,8 @@ class HostProcess(PoolProcess):
     def launch(self) -> None:
         with open(self.output, "ab") as out:
             self.process = subprocess.Popen(
-                [IP, "netns", "exec", self.namespace, UNSHARE, "--uts", "sh", "-c", _NAMED,
+                [NSENTER, f"--net={NETNS_DIR / self.namespace}", UNSHARE, "--uts", "sh",
+                 "-c", _NAMED,
                  self.host_name, sys.executable, "-m", "epcore.cli.main",
                  "run", "--config", str(self.config_path)],
                 stdout=out,

@@ -37,7 +37,7 @@ from epcore.net import commands
 from epcore.net.client import query_collector
 from epcore.net.tokens import POOL, TokenSettings, create_signing_key
 from epcore.runtime.control import ControlError
-from epcore.testing.netns import COLLECTOR_PORT, Host, NetnsPool
+from epcore.testing.netns import COLLECTOR_PORT, NETNS_DIR, Host, NetnsPool
 from epcore.testing.pool import CommandResult, pool_token, run_ep
 from epcore.testing.system import SlotUser
 
@@ -45,8 +45,6 @@ Result = TypeVar("Result")
 
 #: setns(2)'s flag for a network namespace (os.setns exists only from Python 3.12).
 CLONE_NEWNET = 0x40000000
-#: Where ``ip netns`` keeps its namespaces.
-NETNS_DIR = Path("/run/netns")
 
 
 def enter_namespace(namespace: str) -> None:

@@ -158,3 +158,62 @@ def test_invalidation_by_requirements_and_by_name() -> None:
 
         _run(table, security, commands.INVALIDATE_STARTD_ADS.number, invalidate(), stream)
     assert service.query("Machine", None, now=time.time()) == []
+
+
+def _send_ads(
+    table: CommandTable, security: SecurityServer, command: int, ads: list[ClassAd]
+) -> None:
+    """Each ad sent by its own ``command`` conversation (an update or an invalidation)."""
+    for ad in ads:
+        stream = streams()[0]
+
+        def body(sent: ClassAd = ad, out: Stream = stream) -> Generator[Step, bytes | None, None]:
+            yield from send(out.writer().put_classad(sent))
+
+        _run(table, security, command, body(), stream)
+
+
+def test_two_startds_of_one_name_at_two_addresses_are_one_ad() -> None:
+    """UPDATE_STARTD_AD from two startds naming the same slot at two addresses leaves one ad,
+    the later one (as HTCondor's collector since HTCONDOR-1948); INVALIDATE_STARTD_ADS of
+    that Name from either removes it."""
+    service, table, security = _service()
+    same = [
+        ClassAd({"MyType": "Machine", "Name": "slot1@x", "MyAddress": f"<10.77.0.{n}:9618>"})
+        for n in (3, 4)
+    ]
+    _send_ads(table, security, commands.UPDATE_STARTD_AD.number, same)
+    (stored,) = service.query("Machine", 'Name == "slot1@x"', now=time.time())
+    assert stored.evaluate("MyAddress") == "<10.77.0.4:9618>"
+    assert stored.evaluate("UpdatesTotal") == 2
+    invalidation = ClassAd({"Name": "slot1@x", "MyAddress": "<10.77.0.3:9618>"})
+    _send_ads(table, security, commands.INVALIDATE_STARTD_ADS.number, [invalidation])
+    assert service.query("Machine", 'Name == "slot1@x"', now=time.time()) == []
+
+
+def test_one_users_submitter_ads_from_two_schedds_stay_apart_over_cedar() -> None:
+    """UPDATE_SUBMITTOR_AD of one user from two schedds keeps both ads; an
+    INVALIDATE_SUBMITTOR_ADS naming the user and one schedd drops that schedd's only, and
+    one by Requirements drops what it matches."""
+    service, table, security = _service()
+    ads = [
+        ClassAd({"Name": "alice@pool.test", "ScheddName": schedd, "IdleJobs": 1})
+        for schedd in ("s1@a", "s2@b", "s3@c")
+    ]
+    _send_ads(table, security, commands.UPDATE_SUBMITTOR_AD.number, ads)
+
+    def schedds() -> set[str]:
+        found = service.query("Submitter", None, ["ScheddName"], now=time.time())
+        return {str(ad.evaluate("ScheddName")) for ad in found}
+
+    assert schedds() == {"s1@a", "s2@b", "s3@c"}
+    _send_ads(
+        table,
+        security,
+        commands.INVALIDATE_SUBMITTOR_ADS.number,
+        [
+            ClassAd({"Name": "alice@pool.test", "ScheddName": "s2@b"}),
+            ClassAd({"Requirements": parse_expr('ScheddName == "s3@c"')}),
+        ],
+    )
+    assert schedds() == {"s1@a"}

@@ -4,6 +4,8 @@ central manager and an execute host in separate namespaces, and nothing left aft
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import tempfile
 import time
@@ -14,7 +16,9 @@ import psutil
 import pytest
 
 from epcore.testing.netns import SUBNET, Host, NetnsPool, ip, namespace_pids
-from epcore.testing.system import V1_ROOT
+from epcore.testing.netns_pool import enter_namespace
+from epcore.testing.pool import run_ep, user_home
+from epcore.testing.system import V1_ROOT, SlotUser
 
 pytestmark = pytest.mark.netns
 
@@ -142,3 +146,33 @@ def test_nothing_is_left_after_the_pool_closes(
     assert not root.exists()
     assert not any(_alive(pid) for pid in pids)
     assert not any((V1_ROOT / c / execute.cgroup).exists() for c in ("memory", "cpu", "pids"))
+
+
+def test_a_job_on_a_netns_host_runs_in_the_hosts_cgroup(
+    netns_pool: NetnsPool, slot_users: tuple[SlotUser, ...]
+) -> None:
+    """A host in its namespace finds the machine's cgroup hierarchies (the startd does not
+    log the cgroup backend unavailable, and tracks with it), and a job run there is in a
+    memory group under the host's BASE_CGROUP."""
+    host = netns_pool.add_host("solo", "Personal")
+    host.process.start()
+    user = slot_users[0]
+    home = user_home(netns_pool.root, user)
+    (home / "job.sub").write_text(
+        "executable = /bin/cat\narguments = /proc/self/cgroup\noutput = groups.txt\nqueue\n"
+    )
+    os.chown(home / "job.sub", user.uid, user.gid)
+    submitted = run_ep(
+        ["submit", "job.sub", "--config", str(host.config_path)],
+        uid=user.uid,
+        gid=user.gid,
+        cwd=str(home),
+        enter=lambda: enter_namespace(host.namespace),
+    )
+    assert submitted.status == 0, submitted.stderr
+    _wait(lambda: bool(host.process.jobs(history=True)), 90, "the job to finish")
+    startd_log = host.log("StartLog") + host.log("MasterLog")
+    assert "configured but unavailable" not in startd_log
+    assert re.search(r"process tracking: .*\bcgroup\b", startd_log), startd_log[-2000:]
+    memory = [line for line in (home / "groups.txt").read_text().splitlines() if ":memory:" in line]
+    assert len(memory) == 1 and memory[0].split(":", 2)[2].startswith(f"/{host.cgroup}/"), memory
