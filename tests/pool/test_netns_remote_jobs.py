@@ -2,9 +2,8 @@
 run on the execute hosts in other namespaces, their files transferred in and out, and the
 pool survives a host killed mid-run, a startd restart and a schedd restart.
 
-They need the schedd to claim remote slots (issue 23's remote claims, built elsewhere at the
-time of writing): until that is merged they are expected to fail, and they fail at the
-schedd's first "cannot claim ... in this process" rather than at their timeouts.
+A schedd that cannot claim a remote slot logs "cannot claim ... in this process": the tests
+stop at that line rather than at their timeouts.
 """
 
 from __future__ import annotations
@@ -23,8 +22,14 @@ from epcore.testing.netns_pool import NetnsHosts
 from epcore.testing.pool import user_home
 from epcore.testing.system import SlotUser
 
-REMOTE_CLAIMS = pytest.mark.xfail(reason="remote claims (issue 23) not merged", strict=False)
-pytestmark = [pytest.mark.netns, pytest.mark.system, REMOTE_CLAIMS]
+#: Must-show 2 of issue 23 across namespaces is not met yet (session 36: the remote claims,
+#: results, leases and reconnect are merged and must-show 1 passes; these three fail: a
+#: restarted execute host's `ep run` exits, and after a startd or schedd restart the two jobs
+#: do not finish within 60 s). Not strict, so that the day they pass is seen as XPASS.
+NOT_YET = pytest.mark.xfail(
+    reason="issue 23 must-show 2 across hosts: restarts and leases not yet working", strict=False
+)
+pytestmark = [pytest.mark.netns, pytest.mark.system]
 
 #: A job lease short enough that a lost host's jobs come back within the test.
 LEASE = 20
@@ -128,6 +133,7 @@ def test_two_hundred_jobs_run_on_both_execute_hosts_with_their_files_transferred
     assert all(int(str(job.evaluate("TransferInputSizeMB"))) >= 0 for job in finished)
 
 
+@NOT_YET
 def test_a_host_killed_mid_run_has_its_jobs_rerun_on_the_other_once(
     netns_hosts_factory: Callable[..., NetnsHosts],
     slot_users: tuple[SlotUser, ...],
@@ -165,6 +171,7 @@ def test_a_host_killed_mid_run_has_its_jobs_rerun_on_the_other_once(
     _check_outputs(home, count)
 
 
+@NOT_YET
 def test_a_startd_restarted_within_the_lease_keeps_its_jobs(
     netns_hosts_factory: Callable[..., NetnsHosts],
     slot_users: tuple[SlotUser, ...],
@@ -190,6 +197,7 @@ def test_a_startd_restarted_within_the_lease_keeps_its_jobs(
     _check_outputs(home, count)
 
 
+@NOT_YET
 def test_a_schedd_killed_and_restarted_reconnects_to_its_running_jobs(
     netns_hosts_factory: Callable[..., NetnsHosts],
     slot_users: tuple[SlotUser, ...],
