@@ -30,6 +30,7 @@ measurement, not a test: it exits 0 whether or not the target is met.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -169,6 +170,11 @@ def problem() -> str | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=5, help="measured rounds (default 5)")
+    parser.add_argument(
+        "--libvirt-uri",
+        help="a running libvirtd's URI to use instead of starting one (two libvirtds with the"
+        " qemu system driver on one machine stop each other)",
+    )
     args = parser.parse_args()
     reason = problem()
     if reason is not None:
@@ -184,7 +190,8 @@ def main() -> int:
         (root / "guest").mkdir()
         guest = build_guest(root / "guest")
         (root / "lv").mkdir()
-        with private_libvirtd(root / "lv") as uri:
+        running = contextlib.nullcontext(args.libvirt_uri) if args.libvirt_uri else None
+        with running or private_libvirtd(root / "lv") as uri:
             extra = _vm_config(uri, guest.kernel, guest.initrd, cgroup)
             plan_config = Config.from_text(extra)
             virsh: list[float] = []

@@ -43,19 +43,6 @@ def test_starter_bench_completes_and_prints_its_figures() -> None:
 
 
 @pytest.mark.system
-@pytest.mark.skipif(os.geteuid() != 0, reason="vm_bench needs root (libvirtd, cgroups)")
-def test_vm_bench_completes_and_prints_its_figures() -> None:
-    """vm_bench with one guest per side boots the guest through virsh create and through a
-    VM job of a real pool, brings the job's output disk back, and prints both medians and
-    their ratio."""
-    pytest.importorskip("libvirt")
-    out = _run("vm_bench.py", "--rounds", "1", timeout=600)
-    assert "virsh create -> first console line: median" in out
-    assert "ep run submit -> first console line: median" in out
-    assert "ratio epcore / virsh create:" in out
-
-
-@pytest.mark.system
 def test_pool_scale_bench_completes_and_prints_its_figures() -> None:
     """pool_scale_bench --quick runs a central manager against 10 then 20 simulated hosts
     and a remote schedd, and prints each size's update rate, cycle, losses and memory, with
