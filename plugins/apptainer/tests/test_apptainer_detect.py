@@ -17,6 +17,7 @@ from epcore_apptainer.settings import read_settings
 from epcore_apptainer.testimages import exit_program, make_sandbox, user_ns_program
 
 from epcore.config import Config
+from epcore.testing.system import missing
 
 LOG = logging.getLogger("epcore.apptainer.test")
 
@@ -153,7 +154,7 @@ def test_singularity_user_namespaces(
     startd's user namespace (setuid), true when it has its own, left out when /get_user_ns
     gives no answer."""
     if wrap and shutil.which(wrap.split()[0]) is None:
-        pytest.skip(f"{wrap} is missing")
+        missing(f"{wrap} is missing (util-linux)")
     runtime = tmp_path / "fake-apptainer"
     runtime.write_text(FAKE_RUNTIME.replace("{wrap}", wrap).replace("{extra}", extra))
     runtime.chmod(0o755)
