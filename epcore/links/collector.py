@@ -47,13 +47,13 @@ from epcore.links.connection import (
     open_connection,
     tcp_address,
 )
+from epcore.links.worker import WorkerService
 from epcore.net import commands
 from epcore.net.client import ClientSession, resume_command, start_command
 from epcore.net.codec import Writer, is_private
 from epcore.net.commands import Command
 from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
 from epcore.net.keyexchange import EcdhClientKeyExchange
-from epcore.runtime.loop import LoopHandle, ReadyEvent
 
 #: Seconds a query of a remote collector may take in all.
 QUERY_TIMEOUT: Final = 10.0
@@ -102,7 +102,7 @@ def _kind(ad: ClassAd) -> str:
     return my_type.lower() if isinstance(my_type, str) else ""
 
 
-class RemoteCollector:
+class RemoteCollector(WorkerService):
     """The collector at COLLECTOR_HOST, reached over CEDAR (module docstring).
 
     It is also a service of the loop, placed after the daemons it carries the ads of: its
@@ -110,6 +110,10 @@ class RemoteCollector:
     ``address`` gives the process's CEDAR host and port once it listens (None before);
     ``subsystem`` names the daemon to the collector (STARTD, SCHEDD).
     """
+
+    thread_name = "collector-link"
+    close_wait = CLOSE_WAIT
+    left_behind = "the last updates for the collector were not all sent"
 
     name = "collector-link"
 
@@ -230,22 +234,6 @@ class RemoteCollector:
 
     # -- the loop's service ---------------------------------------------------------------
 
-    def open(self, loop: LoopHandle) -> None:
-        self._thread = threading.Thread(target=self._work, name="collector-link", daemon=True)
-        self._thread.start()
-
-    def ready(self, events: Sequence[ReadyEvent]) -> None:
-        pass
-
-    def timeout(self) -> float:
-        return 3600.0
-
-    def tick(self) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass
-
     def reconfig(self) -> None:
         # COLLECTOR_HOST may name another collector: the next batch connects anew, in a new
         # session.
@@ -253,24 +241,6 @@ class RemoteCollector:
             self._reconnect = True
             self.backoff = FIRST_BACKOFF
             self._lock.notify()
-
-    def shutdown(self, fast: bool) -> None:
-        pass
-
-    @property
-    def finished(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        """Send what is pending (the daemons' invalidations), waiting CLOSE_WAIT at most."""
-        with self._lock:
-            self._stopping = True
-            self._lock.notify()
-        if self._thread is not None:
-            self._thread.join(CLOSE_WAIT)
-            if self._thread.is_alive():
-                self.log.warning("the last updates for the collector were not all sent")
-        self._thread = None
 
     def close_in_child(self) -> None:
         if self._sock is not None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from typing import Final
 
 import attrs
@@ -34,12 +34,12 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.links.connection import FAILURES, open_connection
+from epcore.links.worker import WorkerService
 from epcore.net.client import start_command
 from epcore.net.commands import EP_JOB_RESULT
 from epcore.net.conversation import Step, Stream, receive, run_blocking, send
 from epcore.net.keyexchange import EcdhClientKeyExchange
 from epcore.net.sinful import SinfulError, parse_sinful
-from epcore.runtime.loop import LoopHandle, ReadyEvent
 
 #: Seconds one delivery (connection, authentication, the answer) may take.
 SEND_TIMEOUT: Final = 10.0
@@ -70,12 +70,16 @@ def _job_id(result: ClassAd) -> str:
     return f"{result.evaluate('ClusterId')}.{result.evaluate('ProcId')}"
 
 
-class RemoteJobResults:
+class RemoteJobResults(WorkerService):
     """The JobResults of a startd whose claims' schedds are elsewhere (module docstring); a
     service of its loop, whose close waits CLOSE_WAIT at most for the last results.
 
     ``schedd_of`` gives the client address of a claim the startd holds (None: unknown);
     ``subsystem`` names the daemon in the handshake."""
+
+    thread_name = "results-link"
+    close_wait = CLOSE_WAIT
+    left_behind = "results not yet delivered to their schedds were left"
 
     name = "results-link"
 
@@ -141,48 +145,11 @@ class RemoteJobResults:
 
     # -- the loop's service ---------------------------------------------------------------
 
-    def open(self, loop: LoopHandle) -> None:
-        self._thread = threading.Thread(target=self._work, name="results-link", daemon=True)
-        self._thread.start()
-
-    def ready(self, events: Sequence[ReadyEvent]) -> None:
-        pass
-
-    def timeout(self) -> float:
-        return 3600.0
-
-    def tick(self) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass
-
     def reconfig(self) -> None:
         with self._lock:
             self._retry_at.clear()
             self._backoff.clear()
             self._lock.notify()
-
-    def shutdown(self, fast: bool) -> None:
-        pass
-
-    @property
-    def finished(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        """Send what is queued, waiting CLOSE_WAIT at most."""
-        with self._lock:
-            self._stopping = True
-            self._lock.notify()
-        if self._thread is not None:
-            self._thread.join(CLOSE_WAIT)
-            if self._thread.is_alive():
-                self.log.warning("results not yet delivered to their schedds were left")
-        self._thread = None
-
-    def close_in_child(self) -> None:
-        pass
 
     def pending(self) -> int:
         """How many results wait to be delivered."""
