@@ -1,4 +1,5 @@
-"""The hookspecs follow the project's conventions, only epcore/plugins.py calls hooks, and
+"""The hookspecs follow the project's conventions, only the plugin manager (epcore/plugins/)
+calls hooks, and
 every hook's result reaches runtime code: no hook leads nowhere."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from epcore import hookspecs
 
 PACKAGE = Path(epcore.__file__).resolve().parent
 SPEC_MARK = f"{hookspecs.PROJECT}_spec"
+#: The plugin manager: the only package that calls hooks; its typed hooks are in manager.py.
+MANAGER = PACKAGE / "plugins"
 
 #: What the issue asks the hooks to cover, and the hook that covers each.
 COVERAGE = {
@@ -144,24 +147,25 @@ def _hook_uses(path: Path) -> list[tuple[int, str]]:
 
 
 def test_only_the_plugin_manager_calls_hooks() -> None:
-    """No module of the epcore package but epcore/plugins.py touches a plugin manager's hooks."""
+    """No module of the epcore package outside epcore/plugins/ touches a plugin manager's
+    hooks."""
     offenders = [
         f"{path.relative_to(PACKAGE)}:{line}: {text}"
         for path in sorted(PACKAGE.rglob("*.py"))
-        if path != PACKAGE / "plugins.py"
+        if MANAGER not in path.parents
         for line, text in _hook_uses(path)
     ]
     assert not offenders, "\n".join(offenders)
 
 
 def test_the_hook_scan_sees_hook_calls() -> None:
-    """The scan above finds epcore/plugins.py's own hook calls (so it is not looking nowhere)."""
-    assert _hook_uses(PACKAGE / "plugins.py")
+    """The scan above finds the plugin manager's own hook calls (so it is not looking nowhere)."""
+    assert _hook_uses(MANAGER / "manager.py")
 
 
 def test_every_hookspec_is_called_by_the_plugin_manager() -> None:
-    """epcore/plugins.py calls every hook (by attribute or by name), so none is dead."""
-    source = (PACKAGE / "plugins.py").read_text(encoding="utf-8")
+    """The plugin manager calls every hook (by attribute or by name), so none is dead."""
+    source = "".join(path.read_text(encoding="utf-8") for path in sorted(MANAGER.glob("*.py")))
     uncalled = [
         name for name in SPEC_NAMES if f".{name}(" not in source and f'"{name}"' not in source
     ]
@@ -184,7 +188,7 @@ def _runtime_modules() -> list[Path]:
     return [
         path
         for path in sorted(PACKAGE.rglob("*.py"))
-        if path != PACKAGE / "plugins.py" and PACKAGE / "testing" not in path.parents
+        if MANAGER not in path.parents and PACKAGE / "testing" not in path.parents
     ]
 
 
@@ -260,9 +264,10 @@ def unreached_hooks(
 
 def test_every_hook_reaches_runtime_code() -> None:
     """For every hookspec, the Plugins method that calls it is called (directly, or through
-    another Plugins method) from epcore's runtime code outside plugins.py and epcore.testing."""
+    another Plugins method) from epcore's runtime code outside the plugin manager and
+    epcore.testing."""
     runtime = [_parse(path) for path in _runtime_modules()]
-    unreached = unreached_hooks(_parse(PACKAGE / "plugins.py"), runtime, SPEC_NAMES)
+    unreached = unreached_hooks(_parse(MANAGER / "manager.py"), runtime, SPEC_NAMES)
     assert not unreached, f"hooks whose results reach nothing (hook: calling methods): {unreached}"
 
 
