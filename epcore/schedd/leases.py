@@ -28,7 +28,8 @@ from typing import Final
 from epcore.classad import ClassAd
 from epcore.errors import EpError, QueueError
 from epcore.interfaces import Locator, StartdLink
-from epcore.schedd.schedd import RunningJob, Schedd
+from epcore.schedd.claims import RunningJob
+from epcore.schedd.schedd import Schedd
 
 #: HTCondor's shadow's reason for a job whose lease ran out (remoteresource.cpp).
 EXPIRED_REASON: Final = "Job disconnected too long: JobLeaseDuration ({seconds} seconds) expired"

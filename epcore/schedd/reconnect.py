@@ -21,8 +21,9 @@ import contextlib
 
 from epcore.classad import ClassAd
 from epcore.errors import EpError, QueueError
+from epcore.schedd.claims import RunningJob
 from epcore.schedd.jobqueue_model import JobId
-from epcore.schedd.schedd import RunningJob, Schedd
+from epcore.schedd.schedd import Schedd
 from epcore.schedd.schedd_jobs import reuse_key, submitter_of
 
 

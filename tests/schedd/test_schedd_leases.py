@@ -58,7 +58,7 @@ def _running(directory: Path) -> tuple[Schedd, _Startd, JobLeases]:
     schedd.queue.set_attributes(JOB, {"JobLeaseDuration": 600}, NOW)
     startd = _Startd()
     schedd.startds.register(STARTD, startd)  # type: ignore[arg-type]  # the calls it gets
-    assert schedd._activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
+    assert schedd.activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
     leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test.leases"))
     return schedd, startd, leases
 

@@ -61,7 +61,7 @@ def _before_restart(directory: Path) -> None:
     schedd = make_schedd(directory, {"alice": 1})
     schedd.queue.set_attributes(JOB, {"JobLeaseDuration": 600}, NOW)
     schedd.startds.register(STARTD, _Startd())  # type: ignore[arg-type]  # the calls it gets
-    assert schedd._activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
+    assert schedd.activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
     leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test"))
     leases.check(schedd, NOW + 100)
     schedd.queue.close()
