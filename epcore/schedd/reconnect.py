@@ -13,6 +13,11 @@ about once (the link's slot_of: which slot holds the claim):
   (:mod:`epcore.schedd.leases`): it counts from LastJobLeaseRenewal, as HTCondor's schedd
   reads it back into the claim's last keep-alive, and the job is requeued when the startd
   stays silent to the end of it.
+
+A job taken back also has its TransferKey (kept private in its ad at activation) taken
+again: its starter sends the output with the key the previous process gave it, to the same
+address (the restarted schedd listens on its former port, :mod:`epcore.pool.network`), and
+tries again while the schedd is down (:mod:`epcore.starter.fetch`).
 """
 
 from __future__ import annotations
@@ -73,6 +78,10 @@ def reconnect(schedd: Schedd, job_id: JobId, job: ClassAd, now: float) -> bool:
         reuse_key(job, schedd.idle.consider_limits),
         float(started) if isinstance(started, int) else now,
     )
+    key = job.evaluate("TransferKey")
+    if schedd.transfers is not None and isinstance(key, str):
+        # The starter holds the key the previous process gave: its output comes with it.
+        schedd.transfers.restore(str(job_id), job, key)
     if reconnected:
         count = job.evaluate("NumJobReconnects")
         with contextlib.suppress(QueueError):  # gone meanwhile: nothing to count

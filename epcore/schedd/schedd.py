@@ -275,7 +275,11 @@ class Schedd:
             self.log.info("job %s: activation refused: %s", job_id, error)
             self.give_back(address, claim_id)
             return False
-        slot = self.record_start(job_id, job, address, claim_id, now, reused=reused)
+        key = sent.evaluate("TransferKey") if sent is not None else None
+        slot = self.record_start(
+            job_id, job, address, claim_id, now, reused=reused,
+            key=key if isinstance(key, str) else None,
+        )  # fmt: skip
         self.running[claim_id] = RunningJob(
             job_id,
             claim_id,
@@ -289,9 +293,18 @@ class Schedd:
         return True
 
     def record_start(
-        self, job_id: JobId, job: ClassAd, address: str, claim_id: str, now: float, *, reused: bool
+        self,
+        job_id: JobId,
+        job: ClassAd,
+        address: str,
+        claim_id: str,
+        now: float,
+        *,
+        reused: bool,
+        key: str | None = None,
     ) -> str:
-        """Write in the queue that ``job`` runs on ``claim_id``; the slot's full name."""
+        """Write in the queue that ``job`` runs on ``claim_id`` (``key``: the TransferKey it
+        was given); the slot's full name."""
         slot = self.slot_of(address, claim_id) or "?"
         remote = slot
         starts = job.evaluate("NumJobStarts")
@@ -307,6 +320,9 @@ class Schedd:
             "ClaimId": claim_id,
             "StartdIpAddr": address,
         }
+        if key is not None:
+            # A restarted schedd takes the starter's output with it (epcore.schedd.reconnect).
+            values["TransferKey"] = key
         if not isinstance(job.evaluate("JobStartDate"), int):
             values["JobStartDate"] = int(now)
         for name in job:

@@ -18,6 +18,7 @@ from epcore.schedd.leases import JobLeases, startd_reachable
 from epcore.schedd.reconnect import reconnect, remote_claim
 from epcore.schedd.results import ResultReceiver
 from epcore.schedd.schedd import Schedd
+from epcore.schedd.transfer import TransferKeys
 from tests.links.negotiate_peers import NOW, SCHEDD_CONFIG, make_schedd
 
 CLAIM = "<127.0.0.9:9618>#1700000000#1#secret"
@@ -147,3 +148,36 @@ def test_without_reconnection_the_job_is_requeued_as_before(tmp_path: Path) -> N
     )
     schedd.recover([], NOW + 200)
     assert schedd.queue.get(JOB).evaluate("JobStatus") == 1
+
+
+def test_the_key_to_a_reconnected_job_s_files_is_taken_again(tmp_path: Path) -> None:
+    """The TransferKey a job was activated with is kept (private) in its queue ad, and the
+    restarted schedd that reconnects to the job takes that key again: the starter's output
+    comes with it."""
+    schedd = make_schedd(tmp_path, {"root": 1})
+    schedd.queue.set_attributes(JOB, {"ShouldTransferFiles": "YES"}, NOW)
+    schedd.transfers = TransferKeys(
+        lambda: "<127.0.0.1:9>", host_name="submit.example.org", log=logging.getLogger("test")
+    )
+    schedd.startds.register(STARTD, _Startd())  # type: ignore[arg-type]  # the calls it gets
+    assert schedd.activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "root", NOW)
+    key = schedd.transfers.by_job["1.0"]
+    assert schedd.queue.get(JOB).evaluate("TransferKey") == key
+    schedd.queue.close()
+    startds: Locator[StartdLink] = Locator("startd")
+    startds.register(STARTD, _Startd())  # type: ignore[arg-type]  # the calls it gets
+    restarted = Schedd(
+        Config.from_text(SCHEDD_CONFIG, subsystem="SCHEDD"),
+        JobQueue.open(tmp_path / "job_queue.db"),
+        startds,
+        host_name="submit.example.org",
+        log=logging.getLogger("test.schedd"),
+        clock=lambda: NOW + 10,
+    )
+    restarted.transfers = TransferKeys(
+        lambda: "<127.0.0.1:9>", host_name="submit.example.org", log=logging.getLogger("test")
+    )
+    restarted.reconnect = reconnect
+    restarted.recover([], NOW + 10)
+    assert restarted.transfers.by_job == {"1.0": key}
+    assert restarted.transfers.offers[key].job.evaluate("Owner") == "root"
