@@ -78,6 +78,8 @@ def reconnect(schedd: Schedd, job_id: JobId, job: ClassAd, now: float) -> bool:
         reuse_key(job, schedd.idle.consider_limits),
         float(started) if isinstance(started, int) else now,
     )
+    # The startd's claim lease ran on while no schedd was there: renewed at once.
+    schedd.keep_alive(claim_id, job, now, first=True)
     key = job.evaluate("TransferKey")
     if schedd.transfers is not None and isinstance(key, str):
         # The starter holds the key the previous process gave: its output comes with it.

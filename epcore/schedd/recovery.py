@@ -111,3 +111,4 @@ def adopt(schedd: Schedd, job_id: JobId, address: str, claim_id: str, now: float
         reuse_key(job, schedd.idle.consider_limits),
         float(started) if isinstance(started, int) else now,
     )
+    schedd.keep_alive(claim_id, job, now, first=True)

@@ -21,7 +21,6 @@ pending ones' progress are in :mod:`epcore.schedd.claims`, a job's end in
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
@@ -36,9 +35,10 @@ from epcore.interfaces import (
     StartdLink,
     SubmitterJobs,
 )
+from epcore.schedd.alives import KeepAlives, alive_every
 from epcore.schedd.claims import PendingClaim, RunningJob, try_pending
 from epcore.schedd.jobqueue import JobId, JobQueue, JobStatus
-from epcore.schedd.limits import QueueLimits, check_submission
+from epcore.schedd.limits import QueueLimits
 from epcore.schedd.outcomes import hold_failed, next_on_claim, record
 from epcore.schedd.recovery import recover
 from epcore.schedd.schedd_jobs import (
@@ -51,6 +51,7 @@ from epcore.schedd.schedd_jobs import (
     submitter_of,
 )
 from epcore.schedd.schedd_policy import PeriodicPolicy
+from epcore.schedd.submission import submit_cluster
 from epcore.schedd.transfer import TransferKeys
 from epcore.submit import SubmittedCluster, expand_match_references
 
@@ -79,7 +80,8 @@ class Schedd:
         self.pending: dict[JobId, PendingClaim] = {}
         #: Set when claims were given back while idle jobs wait: a negotiation is wanted.
         self.wants_negotiation = False
-        self.next_alive = 0.0
+        #: The running claims' keep-alives (epcore.schedd.alives).
+        self.alives = KeepAlives()
         self.idle = IdleIndex(config.get_bool("CLAIM_RECYCLING_CONSIDER_LIMITS", True))
         self.kinds = JobKinds(self.uid_domain)
         #: Clusters handed out by new_cluster, and who may queue jobs in them.
@@ -290,7 +292,14 @@ class Schedd:
             now,
             slot_ad,
         )
+        self.keep_alive(claim_id, job, now, first=False)
         return True
+
+    def keep_alive(self, claim_id: str, job: ClassAd, now: float, *, first: bool) -> None:
+        """Send ``claim_id``'s keep-alives on its job's lease clock from now on (``first``:
+        the first one at once, for a claim taken back after a restart)."""
+        every = alive_every(self.config, job)
+        self.alives.add(claim_id, every, now if first else now + every)
 
     def record_start(
         self,
@@ -397,33 +406,7 @@ class Schedd:
         (a large submission comes in parts); the cluster must be one ``uid`` opened.
         ``announced``: how many jobs the whole submission has, when its first part says so,
         so that a submission over a MAX_JOBS_* limit is refused before any of it is queued."""
-        cluster_id = cluster.cluster_id
-        if self.open_clusters.get(cluster_id) != uid:
-            raise QueueError(f"cluster {cluster_id} was not opened by this user (NewCluster)")
-        try:
-            check_submission(
-                self.queue_limits(),
-                self.queue,
-                cluster,
-                submitted=self.submitted.get(cluster_id, 0),
-                announced=announced,
-            )
-        except QueueError as refusal:
-            self.log.info("cluster %d refused: %s", cluster_id, refusal)
-            raise
-        with self.queue.batch():
-            if cluster_id in self.started_clusters:
-                ids = self.queue.extend(cluster_id, cluster.cluster_ad, cluster.procs)
-            else:
-                ids = self.queue.submit(cluster_id, cluster.cluster_ad, cluster.procs)
-                self.started_clusters.add(cluster_id)
-            for job_id in ids:
-                if self.queue.get(job_id).evaluate("JobStatus") == int(JobStatus.IDLE):
-                    self.now_idle(job_id)
-        self.submitted[cluster_id] = self.submitted.get(cluster_id, 0) + len(ids)
-        self.wants_negotiation = True
-        self.log.info("submitted %d job(s) in cluster %d", len(ids), cluster.cluster_id)
-        return ids
+        return submit_cluster(self, cluster, uid, announced)
 
     def remove(self, job_id: JobId, reason: str, now: float) -> None:
         """condor_rm: a running job is killed first and leaves the queue when it is gone."""
@@ -475,17 +458,11 @@ class Schedd:
 
     def tick(self, now: float) -> None:
         """Activate pending claims whose slots are ready, give up stale ones, and keep the
-        leases of held claims alive (every ALIVE_INTERVAL / 3)."""
+        leases of running claims alive (epcore.schedd.alives)."""
         for job_id, pending in list(self.pending.items()):
             try_pending(self, job_id, pending, now)
         self.periodic.run(self, now)
-        if now >= self.next_alive:
-            interval = max(self.config.get_float("ALIVE_INTERVAL", 300.0) / 3, 1.0)
-            self.next_alive = now + interval
-            for claim_id, running in list(self.running.items()):
-                # A claim that ended between two turns: its result comes separately.
-                with contextlib.suppress(EpError):
-                    self.startds.link(running.startd).alive(claim_id)
+        self.alives.send(self.running, self.startds, now)
         if self.lease_check is not None:
             self.lease_check(self, now)
 

@@ -134,6 +134,10 @@ class ScheddService(TimedService):
         wait = min(self.next_ads - self.monotonic(), self.schedd.periodic.wait(self.clock()))
         if self.schedd.pending:
             wait = min(wait, 1.0)
+        due = self.schedd.alives.next_due()
+        if due is not None:
+            # The keep-alives' own timer: a quiet schedd still keeps its claims.
+            wait = min(wait, due - self.clock())
         return wait
 
     def tick(self) -> None:

@@ -98,13 +98,15 @@ def test_a_running_job_keeps_its_claim_and_startd_in_its_ad(tmp_path: Path) -> N
 
 def test_a_startd_holding_the_claim_keeps_the_job_running_as_a_reconnect(tmp_path: Path) -> None:
     """After the restart the startd still holds the claim: the job stays running on it
-    (NumJobReconnects 1), and its result, when it comes, is applied."""
+    (NumJobReconnects 1), its claim's keep-alive is due at once (the startd's lease ran on
+    meanwhile), and its result, when it comes, is applied."""
     _before_restart(tmp_path)
     schedd = _restarted(tmp_path, _Startd(holds=True), NOW + 200)
     job = schedd.queue.get(JOB)
     assert job.evaluate("JobStatus") == 2
     assert job.evaluate("NumJobReconnects") == 1
     assert schedd.running[CLAIM].slot == "slot1_1@exec.example.org"
+    assert schedd.alives.next_due() == NOW + 200
     receiver = ResultReceiver(schedd, schedd.job_result, logging.getLogger("test"))
     result = ClassAd({"ClusterId": 1, "ProcId": 0, "JobOutcome": "exited", "ExitCode": 0})
     assert receiver.receive(CLAIM, result, NOW + 300) == (True, "applied")
