@@ -1,6 +1,7 @@
 """The schedd's records of its claims: a running job's, and a match waiting for its slot
 (:func:`try_pending`, at each of the schedd's ticks, claims or activates it once the slot is
-ready)."""
+ready, or picks up a worker's answer, :mod:`epcore.schedd.activation`); and what the queue
+records when a job starts (:func:`record_start`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.errors import EpError, QueueError
 from epcore.interfaces import ClaimPending
+from epcore.schedd.activation import apply_answer, is_remote
 from epcore.schedd.jobqueue import JobId, JobStatus
 from epcore.schedd.schedd_jobs import ReuseKey
 
@@ -56,6 +58,11 @@ class PendingClaim:
     #: The job as matched ($$() expanded) and the slot's ad, for the claim asked later.
     job: ClassAd | None = None
     slot_ad: ClassAd | None = None
+    #: A worker asks the startd elsewhere to activate ``claim_id`` (epcore.schedd.activation);
+    #: ``reused``: for the next job of a claim whose job ended; ``key``: the TransferKey sent.
+    asked: bool = False
+    reused: bool = False
+    key: str | None = None
 
 
 def try_pending(schedd: Schedd, job_id: JobId, pending: PendingClaim, now: float) -> None:
@@ -75,6 +82,9 @@ def try_pending(schedd: Schedd, job_id: JobId, pending: PendingClaim, now: float
         del schedd.pending[job_id]
         if pending.claim_id is not None:
             schedd.give_back(pending.startd, pending.claim_id)
+        return
+    if pending.asked:
+        apply_answer(schedd, pending, now)
         return
     try:
         startd = schedd.startds.link(pending.startd)
@@ -103,6 +113,12 @@ def try_pending(schedd: Schedd, job_id: JobId, pending: PendingClaim, now: float
                 slot_ad=pending.slot_ad,
             )  # fmt: skip
         return
+    if is_remote(schedd, pending.startd):
+        # Whether the slot is ready, and the activation, are asked by a worker.
+        schedd.activate(
+            job_id, job, pending.startd, pending.claim_id, pending.submitter, now, check=True
+        )
+        return
     if startd.slot_of(pending.claim_id) is None:
         del schedd.pending[job_id]  # the startd dropped the claim (the slot went away)
         return
@@ -110,3 +126,46 @@ def try_pending(schedd: Schedd, job_id: JobId, pending: PendingClaim, now: float
         del schedd.pending[job_id]
         with schedd.queue.batch():
             schedd.activate(job_id, job, pending.startd, pending.claim_id, pending.submitter, now)
+
+
+def record_start(
+    schedd: Schedd,
+    job_id: JobId,
+    job: ClassAd,
+    address: str,
+    claim_id: str,
+    now: float,
+    *,
+    reused: bool,
+    key: str | None = None,
+    slot: str | None = None,
+) -> str:
+    """Write in the queue that ``job`` runs on ``claim_id`` (``key``: the TransferKey it
+    was given; ``slot``: its slot, else asked of the startd); the slot's full name."""
+    if slot is None:
+        slot = schedd.slot_of(address, claim_id) or "?"
+    remote = slot
+    starts = job.evaluate("NumJobStarts")
+    matches = job.evaluate("NumJobMatches")
+    values: dict[str, object] = {
+        "RemoteHost": remote,
+        "LastRemoteHost": remote,
+        "JobCurrentStartDate": int(now),
+        "NumJobStarts": (starts if isinstance(starts, int) else 0) + 1,
+        "NumJobMatches": (matches if isinstance(matches, int) else 0) + (0 if reused else 1),
+        "PublicClaimId": claim_id.rsplit("#", 1)[0],
+        # Kept for a restart to reconnect (epcore.schedd.reconnect); ClaimId is private.
+        "ClaimId": claim_id,
+        "StartdIpAddr": address,
+    }
+    if key is not None:
+        # A restarted schedd takes the starter's output with it (epcore.schedd.reconnect).
+        values["TransferKey"] = key
+    if not isinstance(job.evaluate("JobStartDate"), int):
+        values["JobStartDate"] = int(now)
+    for name in job:
+        if name.upper().startswith("MATCH_"):
+            values[name] = job[name]
+    schedd.queue.set_attributes(job_id, values, now)
+    schedd.queue.change_status(job_id, JobStatus.RUNNING, now)
+    return slot

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from epcore.classad import ClassAd
 from epcore.errors import EpError, PoolError, QueueError
 from epcore.jobs.codes import HoldCode
+from epcore.schedd.activation import is_remote
 from epcore.schedd.claims import RunningJob
 from epcore.schedd.jobqueue import JobId, JobStatus
 from epcore.schedd.schedd_jobs import result_values
@@ -86,7 +87,9 @@ def next_on_claim(schedd: Schedd, ended: RunningJob, now: float) -> None:
     except EpError:
         schedd.wants_negotiation = True  # its startd is gone: the claim with it
         return
-    if not startd.claim_ready(ended.claim_id):
+    remote = is_remote(schedd, ended.startd)
+    # A startd elsewhere is asked whether the claim is ready with its activation, by a worker.
+    if not remote and not startd.claim_ready(ended.claim_id):
         # Vacated or preempted: the claim ended with its job, or is on its way out.
         if startd.slot_of(ended.claim_id) is not None:
             schedd.give_back(ended.startd, ended.claim_id)
@@ -119,6 +122,7 @@ def next_on_claim(schedd: Schedd, ended: RunningJob, now: float) -> None:
             now,
             reused=True,
             slot_ad=ended.slot_ad,
+            check=remote,
         ):
             schedd.now_idle(job_id)  # refused: it stays idle (and the claim went back)
         return

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from epcore.classad import ClassAd
 from epcore.errors import PoolError, QueueError
-from epcore.schedd.claims import RunningJob
+from epcore.schedd.claims import RunningJob, record_start
 from epcore.schedd.jobqueue import JobId, JobStatus
 from epcore.schedd.outcomes import record
 from epcore.schedd.schedd_jobs import job_id_of, reuse_key, submitter_of
@@ -100,7 +100,7 @@ def adopt(schedd: Schedd, job_id: JobId, address: str, claim_id: str, now: float
     started = job.evaluate("JobCurrentStartDate")
     if status == int(JobStatus.IDLE):
         schedd.log.info("job %s: runs on a restored claim; marked running", job_id)
-        schedd.record_start(job_id, job, address, claim_id, now, reused=False)
+        record_start(schedd, job_id, job, address, claim_id, now, reused=False)
         started = int(now)
     schedd.running[claim_id] = RunningJob(
         job_id,

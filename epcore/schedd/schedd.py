@@ -16,7 +16,9 @@ Startds are reached through links (:class:`~epcore.interfaces.StartdLink`) that 
 finds by the startd's address (its slot ads' MyAddress): every claim is kept with the address
 of its startd and the full name of its slot (``slot1@host``). The claims' records and the
 pending ones' progress are in :mod:`epcore.schedd.claims`, a job's end in
-:mod:`epcore.schedd.outcomes`, the restart in :mod:`epcore.schedd.recovery`.
+:mod:`epcore.schedd.outcomes`, the restart in :mod:`epcore.schedd.recovery`, the activation
+of claims on startds elsewhere (off the loop) in :mod:`epcore.schedd.activation`, the
+keep-alives in :mod:`epcore.schedd.alives`.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from epcore.interfaces import (
     StartdLink,
     SubmitterJobs,
 )
+from epcore.schedd.activation import Activations, ask_activation, is_remote
 from epcore.schedd.alives import KeepAlives, alive_every
-from epcore.schedd.claims import PendingClaim, RunningJob, try_pending
+from epcore.schedd.claims import PendingClaim, RunningJob, record_start, try_pending
 from epcore.schedd.jobqueue import JobId, JobQueue, JobStatus
 from epcore.schedd.limits import QueueLimits
 from epcore.schedd.outcomes import hold_failed, next_on_claim, record
@@ -82,6 +85,8 @@ class Schedd:
         self.wants_negotiation = False
         #: The running claims' keep-alives (epcore.schedd.alives).
         self.alives = KeepAlives()
+        #: The activations asked of startds elsewhere (epcore.schedd.activation).
+        self.activations = Activations()
         self.idle = IdleIndex(config.get_bool("CLAIM_RECYCLING_CONSIDER_LIMITS", True))
         self.kinds = JobKinds(self.uid_domain)
         #: Clusters handed out by new_cluster, and who may queue jobs in them.
@@ -263,25 +268,58 @@ class Schedd:
         *,
         reused: bool = False,
         slot_ad: ClassAd | None = None,
+        check: bool = False,
     ) -> bool:
         """Start ``job`` on ``claim_id`` of the startd at ``address``; False (and the claim
-        given back) when refused."""
+        given back) when refused. A startd elsewhere is asked by a worker, the job pending
+        meanwhile (epcore.schedd.activation; ``check``: whether the claim is ready first)."""
         sent = job if reused else None
         if self.transfers is not None:
             # A job whose files may travel carries the key to them (epcore.schedd.transfer).
             offered = self.transfers.offer(str(job_id), job)
             sent = offered if offered is not None else sent
+        found = sent.evaluate("TransferKey") if sent is not None else None
+        key = found if isinstance(found, str) else None
+        if is_remote(self, address):
+            before = self.pending.get(job_id)
+            waiting = PendingClaim(
+                job_id, submitter, address, before.slot if before else "?", claim_id,
+                before.by_priority if before else False, before.since if before else now,
+                job=job, slot_ad=slot_ad, reused=reused, key=key,
+            )  # fmt: skip
+            ask_activation(self, waiting, claim_id, sent, check=check)
+            return True
         try:
             self.startds.link(address).activate(claim_id, sent)
         except EpError as error:
             self.log.info("job %s: activation refused: %s", job_id, error)
             self.give_back(address, claim_id)
             return False
-        key = sent.evaluate("TransferKey") if sent is not None else None
-        slot = self.record_start(
-            job_id, job, address, claim_id, now, reused=reused,
-            key=key if isinstance(key, str) else None,
+        self.started(
+            job_id, job, address, claim_id, submitter, now,
+            reused=reused, slot_ad=slot_ad, key=key,
         )  # fmt: skip
+        return True
+
+    def started(
+        self,
+        job_id: JobId,
+        job: ClassAd,
+        address: str,
+        claim_id: str,
+        submitter: str,
+        now: float,
+        *,
+        reused: bool,
+        slot_ad: ClassAd | None,
+        key: str | None,
+        slot: str | None = None,
+    ) -> None:
+        """The startd took ``job`` on ``claim_id``: it runs (``slot``: the claim's slot, when
+        known already)."""
+        slot = record_start(
+            self, job_id, job, address, claim_id, now, reused=reused, key=key, slot=slot
+        )
         self.running[claim_id] = RunningJob(
             job_id,
             claim_id,
@@ -293,53 +331,12 @@ class Schedd:
             slot_ad,
         )
         self.keep_alive(claim_id, job, now, first=False)
-        return True
 
     def keep_alive(self, claim_id: str, job: ClassAd, now: float, *, first: bool) -> None:
         """Send ``claim_id``'s keep-alives on its job's lease clock from now on (``first``:
         the first one at once, for a claim taken back after a restart)."""
         every = alive_every(self.config, job)
         self.alives.add(claim_id, every, now if first else now + every)
-
-    def record_start(
-        self,
-        job_id: JobId,
-        job: ClassAd,
-        address: str,
-        claim_id: str,
-        now: float,
-        *,
-        reused: bool,
-        key: str | None = None,
-    ) -> str:
-        """Write in the queue that ``job`` runs on ``claim_id`` (``key``: the TransferKey it
-        was given); the slot's full name."""
-        slot = self.slot_of(address, claim_id) or "?"
-        remote = slot
-        starts = job.evaluate("NumJobStarts")
-        matches = job.evaluate("NumJobMatches")
-        values: dict[str, object] = {
-            "RemoteHost": remote,
-            "LastRemoteHost": remote,
-            "JobCurrentStartDate": int(now),
-            "NumJobStarts": (starts if isinstance(starts, int) else 0) + 1,
-            "NumJobMatches": (matches if isinstance(matches, int) else 0) + (0 if reused else 1),
-            "PublicClaimId": claim_id.rsplit("#", 1)[0],
-            # Kept for a restart to reconnect (epcore.schedd.reconnect); ClaimId is private.
-            "ClaimId": claim_id,
-            "StartdIpAddr": address,
-        }
-        if key is not None:
-            # A restarted schedd takes the starter's output with it (epcore.schedd.reconnect).
-            values["TransferKey"] = key
-        if not isinstance(job.evaluate("JobStartDate"), int):
-            values["JobStartDate"] = int(now)
-        for name in job:
-            if name.upper().startswith("MATCH_"):
-                values[name] = job[name]
-        self.queue.set_attributes(job_id, values, now)
-        self.queue.change_status(job_id, JobStatus.RUNNING, now)
-        return slot
 
     def slot_of(self, address: str, claim_id: str) -> str | None:
         """The full name of the slot ``claim_id`` holds at ``address`` (None: no slot has it,
