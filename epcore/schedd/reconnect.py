@@ -88,7 +88,12 @@ def reconnect(schedd: Schedd, job_id: JobId, job: ClassAd, now: float) -> bool:
         count = job.evaluate("NumJobReconnects")
         with contextlib.suppress(QueueError):  # gone meanwhile: nothing to count
             schedd.queue.set_attributes(
-                job_id, {"NumJobReconnects": (count if isinstance(count, int) else 0) + 1}, now
+                job_id,
+                {
+                    "NumJobReconnects": (count if isinstance(count, int) else 0) + 1,
+                    "JobDisconnectedDate": None,  # a mark from before the restart goes
+                },
+                now,
             )
         schedd.log.info("job %s: reconnected to its claim on %s", job_id, slot)
     return True

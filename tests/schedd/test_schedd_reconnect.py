@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from epcore.classad import ClassAd
+from epcore.classad import UNDEFINED, ClassAd
 from epcore.config import Config
 from epcore.interfaces import Locator, StartdLink
 from epcore.schedd.jobqueue import JobQueue
@@ -183,3 +183,16 @@ def test_the_key_to_a_reconnected_job_s_files_is_taken_again(tmp_path: Path) -> 
     restarted.recover([], NOW + 10)
     assert restarted.transfers.by_job == {"1.0": key}
     assert restarted.transfers.offers[key].job.evaluate("Owner") == "root"
+
+
+def test_a_reconnect_clears_the_disconnected_mark_from_before_the_restart(
+    tmp_path: Path,
+) -> None:
+    """A job marked disconnected when the schedd died (JobDisconnectedDate) is no longer so
+    once the restarted schedd finds its claim on the startd."""
+    _before_restart(tmp_path)
+    queue = JobQueue.open(tmp_path / "job_queue.db")
+    queue.set_attributes(JOB, {"JobDisconnectedDate": int(NOW + 150)}, NOW + 150)
+    queue.close()
+    schedd = _restarted(tmp_path, _Startd(holds=True), NOW + 200)
+    assert schedd.queue.get(JOB).evaluate("JobDisconnectedDate") is UNDEFINED
