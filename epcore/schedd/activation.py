@@ -170,11 +170,12 @@ def apply_answer(schedd: Schedd, pending: PendingClaim, now: float) -> bool:
     if answer.activated:
         del schedd.pending[job_id]
         job = pending.job if pending.job is not None else schedd.queue.get(job_id)
-        schedd.started(
-            job_id, job, pending.startd, claim_id, pending.submitter, now,
-            reused=pending.reused, slot_ad=pending.slot_ad, slot=answer.slot or "?",
-            key=pending.key,
-        )  # fmt: skip
+        with schedd.queue.batch():
+            schedd.started(
+                job_id, job, pending.startd, claim_id, pending.submitter, now,
+                reused=pending.reused, slot_ad=pending.slot_ad, slot=answer.slot or "?",
+                key=pending.key,
+            )  # fmt: skip
         return True
     if answer.error is None and answer.slot is not None and not pending.reused:
         # Not ready yet (a preempting claim): asked again at a later tick.

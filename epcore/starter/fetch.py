@@ -222,8 +222,8 @@ class RemoteTransfer:
         body: Callable[[Stream], Generator[Step, bytes | None, wire.Outcome]],
     ) -> wire.Outcome:
         """``command`` with ``body``; tried again while the submit side cannot be reached
-        (or goes away before the files begin to move) and the job's lease lasts (module
-        docstring): no file has moved yet, so trying again is safe."""
+        (or goes away before its first answer after the key) and the job's lease lasts
+        (module docstring): the transfer is done again whole, which is safe."""
         lease = self.job.evaluate("JobLeaseDuration")
         number = isinstance(lease, int | float) and not isinstance(lease, bool)
         seconds = float(lease) if isinstance(lease, int | float) and number else 0.0
@@ -256,8 +256,7 @@ class RemoteTransfer:
                 subsystem="STARTER",
             )
             yield from send(stream.writer().put_string(self.key))
-            begun.append(True)
-            return (yield from body(stream))
+            return (yield from _marking(body(stream), begun))
 
         with sock:
             return run_blocking(sock, stream, conversation())
@@ -335,6 +334,23 @@ class RemoteTransfer:
             verb, towards = ("sending", "to") if receiving else ("receiving", "from")
             where = f"access point {self.access_point} while {verb} files {towards} {ep}"
         return f"Transfer {direction} files failure at {where}. Details: {details}"
+
+
+def _marking(
+    inner: Generator[Step, bytes | None, wire.Outcome], begun: list[bool]
+) -> Generator[Step, bytes | None, wire.Outcome]:
+    """``inner``'s conversation, ``begun`` marked at the first message the peer sends in it:
+    the peer took the key then (what is sent before may sit in a buffer when it goes)."""
+    try:
+        step = next(inner)
+        while True:
+            received = yield step
+            if received is not None and not begun:
+                begun.append(True)
+            step = inner.send(received)
+    except StopIteration as done:
+        outcome: wire.Outcome = done.value
+        return outcome
 
 
 def _failure_of(report: ClassAd) -> tuple[str, int] | None:
