@@ -33,8 +33,9 @@ SEC_TOKEN_DIRECTORY, as :mod:`epcore.links.collector` does) and later ones resum
 answer NOT_OK of a refused claim or activation is an :class:`EpError` with the startd's
 reason.
 
-What still blocks the caller (the schedd's loop): activate and the status question (before
-each activation; a ready claim's slot is kept), each bounded by STARTD_CONTACT_TIMEOUT
+What blocks the caller: activate and the status question (before each activation; a ready
+claim's slot is kept; the schedd asks both from worker threads, :mod:`epcore.schedd.activation`,
+so its loop does not wait), each bounded by STARTD_CONTACT_TIMEOUT
 (HTCondor's knob; here 5 s when unset rather than HTCondor's 45, as the loop waits) for
 the connection and for each answer. A startd that did not answer is then given up at once
 for a pause (1 s, doubling to 60 s while it stays silent), so that a dead execute host costs

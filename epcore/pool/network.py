@@ -7,6 +7,10 @@
   takes any free port. Either way the address is written to COLLECTOR_ADDRESS_FILE (and the
   running daemons' <SUBSYS>_ADDRESS_FILE), whose first line HTCondor's clients read when
   COLLECTOR_HOST's port is 0: so ``htcondor2`` finds the pool with CONDOR_CONFIG alone.
+  A schedd without a collector here keeps its port across restarts (``$(SPOOL)/
+  schedd_port``, taken again when free): the startds send its jobs' results, and their
+  starters the output, to the address its claims named, as HTCondor's peers find a
+  restarted schedd at its fixed or shared port.
 - **What**: the commands of each role running here (:mod:`epcore.collector.cedar`,
   :mod:`epcore.startd.cedar`, :mod:`epcore.negotiator.cedar`), and
   what every daemon answers: DC_NOP at every level (``htcondor2.ping``), DC_CONFIG_VAL and
@@ -26,6 +30,7 @@ import pwd
 import re
 import resource
 import signal
+import socket
 import time
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping
 from pathlib import Path
@@ -97,6 +102,37 @@ def listen_address(config: Config, daemons: Collection[str]) -> tuple[str, int]:
         except SinfulError:
             port = 0 if first.strip("<>").endswith(":0") else default
     return host, port
+
+
+def kept_port_file(config: Config, daemons: Collection[str]) -> str | None:
+    """Where a schedd that listens on any free port keeps the port for its restart (module
+    docstring); None when the port is fixed otherwise (a collector here) or no schedd runs."""
+    spool = config.get("SPOOL")
+    if SCHEDD not in daemons or COLLECTOR in daemons or not spool:
+        return None
+    return os.path.join(spool, "schedd_port")
+
+
+def kept_port(path: str, host: str) -> int:
+    """The port kept in ``path`` when it can be listened on again, else 0 (any free port):
+    a running process took it meanwhile, or there is none kept."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            port = int(handle.read().strip())
+    except (OSError, ValueError):
+        return 0
+    if not 0 < port < 65536:
+        return 0
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # As the listener binds (SO_REUSEADDR): the old process's connections left in
+        # TIME_WAIT do not keep the port, a listener does.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return 0
+    return port
 
 
 def pool_user(config: Config) -> str:
@@ -208,6 +244,15 @@ class PoolListener(CedarListener):
             return  # not listening (logged): no address to give
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         text = f"<{host}:{self.port}>\n{VERSION}\n{PLATFORM}\n"
+        keep = kept_port_file(self.current_config(), self.daemons)
+        if keep is not None:
+            try:
+                os.makedirs(os.path.dirname(keep), exist_ok=True)
+                with open(f"{keep}.new", "w", encoding="utf-8") as handle:
+                    handle.write(f"{self.port}\n")
+                os.replace(f"{keep}.new", keep)
+            except OSError as error:
+                self.log.warning("cannot keep the port in %s: %s", keep, error.strerror)
         for path in self.address_files():
             try:
                 os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -333,6 +378,9 @@ def build_listener(
         key_exchange=EcdhKeyExchange(),
     )
     host, port = listen_address(config(), daemons)
+    keep = kept_port_file(config(), daemons)
+    if port == 0 and keep is not None:
+        port = kept_port(keep, host)
     return PoolListener(
         host,
         port,

@@ -11,7 +11,8 @@ is deleted without a RELEASE_CLAIM, the job requeued as JOB_RECONNECT_FAILED).
   once per keep-alive round (ALIVE_INTERVAL / 3), as HTCondor writes it with each round.
 - A startd that was unreachable and answers again before the lease ran out has reconnected:
   NumJobReconnects of each of its running jobs grows by one (HTCondor's shadow counts a
-  successful reconnect there).
+  successful reconnect there). JobDisconnectedDate says since when a job's startd has not
+  answered, and is undefined again once it answers, as HTCondor's shadow keeps it.
 - At the lease's end the job is requeued with HTCondor's shadow's reason, "Job disconnected
   too long: JobLeaseDuration (N seconds) expired", its claim forgotten: a result that comes
   later for that claim is refused (:mod:`epcore.schedd.results`) and the startd drops it,
@@ -28,7 +29,8 @@ from typing import Final
 from epcore.classad import ClassAd
 from epcore.errors import EpError, QueueError
 from epcore.interfaces import Locator, StartdLink
-from epcore.schedd.schedd import RunningJob, Schedd
+from epcore.schedd.claims import RunningJob
+from epcore.schedd.schedd import Schedd
 
 #: HTCondor's shadow's reason for a job whose lease ran out (remoteresource.cpp).
 EXPIRED_REASON: Final = "Job disconnected too long: JobLeaseDuration ({seconds} seconds) expired"
@@ -119,6 +121,12 @@ class JobLeases:
                     running.job_id,
                     running.startd,
                 )
+                # HTCondor's shadow marks the job disconnected the same way (and clears
+                # the mark when it reconnects).
+                with contextlib.suppress(QueueError):
+                    schedd.queue.set_attributes(
+                        running.job_id, {"JobDisconnectedDate": int(now)}, now
+                    )
             try:
                 job = schedd.queue.get(running.job_id)
             except QueueError:
@@ -148,6 +156,7 @@ class JobLeases:
             except QueueError:
                 return
             values["NumJobReconnects"] = (count if isinstance(count, int) else 0) + 1
+            values["JobDisconnectedDate"] = None  # undefined: connected again
         # The job's start is its first renewal (JobCurrentStartDate says it): no write for a
         # job that ends within its first round, as most short jobs do.
         written = self.written.get(claim_id, running.started_at)

@@ -13,6 +13,11 @@ about once (the link's slot_of: which slot holds the claim):
   (:mod:`epcore.schedd.leases`): it counts from LastJobLeaseRenewal, as HTCondor's schedd
   reads it back into the claim's last keep-alive, and the job is requeued when the startd
   stays silent to the end of it.
+
+A job taken back also has its TransferKey (kept private in its ad at activation) taken
+again: its starter sends the output with the key the previous process gave it, to the same
+address (the restarted schedd listens on its former port, :mod:`epcore.pool.network`), and
+tries again while the schedd is down (:mod:`epcore.starter.fetch`).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ import contextlib
 
 from epcore.classad import ClassAd
 from epcore.errors import EpError, QueueError
+from epcore.schedd.claims import RunningJob
 from epcore.schedd.jobqueue_model import JobId
-from epcore.schedd.schedd import RunningJob, Schedd
+from epcore.schedd.schedd import Schedd
 from epcore.schedd.schedd_jobs import reuse_key, submitter_of
 
 
@@ -72,11 +78,22 @@ def reconnect(schedd: Schedd, job_id: JobId, job: ClassAd, now: float) -> bool:
         reuse_key(job, schedd.idle.consider_limits),
         float(started) if isinstance(started, int) else now,
     )
+    # The startd's claim lease ran on while no schedd was there: renewed at once.
+    schedd.keep_alive(claim_id, job, now, first=True)
+    key = job.evaluate("TransferKey")
+    if schedd.transfers is not None and isinstance(key, str):
+        # The starter holds the key the previous process gave: its output comes with it.
+        schedd.transfers.restore(str(job_id), job, key)
     if reconnected:
         count = job.evaluate("NumJobReconnects")
         with contextlib.suppress(QueueError):  # gone meanwhile: nothing to count
             schedd.queue.set_attributes(
-                job_id, {"NumJobReconnects": (count if isinstance(count, int) else 0) + 1}, now
+                job_id,
+                {
+                    "NumJobReconnects": (count if isinstance(count, int) else 0) + 1,
+                    "JobDisconnectedDate": None,  # a mark from before the restart goes
+                },
+                now,
             )
         schedd.log.info("job %s: reconnected to its claim on %s", job_id, slot)
     return True

@@ -41,8 +41,9 @@ if TYPE_CHECKING:
     from epcore.config import Config
     from epcore.schedd.service import ScheddService
 
-#: Attributes of a job ad that only the pool sees (the claim is a capability).
-PRIVATE_ATTRIBUTES = ("ClaimId",)
+#: Attributes of a job ad that only the pool sees (the claim and the key to the job's files
+#: are capabilities).
+PRIVATE_ATTRIBUTES = ("ClaimId", "TransferKey")
 
 #: Attributes that say whose a job is: the schedd sets them from who asks (the socket), in
 #: the cluster's ad, and takes them out of each job's own ad, whatever the client sent.

@@ -14,16 +14,17 @@ give way to other submitters).
 
 Startds are reached through links (:class:`~epcore.interfaces.StartdLink`) that a locator
 finds by the startd's address (its slot ads' MyAddress): every claim is kept with the address
-of its startd and the full name of its slot (``slot1@host``).
+of its startd and the full name of its slot (``slot1@host``). The claims' records and the
+pending ones' progress are in :mod:`epcore.schedd.claims`, a job's end in
+:mod:`epcore.schedd.outcomes`, the restart in :mod:`epcore.schedd.recovery`, the activation
+of claims on startds elsewhere (off the loop) in :mod:`epcore.schedd.activation`, the
+keep-alives in :mod:`epcore.schedd.alives`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
-
-import attrs
 
 from epcore.classad import ClassAd
 from epcore.config import Config
@@ -36,80 +37,26 @@ from epcore.interfaces import (
     StartdLink,
     SubmitterJobs,
 )
-from epcore.jobs.codes import HoldCode
+from epcore.schedd.activation import Activations, ask_activation, is_remote
+from epcore.schedd.alives import KeepAlives, alive_every
+from epcore.schedd.claims import PendingClaim, RunningJob, record_start, try_pending
 from epcore.schedd.jobqueue import JobId, JobQueue, JobStatus
-from epcore.schedd.limits import QueueLimits, check_submission
+from epcore.schedd.limits import QueueLimits
+from epcore.schedd.outcomes import hold_failed, next_on_claim, record
+from epcore.schedd.recovery import recover
 from epcore.schedd.schedd_jobs import (
     IdleIndex,
     JobKinds,
-    ReuseKey,
     job_id_of,
     match_capacity,
     matching_names,
-    result_values,
     reuse_key,
     submitter_of,
 )
 from epcore.schedd.schedd_policy import PeriodicPolicy
+from epcore.schedd.submission import submit_cluster
 from epcore.schedd.transfer import TransferKeys
 from epcore.submit import SubmittedCluster, expand_match_references
-
-#: How long a claim waiting for its slot (a preempting claim, or a partitionable slot whose
-#: dynamic slots are being preempted) may wait before the schedd gives it up.
-PENDING_CLAIM_PATIENCE = 600.0
-
-
-@attrs.frozen
-class RunningJob:
-    """A job the schedd has started: its claim, the address of the claim's startd and the
-    full name of the slot running it."""
-
-    job_id: JobId
-    claim_id: str
-    startd: str
-    slot: str
-    submitter: str
-    key: ReuseKey
-    started_at: float
-    #: The slot ad the claim was matched with (for $$() in the next jobs on the claim); None
-    #: for a job taken back after a restart.
-    slot_ad: ClassAd | None = None
-
-
-@attrs.frozen
-class PendingClaim:
-    """A match waiting for its slot: a preempting claim (``claim_id`` set) until the slot is
-    Claimed/Idle for it, or a partitionable slot (``claim_id`` None) until enough of it is
-    free after the preemption of ``preempts``. ``startd`` is the slot's startd's address."""
-
-    job_id: JobId
-    submitter: str
-    startd: str
-    slot: str
-    claim_id: str | None
-    by_priority: bool
-    since: float
-    preempts: tuple[str, ...] = ()
-    #: The job as matched ($$() expanded) and the slot's ad, for the claim asked later.
-    job: ClassAd | None = None
-    slot_ad: ClassAd | None = None
-
-
-def _ended(
-    jobs: dict[JobId, ClassAd], history: Callable[[set[str]], Iterable[ClassAd]]
-) -> dict[JobId, ClassAd]:
-    """The results ``history`` has for ``jobs`` on the claims the queue says they run on."""
-    public = {job_id: str(job.evaluate("PublicClaimId")) for job_id, job in jobs.items()}
-    found: dict[JobId, ClassAd] = {}
-    for result in history(set(public.values())):
-        claim = result.evaluate("ClaimId")
-        try:
-            job_id = job_id_of(result)
-        except PoolError:
-            continue
-        if isinstance(claim, str) and public.get(job_id) == claim.rsplit("#", 1)[0]:
-            found[job_id] = result
-    return found
 
 
 class Schedd:
@@ -136,7 +83,10 @@ class Schedd:
         self.pending: dict[JobId, PendingClaim] = {}
         #: Set when claims were given back while idle jobs wait: a negotiation is wanted.
         self.wants_negotiation = False
-        self.next_alive = 0.0
+        #: The running claims' keep-alives (epcore.schedd.alives).
+        self.alives = KeepAlives()
+        #: The activations asked of startds elsewhere (epcore.schedd.activation).
+        self.activations = Activations()
         self.idle = IdleIndex(config.get_bool("CLAIM_RECYCLING_CONSIDER_LIMITS", True))
         self.kinds = JobKinds(self.uid_domain)
         #: Clusters handed out by new_cluster, and who may queue jobs in them.
@@ -257,7 +207,7 @@ class Schedd:
         try:
             job = expand_match_references(job, match.slot)
         except PoolError as error:
-            self._hold(job_id, f"cannot expand $$() at match time: {error}", 1, now)
+            self.hold_idle(job_id, f"cannot expand $$() at match time: {error}", 1, now)
             return
         job["LastMatchTime"] = int(now)
         preempts = tuple(name for name in match.preempts if name != match.slot_name)
@@ -282,7 +232,7 @@ class Schedd:
             self.log.info("job %s: the claim of %s was refused: %s", job_id, match.slot_name, error)
             return
         if match.reason == "no_preemption" and startd.claim_ready(claim_id):
-            self._activate(job_id, job, address, claim_id, match.submitter, now, slot_ad=match.slot)
+            self.activate(job_id, job, address, claim_id, match.submitter, now, slot_ad=match.slot)
         else:
             if match.reason == "no_preemption":
                 # A slot in Backfill takes the claim once its backfill client has let it go.
@@ -307,7 +257,7 @@ class Schedd:
         except EpError as error:
             self.log.warning("cannot preempt %s: %s", slot, error)
 
-    def _activate(
+    def activate(
         self,
         job_id: JobId,
         job: ClassAd,
@@ -318,21 +268,58 @@ class Schedd:
         *,
         reused: bool = False,
         slot_ad: ClassAd | None = None,
+        check: bool = False,
     ) -> bool:
         """Start ``job`` on ``claim_id`` of the startd at ``address``; False (and the claim
-        given back) when refused."""
+        given back) when refused. A startd elsewhere is asked by a worker, the job pending
+        meanwhile (epcore.schedd.activation; ``check``: whether the claim is ready first)."""
         sent = job if reused else None
         if self.transfers is not None:
             # A job whose files may travel carries the key to them (epcore.schedd.transfer).
             offered = self.transfers.offer(str(job_id), job)
             sent = offered if offered is not None else sent
+        found = sent.evaluate("TransferKey") if sent is not None else None
+        key = found if isinstance(found, str) else None
+        if is_remote(self, address):
+            before = self.pending.get(job_id)
+            waiting = PendingClaim(
+                job_id, submitter, address, before.slot if before else "?", claim_id,
+                before.by_priority if before else False, before.since if before else now,
+                job=job, slot_ad=slot_ad, reused=reused, key=key,
+            )  # fmt: skip
+            ask_activation(self, waiting, claim_id, sent, check=check)
+            return True
         try:
             self.startds.link(address).activate(claim_id, sent)
         except EpError as error:
             self.log.info("job %s: activation refused: %s", job_id, error)
-            self._give_back(address, claim_id)
+            self.give_back(address, claim_id)
             return False
-        slot = self._record_start(job_id, job, address, claim_id, now, reused=reused)
+        self.started(
+            job_id, job, address, claim_id, submitter, now,
+            reused=reused, slot_ad=slot_ad, key=key,
+        )  # fmt: skip
+        return True
+
+    def started(
+        self,
+        job_id: JobId,
+        job: ClassAd,
+        address: str,
+        claim_id: str,
+        submitter: str,
+        now: float,
+        *,
+        reused: bool,
+        slot_ad: ClassAd | None,
+        key: str | None,
+        slot: str | None = None,
+    ) -> None:
+        """The startd took ``job`` on ``claim_id``: it runs (``slot``: the claim's slot, when
+        known already)."""
+        slot = record_start(
+            self, job_id, job, address, claim_id, now, reused=reused, key=key, slot=slot
+        )
         self.running[claim_id] = RunningJob(
             job_id,
             claim_id,
@@ -343,37 +330,15 @@ class Schedd:
             now,
             slot_ad,
         )
-        return True
+        self.keep_alive(claim_id, job, now, first=False)
 
-    def _record_start(
-        self, job_id: JobId, job: ClassAd, address: str, claim_id: str, now: float, *, reused: bool
-    ) -> str:
-        """Write in the queue that ``job`` runs on ``claim_id``; the slot's full name."""
-        slot = self._slot_of(address, claim_id) or "?"
-        remote = slot
-        starts = job.evaluate("NumJobStarts")
-        matches = job.evaluate("NumJobMatches")
-        values: dict[str, object] = {
-            "RemoteHost": remote,
-            "LastRemoteHost": remote,
-            "JobCurrentStartDate": int(now),
-            "NumJobStarts": (starts if isinstance(starts, int) else 0) + 1,
-            "NumJobMatches": (matches if isinstance(matches, int) else 0) + (0 if reused else 1),
-            "PublicClaimId": claim_id.rsplit("#", 1)[0],
-            # Kept for a restart to reconnect (epcore.schedd.reconnect); ClaimId is private.
-            "ClaimId": claim_id,
-            "StartdIpAddr": address,
-        }
-        if not isinstance(job.evaluate("JobStartDate"), int):
-            values["JobStartDate"] = int(now)
-        for name in job:
-            if name.upper().startswith("MATCH_"):
-                values[name] = job[name]
-        self.queue.set_attributes(job_id, values, now)
-        self.queue.change_status(job_id, JobStatus.RUNNING, now)
-        return slot
+    def keep_alive(self, claim_id: str, job: ClassAd, now: float, *, first: bool) -> None:
+        """Send ``claim_id``'s keep-alives on its job's lease clock from now on (``first``:
+        the first one at once, for a claim taken back after a restart)."""
+        every = alive_every(self.config, job)
+        self.alives.add(claim_id, every, now if first else now + every)
 
-    def _slot_of(self, address: str, claim_id: str) -> str | None:
+    def slot_of(self, address: str, claim_id: str) -> str | None:
         """The full name of the slot ``claim_id`` holds at ``address`` (None: no slot has it,
         or that startd cannot be reached)."""
         try:
@@ -381,7 +346,7 @@ class Schedd:
         except EpError:
             return None
 
-    def _give_back(self, address: str, claim_id: str) -> None:
+    def give_back(self, address: str, claim_id: str) -> None:
         try:
             self.startds.link(address).release(claim_id)
         except EpError as error:
@@ -400,118 +365,16 @@ class Schedd:
             self.transfers.forget(str(job_id))
         with self.queue.batch():
             try:
-                self._record(job_id, result, now)
+                record(self, job_id, result, now)
             except QueueError as error:
                 self.log.warning("job %s ended but the queue does not take it: %s", job_id, error)
             except Exception as error:
                 # Held, not retried: a fault on this job's ad would otherwise come back with
                 # every restart that recovers it and stop the pool for everyone again.
                 self.log.exception("job %s ended but handling its end failed; holding it", job_id)
-                self._hold_failed(job_id, error, now)
+                hold_failed(self, job_id, error, now)
             if running is not None:
-                self._next_on_claim(running, now)
-
-    def _record(self, job_id: JobId, result: ClassAd, now: float) -> None:
-        job = self.queue.get(job_id)
-        status = job.evaluate("JobStatus")
-        values = result_values(job, result, now)
-        self.queue.set_attributes(job_id, values, now)
-        outcome = result.evaluate("JobOutcome")
-        if status in (int(JobStatus.REMOVED), int(JobStatus.HELD)):
-            # rm or hold of a running job: it was killed for that; the status stays.
-            if status == int(JobStatus.REMOVED):
-                self.queue.finish(job_id, now)
-            return
-        if outcome == "exited":
-            self._exited(job_id, self.queue.get(job_id), now)
-        elif outcome == "held":
-            reason = result.evaluate("HoldReason")
-            code = result.evaluate("HoldReasonCode")
-            subcode = result.evaluate("HoldReasonSubCode")
-            self.queue.change_status(
-                job_id,
-                JobStatus.HELD,
-                now,
-                reason=reason if isinstance(reason, str) else "held by the starter",
-                code=code if isinstance(code, int) else 0,
-                subcode=subcode if isinstance(subcode, int) else 0,
-            )
-        else:
-            self.queue.change_status(job_id, JobStatus.IDLE, now)
-            self.now_idle(job_id)
-
-    def _hold_failed(self, job_id: JobId, error: Exception, now: float) -> None:
-        reason = f"The schedd failed to handle the end of this job: {type(error).__name__}"
-        try:
-            self._hold(job_id, reason, 0, now)
-        except Exception:
-            self.log.exception("job %s: holding it failed too", job_id)
-
-    def _exited(self, job_id: JobId, job: ClassAd, now: float) -> None:
-        context = self.config.eval_context.at(now)
-        if job.evaluate("OnExitHold", context=context) is True:
-            reason = job.evaluate("OnExitHoldReason", context=context)
-            subcode = job.evaluate("OnExitHoldSubCode", context=context)
-            self.queue.change_status(
-                job_id,
-                JobStatus.HELD,
-                now,
-                reason=reason if isinstance(reason, str) else "The on_exit_hold expression is true",
-                code=HoldCode.JOB_POLICY,
-                subcode=subcode if isinstance(subcode, int) else 0,
-            )
-            return
-        if job.evaluate("OnExitRemove", context=context) is False:
-            self.queue.change_status(job_id, JobStatus.IDLE, now)
-            self.now_idle(job_id)
-            return
-        self.queue.change_status(job_id, JobStatus.COMPLETED, now)
-        self.queue.finish(job_id, now)
-
-    def _next_on_claim(self, ended: RunningJob, now: float) -> None:
-        """Run the next idle job of the same submitter and autocluster on the claim."""
-        try:
-            startd = self.startds.link(ended.startd)
-        except EpError:
-            self.wants_negotiation = True  # its startd is gone: the claim with it
-            return
-        if not startd.claim_ready(ended.claim_id):
-            # Vacated or preempted: the claim ended with its job, or is on its way out.
-            if startd.slot_of(ended.claim_id) is not None:
-                self._give_back(ended.startd, ended.claim_id)
-            self.wants_negotiation = True
-            return
-        busy = self.busy_jobs()
-        while (job_id := self.idle.pop(ended.submitter, ended.key)) is not None:
-            if job_id in busy:
-                continue
-            try:
-                job = self.queue.get(job_id)
-            except QueueError:
-                continue
-            if job.evaluate("JobStatus") != int(JobStatus.IDLE):
-                continue
-            if ended.slot_ad is None:
-                self.now_idle(job_id)
-                break  # taken back after a restart: no slot ad for its $$(); negotiate again
-            try:
-                job = expand_match_references(job, ended.slot_ad)
-            except PoolError as error:
-                self._hold(job_id, f"cannot expand $$() at match time: {error}", 1, now)
-                continue
-            if not self._activate(
-                job_id,
-                job,
-                ended.startd,
-                ended.claim_id,
-                ended.submitter,
-                now,
-                reused=True,
-                slot_ad=ended.slot_ad,
-            ):
-                self.now_idle(job_id)  # refused: it stays idle (and the claim went back)
-            return
-        self._give_back(ended.startd, ended.claim_id)
+                next_on_claim(self, running, now)
 
     # -- users' actions -------------------------------------------------------------------
 
@@ -540,33 +403,7 @@ class Schedd:
         (a large submission comes in parts); the cluster must be one ``uid`` opened.
         ``announced``: how many jobs the whole submission has, when its first part says so,
         so that a submission over a MAX_JOBS_* limit is refused before any of it is queued."""
-        cluster_id = cluster.cluster_id
-        if self.open_clusters.get(cluster_id) != uid:
-            raise QueueError(f"cluster {cluster_id} was not opened by this user (NewCluster)")
-        try:
-            check_submission(
-                self.queue_limits(),
-                self.queue,
-                cluster,
-                submitted=self.submitted.get(cluster_id, 0),
-                announced=announced,
-            )
-        except QueueError as refusal:
-            self.log.info("cluster %d refused: %s", cluster_id, refusal)
-            raise
-        with self.queue.batch():
-            if cluster_id in self.started_clusters:
-                ids = self.queue.extend(cluster_id, cluster.cluster_ad, cluster.procs)
-            else:
-                ids = self.queue.submit(cluster_id, cluster.cluster_ad, cluster.procs)
-                self.started_clusters.add(cluster_id)
-            for job_id in ids:
-                if self.queue.get(job_id).evaluate("JobStatus") == int(JobStatus.IDLE):
-                    self.now_idle(job_id)
-        self.submitted[cluster_id] = self.submitted.get(cluster_id, 0) + len(ids)
-        self.wants_negotiation = True
-        self.log.info("submitted %d job(s) in cluster %d", len(ids), cluster.cluster_id)
-        return ids
+        return submit_cluster(self, cluster, uid, announced)
 
     def remove(self, job_id: JobId, reason: str, now: float) -> None:
         """condor_rm: a running job is killed first and leaves the queue when it is gone."""
@@ -612,23 +449,17 @@ class Schedd:
                     self.log.warning("job %s: cannot release its claim: %s", job_id, error)
         pending = self.pending.pop(job_id, None)
         if pending is not None and pending.claim_id is not None:
-            self._give_back(pending.startd, pending.claim_id)
+            self.give_back(pending.startd, pending.claim_id)
 
     # -- timers ---------------------------------------------------------------------------
 
     def tick(self, now: float) -> None:
         """Activate pending claims whose slots are ready, give up stale ones, and keep the
-        leases of held claims alive (every ALIVE_INTERVAL / 3)."""
+        leases of running claims alive (epcore.schedd.alives)."""
         for job_id, pending in list(self.pending.items()):
-            self._try_pending(job_id, pending, now)
+            try_pending(self, job_id, pending, now)
         self.periodic.run(self, now)
-        if now >= self.next_alive:
-            interval = max(self.config.get_float("ALIVE_INTERVAL", 300.0) / 3, 1.0)
-            self.next_alive = now + interval
-            for claim_id, running in list(self.running.items()):
-                # A claim that ended between two turns: its result comes separately.
-                with contextlib.suppress(EpError):
-                    self.startds.link(running.startd).alive(claim_id)
+        self.alives.send(self.running, self.startds, now)
         if self.lease_check is not None:
             self.lease_check(self, now)
 
@@ -643,63 +474,10 @@ class Schedd:
         lost = ClassAd({"JobOutcome": "evicted", "VacateReason": reason})
         with self.queue.batch():
             try:
-                self._record(running.job_id, lost, now)
+                record(self, running.job_id, lost, now)
             except QueueError as error:
                 self.log.warning("job %s lost its lease; the queue: %s", running.job_id, error)
         self.wants_negotiation = True
-
-    def _try_pending(self, job_id: JobId, pending: PendingClaim, now: float) -> None:
-        try:
-            job = self.queue.get(job_id)
-        except QueueError:
-            job = None
-        if job is None or job.evaluate("JobStatus") != int(JobStatus.IDLE):
-            del self.pending[job_id]
-            if pending.claim_id is not None:
-                self._give_back(pending.startd, pending.claim_id)
-            return
-        if now - pending.since > PENDING_CLAIM_PATIENCE:
-            self.log.info("job %s: gave up waiting for %s", job_id, pending.slot)
-            del self.pending[job_id]
-            if pending.claim_id is not None:
-                self._give_back(pending.startd, pending.claim_id)
-            return
-        try:
-            startd = self.startds.link(pending.startd)
-        except EpError:
-            del self.pending[job_id]  # its startd is gone
-            return
-        if pending.claim_id is None:
-            matched = pending.job if pending.job is not None else job
-            try:
-                claim_id = startd.claim(pending.slot, matched, self.host_name)
-            except ClaimPending:
-                return  # a remote startd's answer is not in yet
-            except EpError as error:
-                if not pending.preempts:
-                    # A remote startd refused: the match is void, a new cycle matches anew.
-                    del self.pending[job_id]
-                    self.log.info(
-                        "job %s: the claim of %s was refused: %s", job_id, pending.slot, error
-                    )
-                    self.wants_negotiation = True
-                return  # not free yet
-            del self.pending[job_id]
-            with self.queue.batch():
-                self._activate(
-                    job_id, matched, pending.startd, claim_id, pending.submitter, now,
-                    slot_ad=pending.slot_ad,
-                )  # fmt: skip
-            return
-        if startd.slot_of(pending.claim_id) is None:
-            del self.pending[job_id]  # the startd dropped the claim (the slot went away)
-            return
-        if startd.claim_ready(pending.claim_id):
-            del self.pending[job_id]
-            with self.queue.batch():
-                self._activate(
-                    job_id, job, pending.startd, pending.claim_id, pending.submitter, now
-                )
 
     # -- restart --------------------------------------------------------------------------
 
@@ -722,62 +500,7 @@ class Schedd:
         running, never offered again. A claim whose job is no longer wanted (removed, held,
         gone from the queue) is given back, which stops the job.
         """
-        adopted: dict[JobId, tuple[str, str]] = {}
-        for address, claim_id, job in claims:
-            try:
-                adopted[job_id_of(job)] = (address, claim_id)
-            except PoolError:
-                self.log.warning("a restored claim has a job without ClusterId/ProcId")
-                self._give_back(address, claim_id)
-        with self.queue.batch():
-            orphans = {
-                job_id: job
-                for job in self.queue.jobs(statuses=(JobStatus.RUNNING,))
-                if (job_id := job_id_of(job)) not in adopted
-            }
-            ended = _ended(orphans, history) if orphans else {}
-            for job_id in orphans:
-                if job_id in ended:
-                    self.log.info("job %s: ended before the restart (startd history)", job_id)
-                    try:
-                        self._record(job_id, ended[job_id], now)
-                        continue
-                    except QueueError as error:
-                        self.log.warning("job %s: its end cannot be recorded: %s", job_id, error)
-                reconnect = self.reconnect
-                if reconnect is not None and reconnect(self, job_id, orphans[job_id], now):
-                    continue
-                self.log.info("job %s: its claim did not survive the restart", job_id)
-                self.queue.change_status(job_id, JobStatus.IDLE, now)
-                self.now_idle(job_id)
-            for job_id, (address, claim_id) in adopted.items():
-                self._adopt(job_id, address, claim_id, now)
+        recover(self, claims, now, history)
 
-    def _adopt(self, job_id: JobId, address: str, claim_id: str, now: float) -> None:
-        """Take ``claim_id``, running ``job_id``, back after a restart (or give it back)."""
-        try:
-            job = self.queue.get(job_id)
-        except QueueError:
-            job = None
-        status = job.evaluate("JobStatus") if job is not None else None
-        if job is None or status not in (int(JobStatus.RUNNING), int(JobStatus.IDLE)):
-            self.log.info("job %s: its restored claim is given back (job not wanted)", job_id)
-            self._give_back(address, claim_id)
-            return
-        started = job.evaluate("JobCurrentStartDate")
-        if status == int(JobStatus.IDLE):
-            self.log.info("job %s: runs on a restored claim; marked running", job_id)
-            self._record_start(job_id, job, address, claim_id, now, reused=False)
-            started = int(now)
-        self.running[claim_id] = RunningJob(
-            job_id,
-            claim_id,
-            address,
-            self._slot_of(address, claim_id) or "?",
-            submitter_of(job, self.uid_domain),
-            reuse_key(job, self.idle.consider_limits),
-            float(started) if isinstance(started, int) else now,
-        )
-
-    def _hold(self, job_id: JobId, reason: str, code: int, now: float) -> None:
+    def hold_idle(self, job_id: JobId, reason: str, code: int, now: float) -> None:
         self.queue.change_status(job_id, JobStatus.HELD, now, reason=reason, code=code)

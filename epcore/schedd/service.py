@@ -10,7 +10,11 @@ in-process :class:`~epcore.interfaces.JobSource` of the negotiator and
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import selectors
+import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 
@@ -27,7 +31,7 @@ from epcore.interfaces import (
 )
 from epcore.interfaces.requests import bind_handlers
 from epcore.net.policy import VERSION
-from epcore.runtime.loop import LoopHandle, TimedService
+from epcore.runtime.loop import LoopHandle, ReadyEvent, TimedService
 from epcore.schedd.jobqueue import JobStatus
 from epcore.schedd.requests import HANDLERS
 from epcore.schedd.schedd import Schedd
@@ -64,6 +68,8 @@ class ScheddService(TimedService):
         self.slots = slots
         self.priorities = priorities
         self.next_ads = 0.0
+        #: The loop's selector once open (the activations' wake-up socket is in it).
+        self.selector: selectors.BaseSelector | None = None
 
     @property
     def host_name(self) -> str:
@@ -118,7 +124,14 @@ class ScheddService(TimedService):
     # -- the loop's calls -----------------------------------------------------------------
 
     def open(self, loop: LoopHandle) -> None:
-        """Adopt the running jobs whose claims the startds took back."""
+        """Adopt the running jobs whose claims the startds took back; the activations'
+        workers wake the loop with each answer (epcore.schedd.activation)."""
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_read.setblocking(False)
+        self._wake_write.setblocking(False)
+        self.selector = loop.selector
+        loop.selector.register(self._wake_read, selectors.EVENT_READ, self)
+        self.schedd.activations.on_answer = self._wake
         startds = self.schedd.startds
         claims: list[tuple[str, str, ClassAd]] = []
         for address in startds.addresses():
@@ -130,10 +143,25 @@ class ScheddService(TimedService):
 
         self.schedd.recover(claims, self.clock(), history)
 
+    def _wake(self) -> None:
+        # A full buffer already wakes the loop; a closed one: the loop is gone.
+        with contextlib.suppress(OSError):
+            self._wake_write.send(b"!")
+
+    def ready(self, events: Sequence[ReadyEvent]) -> None:
+        if any(data is self for _, data in events):
+            with contextlib.suppress(OSError):
+                while self._wake_read.recv(4096):
+                    pass
+
     def timeout(self) -> float:
         wait = min(self.next_ads - self.monotonic(), self.schedd.periodic.wait(self.clock()))
         if self.schedd.pending:
             wait = min(wait, 1.0)
+        due = self.schedd.alives.next_due()
+        if due is not None:
+            # The keep-alives' own timer: a quiet schedd still keeps its claims.
+            wait = min(wait, due - self.clock())
         return wait
 
     def tick(self) -> None:
@@ -147,7 +175,19 @@ class ScheddService(TimedService):
         self.schedd.config = self.config
 
     def close(self) -> None:
+        self.schedd.activations.on_answer = lambda: None
+        if self.selector is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(self._wake_read)
+            self._wake_read.close()
+            self._wake_write.close()
         self.schedd.queue.close()
+
+    def close_in_child(self) -> None:
+        # The loop closes the read end with its registered descriptors.
+        if self.selector is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._wake_write.fileno())
 
     # -- the work -------------------------------------------------------------------------
 

@@ -103,6 +103,18 @@ class TransferKeys:
         offered["TransferSocket"] = address
         return offered
 
+    def restore(self, job_id: str, job: ClassAd, key: str) -> bool:
+        """Take ``key`` again for ``job`` (the queue's ad), as a previous process of this
+        schedd offered it to the job's starter (a reconnect after a restart): the starter
+        sends the output with it. False when the job's owner is unknown here."""
+        identity = _identity(job)
+        if identity is None:
+            return False
+        self.forget(job_id)
+        self.offers[key] = _Offer(job_id, job.copy(), *identity)
+        self.by_job[job_id] = key
+        return True
+
     def forget(self, job_id: str) -> None:
         """The job ended: its key is good no more."""
         key = self.by_job.pop(job_id, None)

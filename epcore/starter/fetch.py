@@ -12,6 +12,9 @@ from a descriptor of the sandbox, never through a link (a job that links ``out``
 ``/etc/shadow`` sends nothing). Failures hold the job as HTCondor's shadow words them:
 code 13 (TransferInputError) or 12 (TransferOutputError), the errno as the subcode, and
 "Transfer input files failure at ... Details: reading from file /x: (errno 2) ...".
+A submit side that cannot be reached (its schedd restarting) is tried again, with pauses
+doubling to RETRY_PAUSE_MAX, until the job's lease (JobLeaseDuration) has passed, as
+HTCondor's starter waits that long for its shadow to come back.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import errno
 import os
 import posixpath
 import stat
+import time
 from collections.abc import Callable, Generator, Iterator
+from typing import Final
 
 import attrs
 
@@ -37,6 +42,10 @@ from epcore.starter.identity import JobUser
 from epcore.starter.outcome import EVICTED, EXITED, HELD, Ending
 from epcore.starter.privileges import as_user
 from epcore.transfer import plan, wire
+
+#: The first pause before the submit side is tried again, and the longest.
+RETRY_PAUSE: Final = 1.0
+RETRY_PAUSE_MAX: Final = 10.0
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
@@ -197,6 +206,8 @@ class RemoteTransfer:
     clock: Callable[[], float]
     before: dict[str, tuple[int, int]] = attrs.field(factory=dict)
     figures: ClassAd = attrs.field(factory=ClassAd)
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
 
     @property
     def access_point(self) -> str:
@@ -210,6 +221,30 @@ class RemoteTransfer:
         command: Command,
         body: Callable[[Stream], Generator[Step, bytes | None, wire.Outcome]],
     ) -> wire.Outcome:
+        """``command`` with ``body``; tried again while the submit side cannot be reached
+        (or goes away before its first answer after the key) and the job's lease lasts
+        (module docstring): the transfer is done again whole, which is safe."""
+        lease = self.job.evaluate("JobLeaseDuration")
+        number = isinstance(lease, int | float) and not isinstance(lease, bool)
+        seconds = float(lease) if isinstance(lease, int | float) and number else 0.0
+        deadline = self.monotonic() + max(seconds, 0.0)
+        pause = RETRY_PAUSE
+        while True:
+            begun: list[bool] = []
+            try:
+                return self._once(command, body, begun)
+            except (OSError, EpError):
+                if begun or self.monotonic() + pause > deadline:
+                    raise
+            self.sleep(pause)
+            pause = min(pause * 2, RETRY_PAUSE_MAX)
+
+    def _once(
+        self,
+        command: Command,
+        body: Callable[[Stream], Generator[Step, bytes | None, wire.Outcome]],
+        begun: list[bool],
+    ) -> wire.Outcome:
         sock, stream = connect(self.host, self.port, CLIENT_TIMEOUT)
 
         def conversation() -> Generator[Step, bytes | None, wire.Outcome]:
@@ -221,7 +256,7 @@ class RemoteTransfer:
                 subsystem="STARTER",
             )
             yield from send(stream.writer().put_string(self.key))
-            return (yield from body(stream))
+            return (yield from _marking(body(stream), begun))
 
         with sock:
             return run_blocking(sock, stream, conversation())
@@ -299,6 +334,23 @@ class RemoteTransfer:
             verb, towards = ("sending", "to") if receiving else ("receiving", "from")
             where = f"access point {self.access_point} while {verb} files {towards} {ep}"
         return f"Transfer {direction} files failure at {where}. Details: {details}"
+
+
+def _marking(
+    inner: Generator[Step, bytes | None, wire.Outcome], begun: list[bool]
+) -> Generator[Step, bytes | None, wire.Outcome]:
+    """``inner``'s conversation, ``begun`` marked at the first message the peer sends in it:
+    the peer took the key then (what is sent before may sit in a buffer when it goes)."""
+    try:
+        step = next(inner)
+        while True:
+            received = yield step
+            if received is not None and not begun:
+                begun.append(True)
+            step = inner.send(received)
+    except StopIteration as done:
+        outcome: wire.Outcome = done.value
+        return outcome
 
 
 def _failure_of(report: ClassAd) -> tuple[str, int] | None:

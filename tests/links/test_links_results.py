@@ -56,7 +56,7 @@ def _running_schedd(directory: Path) -> Schedd:
     schedd = make_schedd(directory, {"alice": 1})
     schedd.startds.register(STARTD, _Startd())  # type: ignore[arg-type]  # the calls it gets
     job_id = JobId(1, 0)
-    assert schedd._activate(job_id, schedd.queue.get(job_id), STARTD, CLAIM, "alice", NOW)
+    assert schedd.activate(job_id, schedd.queue.get(job_id), STARTD, CLAIM, "alice", NOW)
     return schedd
 
 

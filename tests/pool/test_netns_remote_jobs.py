@@ -22,10 +22,10 @@ from epcore.testing.netns_pool import NetnsHosts
 from epcore.testing.pool import user_home
 from epcore.testing.system import SlotUser
 
-#: Must-show 2 of issue 23 across namespaces is not met yet (session 36: the remote claims,
-#: results, leases and reconnect are merged and must-show 1 passes; these three fail: a
-#: restarted execute host's `ep run` exits, and after a startd or schedd restart the two jobs
-#: do not finish within 60 s). Not strict, so that the day they pass is seen as XPASS.
+#: Must-show 2 of issue 23 across namespaces is not met yet for the execute side (session 36:
+#: a restarted execute host's `ep run` exits, and after a startd restart the two jobs do not
+#: finish within 60 s; the schedd's restart passes since session 37). Not strict, so that the
+#: day they pass is seen as XPASS.
 NOT_YET = pytest.mark.xfail(
     reason="issue 23 must-show 2 across hosts: restarts and leases not yet working", strict=False
 )
@@ -197,15 +197,14 @@ def test_a_startd_restarted_within_the_lease_keeps_its_jobs(
     _check_outputs(home, count)
 
 
-@NOT_YET
 def test_a_schedd_killed_and_restarted_reconnects_to_its_running_jobs(
     netns_hosts_factory: Callable[..., NetnsHosts],
     slot_users: tuple[SlotUser, ...],
     shared_dir: Path,
 ) -> None:
     """Must-show 2: the submit host's ``ep run`` killed with SIGKILL mid-run and started
-    again reconnects to its jobs on the execute host: each finishes once, started once, with
-    its output back."""
+    again reconnects to its jobs on the execute host: each finishes once, started once,
+    reconnected once, with its output back."""
     hosts = netns_hosts_factory(executes=1, cpus=2, memory=1024)
     (execute,) = hosts.executes
     count = 2
@@ -221,4 +220,5 @@ def test_a_schedd_killed_and_restarted_reconnects_to_its_running_jobs(
     finished = _finished(hosts)
     _check_once(finished, count)
     assert all(job.evaluate("NumJobStarts") == 1 for job in finished)
+    assert all(job.evaluate("NumJobReconnects") == 1 for job in finished)
     _check_outputs(home, count)

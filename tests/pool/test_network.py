@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import resource
+import selectors
 from collections.abc import Generator
 from pathlib import Path
 
@@ -19,8 +20,11 @@ from epcore.net.handshake import SecurityServer
 from epcore.net.methods import default_registry
 from epcore.pool.network import (
     CONFIG_VAL,
+    PoolListener,
     build_listener,
     daemon_core_handlers,
+    kept_port,
+    kept_port_file,
     listen_address,
 )
 from epcore.pool.personal import personal_config_text
@@ -163,3 +167,46 @@ def test_a_collector_takes_a_connection_per_host_up_to_its_descriptors() -> None
         assert _cap("", {SCHEDD}) == 512
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+class _SelectorLoop:
+    """What a listener's open needs of the loop."""
+
+    def __init__(self) -> None:
+        self.selector = selectors.DefaultSelector()
+
+    def close_in_child(self) -> None:
+        pass
+
+
+def _schedd_listener(spool: Path) -> PoolListener:
+    config = Config.from_text(f"SPOOL = {spool}\nCOLLECTOR_HOST = cm:9618\n", subsystem="SCHEDD")
+    return build_listener(
+        lambda: config,
+        {SCHEDD},
+        collector_handlers=None,
+        collector=None,
+        local_address="<unix:/x>",
+        log=logging.getLogger("test.network"),
+    )
+
+
+def test_a_schedd_without_a_collector_listens_on_its_former_port_again(tmp_path: Path) -> None:
+    """A schedd on any free port keeps it in $(SPOOL)/schedd_port and, started again, takes
+    the same port (its claims' results and transfers are sent there); a port taken
+    meanwhile by another process is left for any free one."""
+    first = _schedd_listener(tmp_path)
+    first.open(_SelectorLoop())
+    port = first.port
+    assert port != 0
+    assert (tmp_path / "schedd_port").read_text().strip() == str(port)
+    first.close()  # as a kill -9 leaves it: the file stays
+    again = _schedd_listener(tmp_path)
+    again.open(_SelectorLoop())
+    assert again.port == port
+    third = _schedd_listener(tmp_path)  # while `again` still listens there
+    assert third.port == 0
+    again.close()
+    assert kept_port_file(Config.from_text("SPOOL = /s\n"), {SCHEDD, COLLECTOR}) is None
+    (tmp_path / "schedd_port").write_text("not a port\n")
+    assert kept_port(str(tmp_path / "schedd_port"), "127.0.0.1") == 0

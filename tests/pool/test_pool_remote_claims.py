@@ -131,8 +131,8 @@ def test_keep_alives_over_cedar_hold_a_short_claim_lease(
     pool_factory: Callable[..., PoolProcess], slot_users: tuple[SlotUser, ...], shared_dir: Path
 ) -> None:
     """A job with a 6 s lease (job_lease_duration) runs on the execute host well past it,
-    because the schedd's ALIVE (every ALIVE_INTERVAL / 3 = 1 s, at its next turn: within
-    SCHEDD_INTERVAL's 2 s) reaches the startd; the startd never says the lease expired."""
+    because the schedd's ALIVE (every min(ALIVE_INTERVAL, JobLeaseDuration / 3) = 2 s, on
+    the schedd's own timer) reaches the startd; the startd never says the lease expired."""
     manager, execute, collector = _pool(pool_factory, cpus=1, manager_extra="ALIVE_INTERVAL = 3\n")
     manager.wait_for(lambda: len(_slots(manager, collector)) == 1, 60, "the execute host's slot")
     user = slot_users[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from epcore.classad import ClassAd
+from epcore.classad import UNDEFINED, ClassAd
 from epcore.interfaces import Locator, StartdLink
 from epcore.schedd.jobqueue_model import JobId
 from epcore.schedd.leases import JobLeases, lease_seconds, startd_reachable
@@ -58,7 +58,7 @@ def _running(directory: Path) -> tuple[Schedd, _Startd, JobLeases]:
     schedd.queue.set_attributes(JOB, {"JobLeaseDuration": 600}, NOW)
     startd = _Startd()
     schedd.startds.register(STARTD, startd)  # type: ignore[arg-type]  # the calls it gets
-    assert schedd._activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
+    assert schedd.activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
     leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test.leases"))
     return schedd, startd, leases
 
@@ -105,15 +105,18 @@ def test_a_result_after_the_lease_ran_out_is_refused(tmp_path: Path) -> None:
 def test_a_startd_that_answers_again_in_time_keeps_its_job_as_a_reconnect(
     tmp_path: Path,
 ) -> None:
-    """Unreachable for 500 s of a 600 s lease, then reachable: the job keeps running, its
+    """Unreachable for 500 s of a 600 s lease, then reachable: the job keeps running, marked
+    disconnected meanwhile (JobDisconnectedDate, undefined again after), its
     NumJobReconnects is 1 and LastJobLeaseRenewal the time it answered; the lease counts
     again from there."""
     schedd, startd, leases = _running(tmp_path)
     startd.down = True
     leases.check(schedd, NOW + 500)
+    assert schedd.queue.get(JOB).evaluate("JobDisconnectedDate") == int(NOW + 500)
     startd.down = False
     leases.check(schedd, NOW + 520)
     job = schedd.queue.get(JOB)
+    assert job.evaluate("JobDisconnectedDate") is UNDEFINED
     assert job.evaluate("NumJobReconnects") == 1
     assert job.evaluate("LastJobLeaseRenewal") == int(NOW + 520)
     startd.down = True

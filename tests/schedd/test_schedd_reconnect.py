@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from epcore.classad import ClassAd
+from epcore.classad import UNDEFINED, ClassAd
 from epcore.config import Config
 from epcore.interfaces import Locator, StartdLink
 from epcore.schedd.jobqueue import JobQueue
@@ -18,6 +18,7 @@ from epcore.schedd.leases import JobLeases, startd_reachable
 from epcore.schedd.reconnect import reconnect, remote_claim
 from epcore.schedd.results import ResultReceiver
 from epcore.schedd.schedd import Schedd
+from epcore.schedd.transfer import TransferKeys
 from tests.links.negotiate_peers import NOW, SCHEDD_CONFIG, make_schedd
 
 CLAIM = "<127.0.0.9:9618>#1700000000#1#secret"
@@ -61,7 +62,7 @@ def _before_restart(directory: Path) -> None:
     schedd = make_schedd(directory, {"alice": 1})
     schedd.queue.set_attributes(JOB, {"JobLeaseDuration": 600}, NOW)
     schedd.startds.register(STARTD, _Startd())  # type: ignore[arg-type]  # the calls it gets
-    assert schedd._activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
+    assert schedd.activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "alice", NOW)
     leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test"))
     leases.check(schedd, NOW + 100)
     schedd.queue.close()
@@ -97,13 +98,15 @@ def test_a_running_job_keeps_its_claim_and_startd_in_its_ad(tmp_path: Path) -> N
 
 def test_a_startd_holding_the_claim_keeps_the_job_running_as_a_reconnect(tmp_path: Path) -> None:
     """After the restart the startd still holds the claim: the job stays running on it
-    (NumJobReconnects 1), and its result, when it comes, is applied."""
+    (NumJobReconnects 1), its claim's keep-alive is due at once (the startd's lease ran on
+    meanwhile), and its result, when it comes, is applied."""
     _before_restart(tmp_path)
     schedd = _restarted(tmp_path, _Startd(holds=True), NOW + 200)
     job = schedd.queue.get(JOB)
     assert job.evaluate("JobStatus") == 2
     assert job.evaluate("NumJobReconnects") == 1
     assert schedd.running[CLAIM].slot == "slot1_1@exec.example.org"
+    assert schedd.alives.next_due() == NOW + 200
     receiver = ResultReceiver(schedd, schedd.job_result, logging.getLogger("test"))
     result = ClassAd({"ClusterId": 1, "ProcId": 0, "JobOutcome": "exited", "ExitCode": 0})
     assert receiver.receive(CLAIM, result, NOW + 300) == (True, "applied")
@@ -147,3 +150,49 @@ def test_without_reconnection_the_job_is_requeued_as_before(tmp_path: Path) -> N
     )
     schedd.recover([], NOW + 200)
     assert schedd.queue.get(JOB).evaluate("JobStatus") == 1
+
+
+def test_the_key_to_a_reconnected_job_s_files_is_taken_again(tmp_path: Path) -> None:
+    """The TransferKey a job was activated with is kept (private) in its queue ad, and the
+    restarted schedd that reconnects to the job takes that key again: the starter's output
+    comes with it."""
+    schedd = make_schedd(tmp_path, {"root": 1})
+    schedd.queue.set_attributes(JOB, {"ShouldTransferFiles": "YES"}, NOW)
+    schedd.transfers = TransferKeys(
+        lambda: "<127.0.0.1:9>", host_name="submit.example.org", log=logging.getLogger("test")
+    )
+    schedd.startds.register(STARTD, _Startd())  # type: ignore[arg-type]  # the calls it gets
+    assert schedd.activate(JOB, schedd.queue.get(JOB), STARTD, CLAIM, "root", NOW)
+    key = schedd.transfers.by_job["1.0"]
+    assert schedd.queue.get(JOB).evaluate("TransferKey") == key
+    schedd.queue.close()
+    startds: Locator[StartdLink] = Locator("startd")
+    startds.register(STARTD, _Startd())  # type: ignore[arg-type]  # the calls it gets
+    restarted = Schedd(
+        Config.from_text(SCHEDD_CONFIG, subsystem="SCHEDD"),
+        JobQueue.open(tmp_path / "job_queue.db"),
+        startds,
+        host_name="submit.example.org",
+        log=logging.getLogger("test.schedd"),
+        clock=lambda: NOW + 10,
+    )
+    restarted.transfers = TransferKeys(
+        lambda: "<127.0.0.1:9>", host_name="submit.example.org", log=logging.getLogger("test")
+    )
+    restarted.reconnect = reconnect
+    restarted.recover([], NOW + 10)
+    assert restarted.transfers.by_job == {"1.0": key}
+    assert restarted.transfers.offers[key].job.evaluate("Owner") == "root"
+
+
+def test_a_reconnect_clears_the_disconnected_mark_from_before_the_restart(
+    tmp_path: Path,
+) -> None:
+    """A job marked disconnected when the schedd died (JobDisconnectedDate) is no longer so
+    once the restarted schedd finds its claim on the startd."""
+    _before_restart(tmp_path)
+    queue = JobQueue.open(tmp_path / "job_queue.db")
+    queue.set_attributes(JOB, {"JobDisconnectedDate": int(NOW + 150)}, NOW + 150)
+    queue.close()
+    schedd = _restarted(tmp_path, _Startd(holds=True), NOW + 200)
+    assert schedd.queue.get(JOB).evaluate("JobDisconnectedDate") is UNDEFINED

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import logging
 import selectors
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from epcore.classad import ClassAd
@@ -192,3 +194,91 @@ def test_jobs_of_this_domain_or_without_transfer_get_no_transfer(
         offered, config, slot_name="s", user=ROOT, sandbox=str(tmp_path), clock=time.time
     )
     assert found is None
+
+
+def _closed_port() -> int:
+    """A loopback port nobody listens on (a schedd that is down)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class _Pauses:
+    """The retries' sleep and clock: each pause is recorded and moves the clock on;
+    ``then`` runs at the first pause (the submit side comes back)."""
+
+    def __init__(self, then: Callable[[], None] = lambda: None) -> None:
+        self.now = 1000.0
+        self.taken: list[float] = []
+        self.then = then
+
+    def sleep(self, seconds: float) -> None:
+        self.taken.append(seconds)
+        self.now += seconds
+        if len(self.taken) == 1:
+            self.then()
+
+
+def test_a_submit_side_down_is_tried_again_until_the_job_lease_ends(
+    served: TransferKeys, tmp_path: Path
+) -> None:
+    """A schedd that cannot be reached is tried again with pauses doubling to 10 s until the
+    job's lease (30 s) would pass, then the input's failure holds the job (13)."""
+    iwd, sandbox = _dirs(tmp_path)
+    transfer = _transfer(served, _job(iwd, JobLeaseDuration=30), sandbox)
+    pauses = _Pauses()
+    transfer = attrs.evolve(
+        transfer, port=_closed_port(), sleep=pauses.sleep, monotonic=lambda: pauses.now
+    )
+    with pytest.raises(JobSetupError) as caught:
+        transfer.fetch()
+    assert caught.value.hold_code == 13
+    assert pauses.taken == [1.0, 2.0, 4.0, 8.0, 10.0]
+
+
+def test_the_input_comes_once_a_restarted_schedd_answers(
+    served: TransferKeys, tmp_path: Path
+) -> None:
+    """The schedd is down at the first try and back (the same port, the key restored from
+    its queue) at the second: the input comes and the output goes with the same key."""
+    iwd, sandbox = _dirs(tmp_path)
+    job = _job(iwd, TransferInput="in.txt", JobLeaseDuration=60)
+    transfer = _transfer(served, job, sandbox)
+    key, port = transfer.key, transfer.port
+    served.forget("7.0")  # the schedd's process is gone with its keys
+    pauses = _Pauses()
+
+    def restarted() -> None:
+        transfer.port = port
+        assert served.restore("7.0", job, key)
+
+    pauses.then = restarted
+    transfer = attrs.evolve(
+        transfer, port=_closed_port(), sleep=pauses.sleep, monotonic=lambda: pauses.now
+    )
+    transfer.fetch()
+    assert pauses.taken == [1.0]
+    assert (sandbox / "in.txt").read_text() == "input"
+    (sandbox / "_condor_stdout").write_text("printed")
+    assert transfer.send_back(Ending(EXITED, "exited", 0)).outcome == EXITED
+    assert (iwd / "out").read_text() == "printed"
+
+
+def test_a_refused_key_or_a_job_without_lease_is_not_tried_again(
+    served: TransferKeys, tmp_path: Path
+) -> None:
+    """Once the schedd took the connection and the key, its refusal is final, and a job
+    without JobLeaseDuration is not waited for: neither pauses."""
+    iwd, sandbox = _dirs(tmp_path)
+    transfer = _transfer(served, _job(iwd, JobLeaseDuration=60), sandbox)
+    served.forget("7.0")
+    pauses = _Pauses()
+    transfer = attrs.evolve(transfer, sleep=pauses.sleep, monotonic=lambda: pauses.now)
+    with pytest.raises(JobSetupError):
+        transfer.fetch()
+    unleased = attrs.evolve(
+        _transfer(served, _job(iwd), sandbox), port=_closed_port(), sleep=pauses.sleep
+    )
+    with pytest.raises(JobSetupError):
+        unleased.fetch()
+    assert pauses.taken == []
