@@ -141,9 +141,15 @@ def build_pool(
             # address its schedd sent with REQUEST_CLAIM, queued and re-sent by a worker
             # thread, never waited for in the loop (epcore.links.results).
             from epcore.links.results import RemoteJobResults
+            from epcore.links.results_journal import ResultsJournal
 
+            # Kept in SPOOL until answered: a restarted startd sends what its
+            # predecessor had queued.
             results_link = RemoteJobResults(
-                shared, schedd_of=partial(_claim_client, startd), log=startd.log
+                shared,
+                schedd_of=partial(_claim_client, startd),
+                log=startd.log,
+                journal=ResultsJournal(startd.paths.results_file, startd.log),
             )
             startd.job_results = results_link
         cedar.append(

@@ -1,8 +1,8 @@
 """Where a startd keeps its files, and what it reads once at startup.
 
 Paths come from the configuration as in HTCondor: the log directory (LOG) with STARTD_LOG and
-STARTER_LOG, EXECUTE for sandboxes, SPOOL for the saved claims and the job history, LOCK for
-the two Unix sockets. The knobs that HTCondor reads only when the startd starts (the slot
+STARTER_LOG, EXECUTE for sandboxes, SPOOL for the saved claims, the job history and the
+results not yet delivered, LOCK for the two Unix sockets. The knobs that HTCondor reads only when the startd starts (the slot
 layout and the machine's resources, process tracking) are listed in :data:`RESTART_KNOBS`:
 a reconfiguration that changes one of them is logged and waits for a restart.
 """
@@ -66,6 +66,8 @@ class StartdPaths:
     starter_socket: str
     claims_file: str
     history_file: str
+    #: The results queued for schedds in other processes (epcore.links.results_journal).
+    results_file: str
 
     @classmethod
     def from_config(cls, config: Config) -> StartdPaths:
@@ -92,6 +94,7 @@ class StartdPaths:
             starter_socket=os.path.join(lock, "startd_starters"),
             claims_file=os.path.join(spool, "startd_claims"),
             history_file=os.path.join(spool, "startd_history"),
+            results_file=os.path.join(spool, "startd_results"),
         )
 
     def make_directories(self) -> None:

@@ -109,6 +109,7 @@ def test_paths_default_from_log_spool_execute() -> None:
         starter_socket="/l/startd_starters",
         claims_file="/s/startd_claims",
         history_file="/s/startd_history",
+        results_file="/s/startd_results",
     )
 
 
