@@ -475,10 +475,17 @@ class Schedd:
         except EpError:
             self.wants_negotiation = True  # its startd is gone: the claim with it
             return
-        if not startd.claim_ready(ended.claim_id):
-            # Vacated or preempted: the claim ended with its job, or is on its way out.
-            if startd.slot_of(ended.claim_id) is not None:
+        try:
+            ready = startd.claim_ready(ended.claim_id)
+            if not ready and startd.slot_of(ended.claim_id) is not None:
+                # Vacated or preempted: the claim is on its way out.
                 self._give_back(ended.startd, ended.claim_id)
+        except EpError as error:
+            # A remote startd that does not answer now (restarting, cut off) must not undo
+            # the job's end recorded in this same batch: the claim is left to its lease.
+            self.log.info("claim of job %s not reused: %s", ended.job_id, error)
+            ready = False
+        if not ready:
             self.wants_negotiation = True
             return
         busy = self.busy_jobs()

@@ -14,6 +14,7 @@ import pytest
 
 from epcore.classad import ClassAd
 from epcore.config import Config
+from epcore.errors import EpError
 from epcore.links import results as results_module
 from epcore.links.results import RemoteJobResults
 from epcore.links.results_journal import ResultsJournal
@@ -235,3 +236,25 @@ def test_a_result_queued_when_the_startd_died_is_sent_by_the_next_one(
     assert (second.applied, second.pending()) == (1, 0)
     assert JobId(1, 0) not in schedd.queue  # completed: gone to the history
     assert ResultsJournal(path, logging.getLogger("test.third")).load() == []
+
+
+class _SilentStartd(_Startd):
+    """A startd that does not answer any more (restarting, or cut off) after the job ended."""
+
+    def claim_ready(self, claim_id: str) -> bool:
+        raise EpError(f"the startd at {STARTD} does not answer")
+
+    def slot_of(self, claim_id: str) -> str | None:
+        raise EpError(f"the startd at {STARTD} does not answer")
+
+
+def test_a_result_completes_its_job_when_the_startd_no_longer_answers(tmp_path: Path) -> None:
+    """The schedd asks the claim's startd whether the claim can run the next job; a startd
+    that does not answer leaves the claim to its lease, and the job's end recorded with the
+    result stands (before, a failing startd call undid it and the job stayed running)."""
+    schedd = _running_schedd(tmp_path)
+    schedd.startds.register(STARTD, _SilentStartd())  # type: ignore[arg-type]
+    receiver = ResultReceiver(schedd, schedd.job_result, logging.getLogger("test.schedd"))
+    assert receiver.receive(CLAIM, _result(), NOW) == (True, "applied")
+    assert JobId(1, 0) not in schedd.queue  # completed: gone to the history
+    assert CLAIM not in schedd.running
