@@ -2,9 +2,10 @@
 
 Paths come from the configuration as in HTCondor: the log directory (LOG) with STARTD_LOG and
 STARTER_LOG, EXECUTE for sandboxes, SPOOL for the saved claims, the job history and the
-results not yet delivered, LOCK for the two Unix sockets. The knobs that HTCondor reads only when the startd starts (the slot
-layout and the machine's resources, process tracking) are listed in :data:`RESTART_KNOBS`:
-a reconfiguration that changes one of them is logged and waits for a restart.
+results not yet delivered, LOCK for the two Unix sockets. The knobs that HTCondor reads only
+when the startd starts (the slot layout and the machine's resources, process tracking) are
+listed in :data:`RESTART_KNOBS`: a reconfiguration that changes one of them is logged and
+waits for a restart.
 """
 
 from __future__ import annotations
