@@ -159,6 +159,7 @@ def build_pool(
                 startd.log,
                 clock,
                 claimed=results_link.claimed if results_link is not None else None,
+                reached=startd.reached_at,
             )
         )
         host_name = startd.host_name

@@ -83,6 +83,9 @@ class Startd:
         )
         self.host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
         self.address = f"<unix:{self.paths.control_socket}>"
+        #: What claim ids begin with: the TCP address peers reach once one claimed over
+        #: CEDAR (:meth:`reached_at`), else the Unix socket.
+        self.claim_address = self.address
         self.extra_attributes: list[MachineAttribute] = []
         self.containers = backends.container_runtimes(plugins, config, log)
         #: The per-job scratch filesystem (STARTD_ENFORCE_DISK_LIMITS), built once: HTCondor
@@ -159,7 +162,7 @@ class Startd:
             self.policy_ads,
             random.SystemRandom(),
             inventory=self.inventory,
-            address=self.address,
+            address=self.claim_address,
             benchmarks_reported=True,
             backfill=self.backfill.configure(config),
         )
@@ -307,6 +310,12 @@ class Startd:
             int(self.inventory.memory_mb),
             self.containers,
         )
+
+    def reached_at(self, sinful: str) -> None:
+        """A schedd reached this startd at ``sinful``: the claims made from now on name it."""
+        if sinful != self.claim_address:
+            self.log.info("claims are made at %s", sinful)
+            self.claim_address = self.engine.address = sinful
 
     def _run(self, outcome: Outcome, now: float) -> Outcome:
         taken = self.take(outcome, now)
