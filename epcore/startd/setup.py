@@ -10,6 +10,7 @@ waits for a restart.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 
@@ -17,6 +18,7 @@ import attrs
 
 from epcore.config import Config
 from epcore.errors import DaemonError
+from epcore.runtime import persist
 
 #: Knobs (and knob families, as regular expressions) that a reconfiguration does not change:
 #: seed 000 says neither the number nor the types of slots change on reconfig, and the
@@ -113,3 +115,15 @@ class StartdPaths:
                 os.makedirs(path, mode=mode, exist_ok=True)
             except OSError as error:
                 raise DaemonError(f"cannot make directory {path}: {error.strerror}") from error
+
+
+def make_state_private(paths: StartdPaths, log: logging.Logger) -> None:
+    """Make the state files and logs an older version left readable by all mode 0600."""
+    for directory in (paths.spool, paths.log_dir):
+        try:
+            changed = persist.make_directory_private(directory)
+        except OSError as error:
+            log.error("cannot make the files in %s private: %s", directory, error)
+            continue
+        for name in changed:
+            log.info("%s/%s was readable by others: now mode 0600", directory, name)

@@ -35,7 +35,7 @@ from epcore.startd.fetch_work import FetchWork
 from epcore.startd.hibernation import Hibernation
 from epcore.startd.prepare import Preparations
 from epcore.startd.publish import MemorySink
-from epcore.startd.setup import StartdPaths, restart_changes
+from epcore.startd.setup import StartdPaths, make_state_private, restart_changes
 from epcore.startd.starters import StarterHandle, StarterPool
 from epcore.startd.zygote import PrepareFailed, Zygote, ZygoteWork
 from epcore.state.engine import Engine, EngineError
@@ -74,7 +74,7 @@ class Startd:
         self.reload_config = reload_config
         self.paths = StartdPaths.from_config(config)
         self.paths.make_directories()
-        self._make_state_private()
+        make_state_private(self.paths, log)
         now = clock()
         self.started_at = now
         detected = plugins.detect_resources(config, host)
@@ -136,17 +136,6 @@ class Startd:
             scratch=self.scratch,
             close_in_zygote=lambda: self.close_in_child(),
         )
-
-    def _make_state_private(self) -> None:
-        """Make the state files and logs an older version left readable by all mode 0600."""
-        for directory in (self.paths.spool, self.paths.log_dir):
-            try:
-                changed = persist.make_directory_private(directory)
-            except OSError as error:
-                self.log.error("cannot make the files in %s private: %s", directory, error)
-                continue
-            for name in changed:
-                self.log.info("%s/%s was readable by others: now mode 0600", directory, name)
 
     # -- building -------------------------------------------------------------------------
 
