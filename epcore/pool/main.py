@@ -52,6 +52,7 @@ from epcore.pool.router import PoolRequests, super_users
 from epcore.pool.setup import PoolPaths
 from epcore.runtime.loop import EventLoop, Service
 from epcore.runtime.persist import make_private, read_ad_lines, read_history
+from epcore.startd import recovery
 from epcore.startd.link import LocalStartdLink
 from epcore.startd.loop import StartdService
 from epcore.startd.main import build_startd, daemon_logger
@@ -147,7 +148,7 @@ def build_pool(
             # predecessor had queued.
             results_link = RemoteJobResults(
                 shared,
-                schedd_of=partial(_claim_client, startd),
+                schedd_of=partial(recovery.client_of, startd),
                 log=startd.log,
                 journal=ResultsJournal(startd.paths.results_file, startd.log),
             )
@@ -371,16 +372,6 @@ def build_pool(
         services.append(Rooster(collector, config=shared, log=logs[ROOSTER], clock=clock))
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
-
-
-def _claim_client(startd: Startd, claim_id: str) -> str:
-    """The client of the startd's claim ``claim_id`` (its schedd's address when REQUEST_CLAIM
-    made it; the claims file keeps it over a restart); empty when no slot holds it."""
-    for record in startd.state.slots:
-        for claim in (record.claim, record.preempting):
-            if claim is not None and claim.claim_id == claim_id:
-                return claim.client_machine
-    return ""
 
 
 def _listening_at(listening: list[PoolListener]) -> tuple[str, int] | None:

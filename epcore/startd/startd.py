@@ -124,6 +124,8 @@ class Startd:
         self.results: deque[ClassAd] = deque(maxlen=1000)
         #: Where every recorded result goes: the link to the schedd that runs the jobs.
         self.job_results: JobResults | None = None
+        #: The schedds of claims whose jobs were lost at a restart (recovery.client_of).
+        self.lost_clients: dict[str, str] = {}
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
 
@@ -356,6 +358,10 @@ class Startd:
     def starter_message(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
         """A message from a known starter (:func:`starter_events.starter_message`)."""
         starter_events.starter_message(self, handle, message, now)
+
+    def announce(self, result: ClassAd, now: float) -> None:
+        """Send a recorded result to the schedd's link (:func:`starter_events.announce`)."""
+        starter_events.announce(self, result, now)
 
     def starter_exited(self, handle: StarterHandle, now: float) -> None:
         """A starter process is gone (:func:`starter_events.starter_exited`)."""
