@@ -17,7 +17,9 @@ claims file kept it, through ``schedd_of``).
 Nothing here waits in the startd's loop: :meth:`job_result` only queues; a worker thread
 sends. A schedd that is down or cut off keeps its results queued and costs its entries a
 growing pause (1 s doubling to 5 minutes), logged once when it becomes unreachable and once
-when it answers again; the results of other schedds go on meanwhile.
+when it answers again; the results of other schedds go on meanwhile. Given a
+:class:`~epcore.links.results_journal.ResultsJournal`, the results queued are kept on disk
+until answered, and those a previous process left are queued again when the link is made.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.links.connection import FAILURES, open_connection
+from epcore.links.results_journal import ResultsJournal
 from epcore.links.worker import WorkerService
 from epcore.net.client import start_command
 from epcore.net.commands import EP_JOB_RESULT
@@ -75,7 +78,8 @@ class RemoteJobResults(WorkerService):
     service of its loop, whose close waits CLOSE_WAIT at most for the last results.
 
     ``schedd_of`` gives the client address of a claim the startd holds (None: unknown);
-    ``subsystem`` names the daemon in the handshake."""
+    ``subsystem`` names the daemon in the handshake; ``journal`` keeps the queued results
+    over a restart."""
 
     thread_name = "results-link"
     close_wait = CLOSE_WAIT
@@ -91,6 +95,7 @@ class RemoteJobResults(WorkerService):
         log: logging.Logger,
         subsystem: str = "STARTD",
         monotonic: Callable[[], float] = time.monotonic,
+        journal: ResultsJournal | None = None,
     ) -> None:
         self.config = config
         self.schedd_of = schedd_of
@@ -112,6 +117,13 @@ class RemoteJobResults(WorkerService):
         self.applied = 0
         self.refused = 0
         self.failures = 0
+        self.journal = journal
+        if journal is not None:
+            for address, result in journal.load():
+                claim_id, job_id = str(result.evaluate("ClaimId")), _job_id(result)
+                self._pending[(claim_id, job_id)] = Delivery(claim_id, job_id, address, result)
+            if self._pending:
+                log.info("%d results a previous startd queued are sent again", len(self._pending))
 
     # -- JobResults -----------------------------------------------------------------------
 
@@ -141,6 +153,8 @@ class RemoteJobResults(WorkerService):
         with self._lock:
             self._pending.pop((claim_id, job_id), None)
             self._pending[(claim_id, job_id)] = delivery
+            if self.journal is not None:
+                self.journal.queued(claim_id, job_id, address, delivery.result)
             self._lock.notify()
 
     # -- the loop's service ---------------------------------------------------------------
@@ -200,6 +214,8 @@ class RemoteJobResults(WorkerService):
                     self._busy = False
                     if answer is not None and self._pending.get(key) is delivery:
                         del self._pending[key]
+                        if self.journal is not None:
+                            self.journal.answered(*key)
                     self._lock.notify_all()
             if answer is None and self._stopping:
                 return  # the end: one attempt, not a wait for a schedd that is down

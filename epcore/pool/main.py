@@ -52,6 +52,7 @@ from epcore.pool.router import PoolRequests, super_users
 from epcore.pool.setup import PoolPaths
 from epcore.runtime.loop import EventLoop, Service
 from epcore.runtime.persist import make_private, read_ad_lines, read_history
+from epcore.startd import recovery
 from epcore.startd.link import LocalStartdLink
 from epcore.startd.loop import StartdService
 from epcore.startd.main import build_startd, daemon_logger
@@ -141,9 +142,15 @@ def build_pool(
             # address its schedd sent with REQUEST_CLAIM, queued and re-sent by a worker
             # thread, never waited for in the loop (epcore.links.results).
             from epcore.links.results import RemoteJobResults
+            from epcore.links.results_journal import ResultsJournal
 
+            # Kept in SPOOL until answered: a restarted startd sends what its
+            # predecessor had queued.
             results_link = RemoteJobResults(
-                shared, schedd_of=partial(_claim_client, startd), log=startd.log
+                shared,
+                schedd_of=partial(recovery.client_of, startd),
+                log=startd.log,
+                journal=ResultsJournal(startd.paths.results_file, startd.log),
             )
             startd.job_results = results_link
         cedar.append(
@@ -153,6 +160,7 @@ def build_pool(
                 startd.log,
                 clock,
                 claimed=results_link.claimed if results_link is not None else None,
+                reached=startd.reached_at,
             )
         )
         host_name = startd.host_name
@@ -173,7 +181,7 @@ def build_pool(
     from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
     from epcore.schedd.cedar import negotiator_handlers, qualified_super_users, result_handlers
     from epcore.schedd.jobqueue import JobQueue
-    from epcore.schedd.leases import JobLeases, startd_reachable
+    from epcore.schedd.leases import JobLeases, startd_alive, startd_reachable
     from epcore.schedd.reconnect import reconnect
     from epcore.schedd.results import ResultReceiver
     from epcore.schedd.schedd import Schedd
@@ -303,7 +311,9 @@ def build_pool(
         cedar.append(core.transfers.handlers())
         # Job leases: a running job whose startd cannot be reached for its JobLeaseDuration
         # goes back to idle and runs elsewhere (epcore.schedd.leases).
-        core.lease_check = JobLeases(startd_reachable(startds), logs[SCHEDD]).check
+        core.lease_check = JobLeases(
+            startd_reachable(startds), logs[SCHEDD], alive=startd_alive(startds)
+        ).check
         # After a restart, the jobs running on startds elsewhere are taken back
         # (epcore.schedd.reconnect).
         core.reconnect = reconnect
@@ -362,16 +372,6 @@ def build_pool(
         services.append(Rooster(collector, config=shared, log=logs[ROOSTER], clock=clock))
     name = STARTD if startd is not None else running[0]
     return EventLoop(services, log=log, name=name, reload=shared.reload)
-
-
-def _claim_client(startd: Startd, claim_id: str) -> str:
-    """The client of the startd's claim ``claim_id`` (its schedd's address when REQUEST_CLAIM
-    made it; the claims file keeps it over a restart); empty when no slot holds it."""
-    for record in startd.state.slots:
-        for claim in (record.claim, record.preempting):
-            if claim is not None and claim.claim_id == claim_id:
-                return claim.client_machine
-    return ""
 
 
 def _listening_at(listening: list[PoolListener]) -> tuple[str, int] | None:

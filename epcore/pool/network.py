@@ -7,10 +7,9 @@
   takes any free port. Either way the address is written to COLLECTOR_ADDRESS_FILE (and the
   running daemons' <SUBSYS>_ADDRESS_FILE), whose first line HTCondor's clients read when
   COLLECTOR_HOST's port is 0: so ``htcondor2`` finds the pool with CONDOR_CONFIG alone.
-  A schedd without a collector here keeps its port across restarts (``$(SPOOL)/
-  schedd_port``, taken again when free): the startds send its jobs' results, and their
-  starters the output, to the address its claims named, as HTCondor's peers find a
-  restarted schedd at its fixed or shared port.
+  A free port once taken is kept in SPOOL (``.cedar_port``) and taken again by the next
+  ``ep run`` while it is free: the claim ids a startd gave and the address a schedd gave
+  its startds name that port, and stay valid when the process restarts within a lease.
 - **What**: the commands of each role running here (:mod:`epcore.collector.cedar`,
   :mod:`epcore.startd.cedar`, :mod:`epcore.negotiator.cedar`), and
   what every daemon answers: DC_NOP at every level (``htcondor2.ping``), DC_CONFIG_VAL and
@@ -53,7 +52,10 @@ from epcore.net.policy import VERSION
 from epcore.net.sinful import SinfulError, parse_sinful
 from epcore.pool.roles import COLLECTOR, DEFRAG, NEGOTIATOR, SCHEDD, STARTD
 from epcore.runtime.loop import LoopHandle
+from epcore.runtime.persist import replace_private
 
+#: The file in SPOOL keeping the free port ``ep run`` took (module docstring).
+PORT_FILE: Final = ".cedar_port"
 #: HTCondor's collector port, when COLLECTOR_HOST names a host without one (COLLECTOR_PORT).
 COLLECTOR_PORT: Final = 9618
 #: CONFIG_VAL, the old remote-param command (condor_commands.h: SCHED_VERS + 57).
@@ -102,37 +104,6 @@ def listen_address(config: Config, daemons: Collection[str]) -> tuple[str, int]:
         except SinfulError:
             port = 0 if first.strip("<>").endswith(":0") else default
     return host, port
-
-
-def kept_port_file(config: Config, daemons: Collection[str]) -> str | None:
-    """Where a schedd that listens on any free port keeps the port for its restart (module
-    docstring); None when the port is fixed otherwise (a collector here) or no schedd runs."""
-    spool = config.get("SPOOL")
-    if SCHEDD not in daemons or COLLECTOR in daemons or not spool:
-        return None
-    return os.path.join(spool, "schedd_port")
-
-
-def kept_port(path: str, host: str) -> int:
-    """The port kept in ``path`` when it can be listened on again, else 0 (any free port):
-    a running process took it meanwhile, or there is none kept."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            port = int(handle.read().strip())
-    except (OSError, ValueError):
-        return 0
-    if not 0 < port < 65536:
-        return 0
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        # As the listener binds (SO_REUSEADDR): the old process's connections left in
-        # TIME_WAIT do not keep the port, a listener does.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return 0
-    return port
 
 
 def pool_user(config: Config) -> str:
@@ -239,20 +210,20 @@ class PoolListener(CedarListener):
         return files
 
     def open(self, loop: LoopHandle) -> None:
+        free = self.port == 0
+        kept = self._kept_port() if free else None
+        if kept is not None:
+            self.port = kept
         super().open(loop)
+        if self.sock is None and kept is not None:
+            self.port = 0  # taken by another program since: any free port
+            super().open(loop)
         if self.sock is None:
             return  # not listening (logged): no address to give
+        if free:
+            self._keep_port(kept)
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         text = f"<{host}:{self.port}>\n{VERSION}\n{PLATFORM}\n"
-        keep = kept_port_file(self.current_config(), self.daemons)
-        if keep is not None:
-            try:
-                os.makedirs(os.path.dirname(keep), exist_ok=True)
-                with open(f"{keep}.new", "w", encoding="utf-8") as handle:
-                    handle.write(f"{self.port}\n")
-                os.replace(f"{keep}.new", keep)
-            except OSError as error:
-                self.log.warning("cannot keep the port in %s: %s", keep, error.strerror)
         for path in self.address_files():
             try:
                 os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -264,6 +235,36 @@ class PoolListener(CedarListener):
                 self.written.append(path)
             except OSError as error:
                 self.log.error("cannot write the address file %s: %s", path, error.strerror)
+
+    def _port_file(self) -> str | None:
+        spool = self.current_config().get("SPOOL")
+        return os.path.join(spool, PORT_FILE) if spool else None
+
+    def _kept_port(self) -> int | None:
+        """The port the last ``ep run`` here listened on, when it is free now."""
+        path = self._port_file()
+        try:
+            with open(path or "", encoding="ascii") as handle:
+                port = int(handle.read().strip())
+        except (OSError, ValueError):
+            return None
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((self.host, port))
+            except OSError:
+                return None
+        return port
+
+    def _keep_port(self, kept: int | None) -> None:
+        path = self._port_file()
+        if path is None or kept == self.port:
+            return
+        try:
+            replace_private(path, f"{self.port}\n".encode("ascii"))
+        except OSError as error:
+            self.log.warning("cannot keep the CEDAR port in %s: %s", path, error.strerror)
 
     def _fitted(self, limits: ListenerLimits) -> ListenerLimits:
         """A collector's limits: each host keeps its update connection (HTCondor's kept TCP
@@ -378,9 +379,6 @@ def build_listener(
         key_exchange=EcdhKeyExchange(),
     )
     host, port = listen_address(config(), daemons)
-    keep = kept_port_file(config(), daemons)
-    if port == 0 and keep is not None:
-        port = kept_port(keep, host)
     return PoolListener(
         host,
         port,

@@ -122,10 +122,12 @@ def cedar_handlers(
     log: logging.Logger,
     clock: Callable[[], float] = time.time,
     claimed: Callable[[str, str], None] | None = None,
+    reached: Callable[[str], None] | None = None,
 ) -> dict[Command, Handler]:
     """The startd's handlers by command (module docstring); ``history`` reads the finished
     jobs' records, oldest first; ``claimed`` hears each claim REQUEST_CLAIM made and the
-    address of its schedd (where the claim's results go)."""
+    address of its schedd (where the claim's results go), ``reached`` the TCP address
+    claims are made at (:func:`epcore.startd.claim_commands.claim_handlers`)."""
 
     def who(context: CommandContext) -> str:
         return f"{context.peer.name} at {context.stream.peer_description}"
@@ -264,7 +266,7 @@ def cedar_handlers(
         return None
 
     table: dict[Command, Handler] = {
-        **claim_handlers(startd, log, claimed),
+        **claim_handlers(startd, log, claimed, reached),
         commands.ALIVE: claim_command,
         commands.RELEASE_CLAIM: claim_command,
         commands.DRAIN_JOBS: drain,

@@ -28,7 +28,10 @@ The layouts follow HTCondor's where epcore's startd works the same way:
   for a job). A remote schedd's :class:`~epcore.interfaces.StartdLink` asks it.
 
 Each claim made is told, with the schedd's address, to ``claimed``: the startd's results go
-there (:mod:`epcore.links.results`).
+there (:mod:`epcore.links.results`). Before a claim is made, ``reached`` hears the address
+the schedd reached this startd at (the connection's local end): a claim id begins with it,
+as HTCondor's begins with the startd's sinful, so that other hosts can reach the startd by
+its claims (the startd's own address is its Unix socket).
 
 The whole claim id (its secret after the last ``#``) is the proof that the caller holds the
 claim: a wrong or unknown one acts on nothing. Logs name claims by their public part only.
@@ -47,6 +50,7 @@ from epcore.net import commands
 from epcore.net.commands import Command
 from epcore.net.conversation import Step, send
 from epcore.net.dispatch import CommandContext, Handler
+from epcore.net.sinful import Sinful
 from epcore.state.claims import public_part
 
 #: condor_commands.h's answers.
@@ -67,9 +71,10 @@ def claim_handlers(
     startd: StartdLink,
     log: logging.Logger,
     claimed: Callable[[str, str], None] | None = None,
+    reached: Callable[[str], None] | None = None,
 ) -> dict[Command, Handler]:
     """The handlers of the module docstring's commands, on ``startd``; ``claimed`` hears each
-    new claim's id and its schedd's address."""
+    new claim's id and its schedd's address, ``reached`` the address claims are made at."""
 
     def request_claim(context: CommandContext) -> Generator[Step, bytes | None, bool | None]:
         reader = yield from context.receive("the claim request")
@@ -85,6 +90,8 @@ def claim_handlers(
         try:
             if preempting:
                 raise EpError("naming the claims to preempt is not supported")
+            if reached is not None:
+                reached(str(Sinful(*context.stream.local)))
             claim_id = startd.claim(slot, job, client, by_priority)
         except EpError as error:
             log.warning(

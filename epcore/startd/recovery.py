@@ -7,6 +7,12 @@ that is gone, or whose claim no longer fits, has its job recorded as lost and wh
 cleaned up (:func:`reclaim`). Job groups under BASE_CGROUP that belong to this startd's
 EXECUTE directories and to no running job are then removed (IsolationBackend.sweep), and so
 are the sandboxes (``dir_<N>``) in those directories that no running job holds.
+
+A lost job's record goes to the claim's schedd too when that schedd is in another process (its
+client address a TCP one): unlike the schedd beside the startd, which reads the startd's
+history when it starts (``recent_results``), it would otherwise keep the job running for as
+long as this startd answers its keep-alives. The claim's client is remembered for that
+(:func:`client_of`), since no slot holds the claim any more.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ def restore(startd: Startd, now: float) -> None:
             startd.log.warning(
                 "the starter %d of claim %s is gone; its job is lost", pid, saved.claim_id[:40]
             )
-            startd.record_result(lost(saved, "the starter died while no startd ran"), now)
+            _lost(startd, saved, "the starter died while no startd ran", now)
             reclaim(startd, entry)
             continue
         outcome = restore_claim(startd.engine, startd.state, saved, now)
@@ -44,7 +50,7 @@ def restore(startd: Startd, now: float) -> None:
             startd.starters.kill(saved.claim_id)
             startd.starters.forget(saved.claim_id)
             why = f"the restarted startd could not take the claim back: {outcome.refused}"
-            startd.record_result(lost(saved, why), now)
+            _lost(startd, saved, why, now)
             reclaim(startd, entry)
             continue
         startd.take(outcome, now)
@@ -131,6 +137,27 @@ def _remove(startd: Startd, path: str, what: str) -> None:
         startd.log.error("%s", error)
         return
     startd.log.info("removed %s %s", what, path)
+
+
+def _lost(startd: Startd, saved: SavedClaim, why: str, now: float) -> None:
+    """Record the job of ``saved`` as lost; tell a schedd elsewhere (module docstring)."""
+    record = lost(saved, why)
+    startd.record_result(record, now)
+    client = saved.client_machine
+    if client.startswith("<") and not client.startswith("<unix:"):
+        startd.lost_clients[saved.claim_id] = client
+        startd.announce(record, now)
+
+
+def client_of(startd: Startd, claim_id: str) -> str:
+    """The client of the startd's claim ``claim_id`` (its schedd's address when REQUEST_CLAIM
+    made it; the claims file keeps it over a restart), that of a claim whose job was lost
+    at a restart, or empty."""
+    for record in startd.state.slots:
+        for claim in (record.claim, record.preempting):
+            if claim is not None and claim.claim_id == claim_id:
+                return claim.client_machine
+    return startd.lost_clients.get(claim_id, "")
 
 
 def lost(saved: SavedClaim, why: str) -> ClassAd:

@@ -1,14 +1,16 @@
 """Where a startd keeps its files, and what it reads once at startup.
 
 Paths come from the configuration as in HTCondor: the log directory (LOG) with STARTD_LOG and
-STARTER_LOG, EXECUTE for sandboxes, SPOOL for the saved claims and the job history, LOCK for
-the two Unix sockets. The knobs that HTCondor reads only when the startd starts (the slot
-layout and the machine's resources, process tracking) are listed in :data:`RESTART_KNOBS`:
-a reconfiguration that changes one of them is logged and waits for a restart.
+STARTER_LOG, EXECUTE for sandboxes, SPOOL for the saved claims, the job history and the
+results not yet delivered, LOCK for the two Unix sockets. The knobs that HTCondor reads only
+when the startd starts (the slot layout and the machine's resources, process tracking) are
+listed in :data:`RESTART_KNOBS`: a reconfiguration that changes one of them is logged and
+waits for a restart.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 
@@ -16,6 +18,7 @@ import attrs
 
 from epcore.config import Config
 from epcore.errors import DaemonError
+from epcore.runtime import persist
 
 #: Knobs (and knob families, as regular expressions) that a reconfiguration does not change:
 #: seed 000 says neither the number nor the types of slots change on reconfig, and the
@@ -66,6 +69,8 @@ class StartdPaths:
     starter_socket: str
     claims_file: str
     history_file: str
+    #: The results queued for schedds in other processes (epcore.links.results_journal).
+    results_file: str
 
     @classmethod
     def from_config(cls, config: Config) -> StartdPaths:
@@ -92,6 +97,7 @@ class StartdPaths:
             starter_socket=os.path.join(lock, "startd_starters"),
             claims_file=os.path.join(spool, "startd_claims"),
             history_file=os.path.join(spool, "startd_history"),
+            results_file=os.path.join(spool, "startd_results"),
         )
 
     def make_directories(self) -> None:
@@ -109,3 +115,15 @@ class StartdPaths:
                 os.makedirs(path, mode=mode, exist_ok=True)
             except OSError as error:
                 raise DaemonError(f"cannot make directory {path}: {error.strerror}") from error
+
+
+def make_state_private(paths: StartdPaths, log: logging.Logger) -> None:
+    """Make the state files and logs an older version left readable by all mode 0600."""
+    for directory in (paths.spool, paths.log_dir):
+        try:
+            changed = persist.make_directory_private(directory)
+        except OSError as error:
+            log.error("cannot make the files in %s private: %s", directory, error)
+            continue
+        for name in changed:
+            log.info("%s/%s was readable by others: now mode 0600", directory, name)

@@ -14,20 +14,20 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-from epcore.classad import ClassAd, format_old, parse_expr
+from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.interfaces import AdSink, JobResults
 from epcore.plugins import Plugins
 from epcore.runtime import persist
 from epcore.runtime.control import ControlError
-from epcore.runtime.forkserver import ChildExited, ForkServerError
+from epcore.runtime.forkserver import ChildExited
 from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
-from epcore.startd import backends, namespaces, recovery
+from epcore.startd import backends, namespaces, recovery, starter_events
 from epcore.startd.backfill import Backfill
 from epcore.startd.condor_load import CondorLoad, sample_startd
 from epcore.startd.cron import StartdCron
@@ -35,35 +35,20 @@ from epcore.startd.fetch_work import FetchWork
 from epcore.startd.hibernation import Hibernation
 from epcore.startd.prepare import Preparations
 from epcore.startd.publish import MemorySink
-from epcore.startd.setup import StartdPaths, restart_changes
+from epcore.startd.setup import StartdPaths, make_state_private, restart_changes
 from epcore.startd.starters import StarterHandle, StarterPool
-from epcore.startd.zygote import PrepareFailed, Spawned, Zygote, ZygoteWork
-from epcore.starter import protocol
-from epcore.starter.sandbox import sandbox_path
-from epcore.starter.starter import StarterOrder, cgroup_key
+from epcore.startd.zygote import PrepareFailed, Zygote, ZygoteWork
 from epcore.state.engine import Engine, EngineError
-from epcore.state.records import Action, ActionKind, EngineState, StatusMemo, VacateReason
-from epcore.state.restore import SavedClaim
+from epcore.state.records import Action, EngineState, StatusMemo, VacateReason
 from epcore.state.work import Outcome
-from epcore.transfer import plan
 from epcore.types import (
     HostReadings,
-    JobFinished,
-    JobStarted,
     MachineAttribute,
     MachineHost,
     SlotStateChange,
 )
 
 Clock = Callable[[], float]
-
-#: The engine's actions that the startd passes on to the slot's starter, as its commands.
-_STARTER_COMMANDS: Mapping[ActionKind, str] = {
-    ActionKind.SOFT_KILL: protocol.SOFT_KILL,
-    ActionKind.HARD_KILL: protocol.HARD_KILL,
-    ActionKind.SUSPEND: protocol.SUSPEND,
-    ActionKind.CONTINUE: protocol.CONTINUE,
-}
 
 
 class Startd:
@@ -89,7 +74,7 @@ class Startd:
         self.reload_config = reload_config
         self.paths = StartdPaths.from_config(config)
         self.paths.make_directories()
-        self._make_state_private()
+        make_state_private(self.paths, log)
         now = clock()
         self.started_at = now
         detected = plugins.detect_resources(config, host)
@@ -98,6 +83,9 @@ class Startd:
         )
         self.host_name = config.get("FULL_HOSTNAME") or host.facts().full_hostname
         self.address = f"<unix:{self.paths.control_socket}>"
+        #: What claim ids begin with: the TCP address peers reach once one claimed over
+        #: CEDAR (:meth:`reached_at`), else the Unix socket.
+        self.claim_address = self.address
         self.extra_attributes: list[MachineAttribute] = []
         self.containers = backends.container_runtimes(plugins, config, log)
         #: The per-job scratch filesystem (STARTD_ENFORCE_DISK_LIMITS), built once: HTCondor
@@ -136,6 +124,8 @@ class Startd:
         self.results: deque[ClassAd] = deque(maxlen=1000)
         #: Where every recorded result goes: the link to the schedd that runs the jobs.
         self.job_results: JobResults | None = None
+        #: The schedds of claims whose jobs were lost at a restart (recovery.client_of).
+        self.lost_clients: dict[str, str] = {}
         for problem in self.engine.problems(self.state):
             log.error("policy problem: %s", problem)
 
@@ -148,17 +138,6 @@ class Startd:
             scratch=self.scratch,
             close_in_zygote=lambda: self.close_in_child(),
         )
-
-    def _make_state_private(self) -> None:
-        """Make the state files and logs an older version left readable by all mode 0600."""
-        for directory in (self.paths.spool, self.paths.log_dir):
-            try:
-                changed = persist.make_directory_private(directory)
-            except OSError as error:
-                self.log.error("cannot make the files in %s private: %s", directory, error)
-                continue
-            for name in changed:
-                self.log.info("%s/%s was readable by others: now mode 0600", directory, name)
 
     # -- building -------------------------------------------------------------------------
 
@@ -174,7 +153,7 @@ class Startd:
             self.policy_ads,
             random.SystemRandom(),
             inventory=self.inventory,
-            address=self.address,
+            address=self.claim_address,
             benchmarks_reported=True,
             backfill=self.backfill.configure(config),
         )
@@ -323,6 +302,12 @@ class Startd:
             self.containers,
         )
 
+    def reached_at(self, sinful: str) -> None:
+        """A schedd reached this startd at ``sinful``: the claims made from now on name it."""
+        if sinful != self.claim_address:
+            self.log.info("claims are made at %s", sinful)
+            self.claim_address = self.engine.address = sinful
+
     def _run(self, outcome: Outcome, now: float) -> Outcome:
         taken = self.take(outcome, now)
         if taken.refused is not None:
@@ -330,130 +315,10 @@ class Startd:
         return taken
 
     def act(self, action: Action, now: float) -> None:
-        """Carry out one of the engine's actions."""
-        kind, claim_id = action.kind, action.claim_id
-        if kind == ActionKind.SPAWN_STARTER and claim_id is not None:
-            self.spawn_starter(action.slot, claim_id, now)
-            return
-        handle = self._handle_of(action.slot)
-        command = _STARTER_COMMANDS.get(kind)
-        if command is not None:
-            if handle is None:
-                self.log.warning("%s: %s, but no starter runs there", action.slot, kind)
-                if kind == ActionKind.HARD_KILL:
-                    self.take(self.engine.job_gone(self.state, action.slot, now), now)
-                return
-            payload = ClassAd()
-            payload["Why"] = f"{kind.replace('_', ' ')} of {action.slot} by the startd's policy"
-            record = self.state.slot(action.slot)
-            why = record.vacate_reason if record is not None else None
-            if why is not None:
-                # HTCondor's startd gives the claim's vacate reason to the starter, which
-                # reports it with the job's end; the schedd writes it into the job ad.
-                payload["Why"] = why.reason
-                payload["VacateReason"] = why.reason
-                payload["VacateReasonCode"] = why.code
-                payload["VacateReasonSubCode"] = why.subcode
-            if self.starters.send(handle.claim_id, command, payload):
-                self.log.info("%s: told the starter to %s", action.slot, kind.replace("_", " "))
-            else:
-                self.log.warning("%s: the starter is not connected to %s", action.slot, kind)
-                if kind == ActionKind.HARD_KILL:
-                    self.starters.kill(handle.claim_id)
-        elif kind == ActionKind.KILL_STARTER:
-            if handle is not None:
-                self.log.warning("%s: KILLING_TIMEOUT ran out: killing the starter", action.slot)
-                self.starters.kill(handle.claim_id)
-        elif kind == ActionKind.EVICT_BACKFILL:
-            self.backfill.evict_slot(action.slot, now)
-        elif kind == ActionKind.START_BACKFILL:
-            self.backfill.start_slot(action.slot, now)
-        elif kind == ActionKind.RUN_BENCHMARKS:
-            self.cron.request_benchmarks()
-        elif kind == ActionKind.DELETE_SLOT:
-            self.sink.invalidate([f"{action.slot}@{self.host_name}"], now)
-
-    def _handle_of(self, slot: str) -> StarterHandle | None:
-        """The starter running on ``slot``: by the slot's claim, or (the engine may have
-        ended the claim in the same step, as KILLING_TIMEOUT does) by the slot's name."""
-        record = self.state.slot(slot)
-        if record is not None and record.claim is not None:
-            found = self.starters.handles.get(record.claim.claim_id)
-            if found is not None:
-                return found
-        # Never the backfill client's: it is named after a slot that may run a job by now.
-        return next(
-            (
-                h
-                for h in self.starters.handles.values()
-                if h.slot == slot and not h.gone and not self.backfill.owns(h)
-            ),
-            None,
-        )
+        """Carry out one of the engine's actions (:func:`starter_events.act`)."""
+        starter_events.act(self, action, now)
 
     # -- starters -------------------------------------------------------------------------
-
-    def spawn_starter(self, slot: str, claim_id: str, now: float) -> None:
-        """Have the zygote fork the starter of the job that ``claim_id`` activated on
-        ``slot``."""
-        record = self.state.slot(slot)
-        assert record is not None and record.claim is not None
-        layout_slot = self.state.layout.find(record.slot_id, record.sub_id)
-        assert layout_slot is not None
-        execute_dir = self.config.get(f"SLOT{record.slot_id}_EXECUTE") or self.paths.execute
-        job = record.claim.job
-        machine = self.ads(self.state, now)[slot]
-        runtime = next((r.name for r in self.containers if r.runs(job, machine)), None)
-        order = StarterOrder(
-            slot_name=slot,
-            slot_id=record.slot_id,
-            claim_id=claim_id,
-            job=job,
-            machine_text=format_old(machine),
-            execute_dir=execute_dir,
-            startd_socket=self.paths.starter_socket,
-            startd_address=self.address,
-            cpus=float(layout_slot.resources.cpus),
-            memory_mb=int(layout_slot.resources.memory_mb),
-            startd_memory_mb=int(self.inventory.memory_mb),
-            starter_log=f"{self.paths.starter_log}.{slot}",
-            lease=record.claim.lease,
-            machine_ad=machine if runtime is not None else None,
-        )
-        self.preparations.take(claim_id)
-        # A container runtime copies a job's files itself (epcore.starter.containers).
-        transfers = runtime is None and plan.travels_here(job, self.config)
-        spawned: list[Spawned] = []
-
-        def start(go_read: int) -> int:
-            spawned.append(self.zygote.spawn(order, runtime, go_read, transfers=transfers))
-            return spawned[0].pid
-
-        def write_down(handle: StarterHandle) -> None:
-            # Before the starter may run anything: a restart adopts or cleans up after every
-            # starter this startd may have started (the starter waits for this).
-            key = spawned[0].job_key
-            entry = persist.SavedStarter(
-                self._saved_claim(slot, now),
-                handle.pid,
-                recovery.started(handle.pid),
-                key if key is not None else cgroup_key(execute_dir, slot, handle.pid),
-                sandbox_path(execute_dir, handle.pid),
-            )
-            self.claims_file.add(entry)
-            self.saved[claim_id] = entry
-
-        if not self.zygote.alive:
-            self.zygote_gone()
-        try:
-            handle = self.starters.spawn(claim_id, slot, start, self.zygote.pid, write_down)
-        except (OSError, ForkServerError) as error:
-            # No process could be forked, or it could not be recorded: the job cannot start
-            # now; the slot is freed (a prepared job the starter took goes with it).
-            self.log.error("%s: cannot start a starter: %s", slot, error)
-            self.take(self.engine.job_gone(self.state, slot, now), now)
-            return
-        self.log.info("%s: started starter %d for job %s", slot, handle.pid, record.job_id)
 
     def zygote_notes(self, now: float) -> None:
         """Take the zygote's notes: starters that exited, preparations that failed; start a
@@ -473,24 +338,6 @@ class Startd:
         self.starters.orphan(self.zygote.pid)
         self.zygote.restart()
 
-    def _saved_claim(self, slot: str, now: float) -> SavedClaim:
-        record = self.state.slot(slot)
-        assert record is not None and record.claim is not None
-        claim = record.claim
-        return SavedClaim(
-            slot_id=record.slot_id,
-            partitionable=record.sub_id is not None,
-            claim_id=claim.claim_id,
-            job=claim.job,
-            rank=claim.rank,
-            made_at=claim.made_at,
-            lease=claim.lease,
-            client_machine=claim.client_machine,
-            job_start=record.job_start if record.job_start is not None else now,
-            run_time=claim.run_time,
-            suspend_time=claim.suspend_time,
-        )
-
     def save_claims(self) -> None:
         """Rewrite the claims file with every saved claim (after a restart)."""
         self.claims_file.rewrite(list(self.saved.values()))
@@ -506,99 +353,19 @@ class Startd:
 
     def record_result(self, result: ClassAd, now: float) -> None:
         """Write a finished job's result to the history and tell the plugins."""
-        result["CompletionDate"] = int(now)
-        persist.append_history(self.paths.history_file, result)
-        self.results.append(result)
-        slot = result.evaluate("SlotName")
-        job_id = f"{result.evaluate('ClusterId')}.{result.evaluate('ProcId')}"
-        code = result.evaluate("ExitCode")
-        reason = result.evaluate("ExitReason")
-        self.plugins.job_finished(
-            JobFinished(
-                slot if isinstance(slot, str) else "",
-                job_id,
-                now,
-                code if isinstance(code, int) and not isinstance(code, bool) else None,
-                reason if isinstance(reason, str) else "",
-            )
-        )
+        starter_events.record_result(self, result, now)
 
     def starter_message(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
-        """A message from a known starter."""
-        if self.backfill.owns(handle):
-            self.backfill.message(handle, message, now)
-            return
-        command = message.evaluate("Command")
-        if command == protocol.STARTED:
-            start = message.evaluate("JobStartDate")
-            handle.job_start = float(start) if isinstance(start, int | float) else now
-            handle.stage = "running"
-            job_id = message.evaluate("JobId")
-            self.plugins.job_started(
-                JobStarted(handle.slot, job_id if isinstance(job_id, str) else "", now)
-            )
-        elif command == protocol.UPDATE:
-            handle.usage = message
-        elif command == protocol.FINISHED:
-            self.finished(handle, message, now)
+        """A message from a known starter (:func:`starter_events.starter_message`)."""
+        starter_events.starter_message(self, handle, message, now)
 
     def announce(self, result: ClassAd, now: float) -> None:
-        """Send a recorded result to the schedd's link, once the engine has taken the job's
-        end (so that a schedd reusing the claim finds it Claimed/Idle)."""
-        if self.job_results is not None:
-            self.job_results.job_result(result, now)
-
-    def finished(self, handle: StarterHandle, message: ClassAd, now: float) -> None:
-        """The starter of ``handle`` reports its job's end: record it, acknowledge, and tell
-        the engine the job is gone."""
-        result: ClassAd | None = None
-        if handle.stage != "acknowledged":
-            result = message.copy()
-            del result["Command"]
-            result["SlotName"] = handle.slot
-            result["ClaimId"] = handle.claim_id
-            self.record_result(result, now)
-        handle.stage = "acknowledged"
-        # The claims file first: a startd that dies before it must not see the job as lost.
-        self.saved.pop(handle.claim_id, None)
-        self.claims_file.drop(handle.claim_id)
-        self.starters.send(handle.claim_id, protocol.ACK)
-        self.job_left(handle, message, now)
-        if result is not None:
-            self.announce(result, now)
-
-    def job_left(self, handle: StarterHandle, message: ClassAd | None, now: float) -> None:
-        """Tell the engine that the job of ``handle`` is no longer running."""
-        record = self.state.slot(handle.slot)
-        if record is None or record.job_start is None:
-            return
-        code = message.evaluate("ExitCode") if message is not None else None
-        if record.claim is not None and record.claim.claim_id == handle.claim_id:
-            exit_code = code if isinstance(code, int) and not isinstance(code, bool) else -1
-            self.take(self.engine.job_exit(self.state, handle.claim_id, exit_code, now), now)
-        else:
-            self.take(self.engine.job_gone(self.state, handle.slot, now), now)
+        """Send a recorded result to the schedd's link (:func:`starter_events.announce`)."""
+        starter_events.announce(self, result, now)
 
     def starter_exited(self, handle: StarterHandle, now: float) -> None:
-        """A starter process is gone; if its job's end was never reported, it is lost."""
-        if self.backfill.owns(handle):
-            self.backfill.exited(handle, now)
-            return
-        if handle.stage != "acknowledged":
-            saved = self.saved.pop(handle.claim_id, None)
-            self.log.error("%s: starter %d died before reporting", handle.slot, handle.pid)
-            if saved is not None:
-                lost = recovery.lost(saved.claim, "the starter died before reporting the job's end")
-                lost["SlotName"] = handle.slot
-                lost["ClaimId"] = handle.claim_id
-                self.record_result(lost, now)
-                self.claims_file.drop(handle.claim_id)
-                self.reclaim(saved)
-                self.job_left(handle, None, now)
-                self.announce(lost, now)
-            else:
-                self.job_left(handle, None, now)
-        self.starters.forget(handle.claim_id)
+        """A starter process is gone (:func:`starter_events.starter_exited`)."""
+        starter_events.starter_exited(self, handle, now)
 
     # -- the control requests (StartdControl) ----------------------------------------------
 

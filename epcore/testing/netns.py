@@ -135,6 +135,8 @@ class Host:
     bridge_namespace: str
     process: HostProcess
     cgroup: str
+    #: Killed on purpose (:meth:`kill`) and not started since: its end is no failure.
+    killed: bool = False
 
     @property
     def local_dir(self) -> Path:
@@ -148,6 +150,7 @@ class Host:
         """Start ``ep run`` in the namespace, holding ``token`` (none: no token)."""
         if token is not None:
             install_token(self.local_dir, token)
+        self.killed = False
         self.process.launch()
 
     def exec(self, *argv: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
@@ -176,6 +179,7 @@ class Host:
 
     def kill(self) -> None:
         """SIGKILL every process of the host (everything in its namespace), as a crash."""
+        self.killed = True
         for pid in namespace_pids(self.namespace):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

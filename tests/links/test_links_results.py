@@ -14,8 +14,10 @@ import pytest
 
 from epcore.classad import ClassAd
 from epcore.config import Config
+from epcore.errors import EpError
 from epcore.links import results as results_module
 from epcore.links.results import RemoteJobResults
+from epcore.links.results_journal import ResultsJournal
 from epcore.net import commands
 from epcore.schedd.cedar import result_handlers
 from epcore.schedd.jobqueue_model import JobId
@@ -194,3 +196,65 @@ def test_a_claim_whose_schedd_is_unknown_sends_nothing(caplog: pytest.LogCapture
     link.job_result(_result(), NOW)
     assert link.pending() == 0
     assert any("no schedd address" in r.getMessage() for r in caplog.records)
+
+
+def test_a_result_queued_when_the_startd_died_is_sent_by_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result queued for a schedd that is down is kept in the journal; a link made from
+    that journal (the restarted startd's) delivers it once the schedd answers, and the
+    journal is then empty."""
+    monkeypatch.setattr(results_module, "FIRST_BACKOFF", 0.2)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    path = str(tmp_path / "startd_results")
+    first = RemoteJobResults(
+        lambda: CLIENT,
+        schedd_of=lambda claim_id: None,
+        log=logging.getLogger("test.first"),
+        journal=ResultsJournal(path, logging.getLogger("test.first")),
+    )
+    first.claimed(CLAIM, f"<127.0.0.1:{port}>")
+    first.job_result(_result(), NOW)  # never opened: the startd is killed before it sends
+    schedd = _running_schedd(tmp_path)
+    receiver = ResultReceiver(schedd, schedd.job_result, logging.getLogger("test.schedd"))
+    handlers = result_handlers(receiver, log=logging.getLogger("test.schedd"), clock=lambda: NOW)
+    second = RemoteJobResults(
+        lambda: CLIENT,
+        schedd_of=lambda claim_id: None,
+        log=logging.getLogger("test.second"),
+        journal=ResultsJournal(path, logging.getLogger("test.second")),
+    )
+    assert second.pending() == 1
+    with serving(handlers, SERVER_CONFIG, port=port) as served:
+        second.open(None)  # type: ignore[arg-type]
+        try:
+            assert served.call(lambda: second.wait_sent(15))
+        finally:
+            second.close()
+    assert (second.applied, second.pending()) == (1, 0)
+    assert JobId(1, 0) not in schedd.queue  # completed: gone to the history
+    assert ResultsJournal(path, logging.getLogger("test.third")).load() == []
+
+
+class _SilentStartd(_Startd):
+    """A startd that does not answer any more (restarting, or cut off) after the job ended."""
+
+    def claim_ready(self, claim_id: str) -> bool:
+        raise EpError(f"the startd at {STARTD} does not answer")
+
+    def slot_of(self, claim_id: str) -> str | None:
+        raise EpError(f"the startd at {STARTD} does not answer")
+
+
+def test_a_result_completes_its_job_when_the_startd_no_longer_answers(tmp_path: Path) -> None:
+    """The schedd asks the claim's startd whether the claim can run the next job; a startd
+    that does not answer leaves the claim to its lease, and the job's end recorded with the
+    result stands (before, a failing startd call undid it and the job stayed running)."""
+    schedd = _running_schedd(tmp_path)
+    schedd.startds.register(STARTD, _SilentStartd())  # type: ignore[arg-type]
+    receiver = ResultReceiver(schedd, schedd.job_result, logging.getLogger("test.schedd"))
+    assert receiver.receive(CLAIM, _result(), NOW) == (True, "applied")
+    assert JobId(1, 0) not in schedd.queue  # completed: gone to the history
+    assert CLAIM not in schedd.running

@@ -22,13 +22,6 @@ from epcore.testing.netns_pool import NetnsHosts
 from epcore.testing.pool import user_home
 from epcore.testing.system import SlotUser
 
-#: Must-show 2 of issue 23 across namespaces is not met yet for the execute side (session 36:
-#: a restarted execute host's `ep run` exits, and after a startd restart the two jobs do not
-#: finish within 60 s; the schedd's restart passes since session 37). Not strict, so that the
-#: day they pass is seen as XPASS.
-NOT_YET = pytest.mark.xfail(
-    reason="issue 23 must-show 2 across hosts: restarts and leases not yet working", strict=False
-)
 pytestmark = [pytest.mark.netns, pytest.mark.system]
 
 #: A job lease short enough that a lost host's jobs come back within the test.
@@ -133,7 +126,6 @@ def test_two_hundred_jobs_run_on_both_execute_hosts_with_their_files_transferred
     assert all(int(str(job.evaluate("TransferInputSizeMB"))) >= 0 for job in finished)
 
 
-@NOT_YET
 def test_a_host_killed_mid_run_has_its_jobs_rerun_on_the_other_once(
     netns_hosts_factory: Callable[..., NetnsHosts],
     slot_users: tuple[SlotUser, ...],
@@ -171,7 +163,6 @@ def test_a_host_killed_mid_run_has_its_jobs_rerun_on_the_other_once(
     _check_outputs(home, count)
 
 
-@NOT_YET
 def test_a_startd_restarted_within_the_lease_keeps_its_jobs(
     netns_hosts_factory: Callable[..., NetnsHosts],
     slot_users: tuple[SlotUser, ...],

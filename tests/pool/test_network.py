@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import resource
 import selectors
+import socket
+import stat
 from collections.abc import Generator
 from pathlib import Path
 
@@ -20,15 +22,14 @@ from epcore.net.handshake import SecurityServer
 from epcore.net.methods import default_registry
 from epcore.pool.network import (
     CONFIG_VAL,
+    PORT_FILE,
     PoolListener,
     build_listener,
     daemon_core_handlers,
-    kept_port,
-    kept_port_file,
     listen_address,
 )
 from epcore.pool.personal import personal_config_text
-from epcore.pool.roles import COLLECTOR, SCHEDD
+from epcore.pool.roles import COLLECTOR, SCHEDD, STARTD
 from tests.net.converse import converse, streams
 
 
@@ -125,6 +126,68 @@ def test_address_files_are_written_and_removed(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+class _Loop:
+    """The loop as a listener's open sees it: a selector."""
+
+    def __init__(self) -> None:
+        self.selector = selectors.DefaultSelector()
+
+    def close_in_child(self) -> None:
+        pass
+
+
+def _spooled_listener(spool: Path) -> PoolListener:
+    config = Config.from_text(f"SPOOL = {spool}\n", subsystem="STARTD")
+    return build_listener(
+        lambda: config,
+        {STARTD},
+        collector_handlers=None,
+        collector=None,
+        local_address="<unix:/x>",
+        log=logging.getLogger("test.network"),
+    )
+
+
+def test_a_restarted_process_listens_on_the_port_it_had(tmp_path: Path) -> None:
+    """A process without a fixed port takes a free one and keeps it in SPOOL (mode 0600);
+    the next one listens on that same port."""
+    first = _spooled_listener(tmp_path)
+    first.open(_Loop())
+    port = first.port
+    assert port != 0
+    first.close()
+    assert (tmp_path / PORT_FILE).read_text() == f"{port}\n"
+    assert stat.S_IMODE((tmp_path / PORT_FILE).stat().st_mode) == 0o600
+    second = _spooled_listener(tmp_path)
+    second.open(_Loop())
+    try:
+        assert second.port == port
+    finally:
+        second.close()
+
+
+def test_a_kept_port_another_program_took_gives_way_to_a_free_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When the kept port is in use, the process listens on another free port (no error
+    logged) and keeps that one."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        taken = other.getsockname()[1]
+        (tmp_path / PORT_FILE).write_text(f"{taken}\n")
+        listener = _spooled_listener(tmp_path)
+        caplog.set_level(logging.INFO, "test.network")
+        listener.open(_Loop())
+        try:
+            assert listener.sock is not None
+            assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+            assert listener.port not in (0, taken)
+        finally:
+            listener.close()
+    assert (tmp_path / PORT_FILE).read_text() == f"{listener.port}\n"
+
+
 def test_personal_config_names_its_owners() -> None:
     """The personal pool's configuration finds the collector by its address file and gives
     DAEMON and ADMINISTRATOR rights to condor, root and the pool's owner."""
@@ -167,46 +230,3 @@ def test_a_collector_takes_a_connection_per_host_up_to_its_descriptors() -> None
         assert _cap("", {SCHEDD}) == 512
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-class _SelectorLoop:
-    """What a listener's open needs of the loop."""
-
-    def __init__(self) -> None:
-        self.selector = selectors.DefaultSelector()
-
-    def close_in_child(self) -> None:
-        pass
-
-
-def _schedd_listener(spool: Path) -> PoolListener:
-    config = Config.from_text(f"SPOOL = {spool}\nCOLLECTOR_HOST = cm:9618\n", subsystem="SCHEDD")
-    return build_listener(
-        lambda: config,
-        {SCHEDD},
-        collector_handlers=None,
-        collector=None,
-        local_address="<unix:/x>",
-        log=logging.getLogger("test.network"),
-    )
-
-
-def test_a_schedd_without_a_collector_listens_on_its_former_port_again(tmp_path: Path) -> None:
-    """A schedd on any free port keeps it in $(SPOOL)/schedd_port and, started again, takes
-    the same port (its claims' results and transfers are sent there); a port taken
-    meanwhile by another process is left for any free one."""
-    first = _schedd_listener(tmp_path)
-    first.open(_SelectorLoop())
-    port = first.port
-    assert port != 0
-    assert (tmp_path / "schedd_port").read_text().strip() == str(port)
-    first.close()  # as a kill -9 leaves it: the file stays
-    again = _schedd_listener(tmp_path)
-    again.open(_SelectorLoop())
-    assert again.port == port
-    third = _schedd_listener(tmp_path)  # while `again` still listens there
-    assert third.port == 0
-    again.close()
-    assert kept_port_file(Config.from_text("SPOOL = /s\n"), {SCHEDD, COLLECTOR}) is None
-    (tmp_path / "schedd_port").write_text("not a port\n")
-    assert kept_port(str(tmp_path / "schedd_port"), "127.0.0.1") == 0

@@ -154,3 +154,17 @@ def test_request_claim_tells_each_new_claim_and_its_schedds_address(startd: Star
     (answer,) = drive(handler, 442, [_request("slot1")])
     assert answer.get_int() == 1
     assert heard == [(answer.get_string(), "<127.0.0.1:9618>")]
+
+
+def test_a_claim_made_over_cedar_names_the_address_the_schedd_reached(startd: Startd) -> None:
+    """The claim id REQUEST_CLAIM answers begins with the TCP address the request came in
+    at (the connection's local end), not the startd's Unix socket, and later claims too."""
+    link = LocalStartdLink(startd)
+    assert startd.claim_address.startswith("<unix:")
+    handler = claim_handlers(link, logging.getLogger("test"), reached=startd.reached_at)[
+        commands.REQUEST_CLAIM
+    ]
+    (answer,) = drive(handler, commands.REQUEST_CLAIM.number, [_request("slot1")], user="condor")
+    assert answer.get_int() == 1
+    assert answer.get_string().startswith("<127.0.0.1:9618>#")
+    assert startd.claim("slot2", JOB).startswith("<127.0.0.1:9618>#")

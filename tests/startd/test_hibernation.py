@@ -15,6 +15,7 @@ from epcore.classad import ClassAd
 from epcore.errors import PowerError
 from epcore.plugins import load_plugins
 from epcore.runtime.control import ControlError
+from epcore.startd import starter_events
 from epcore.startd.hibernation import hibernate_level, power_attributes
 from epcore.startd.main import build_startd
 from epcore.startd.publish import MemorySink
@@ -357,7 +358,9 @@ def test_a_running_job_is_killed_with_the_hibernate_vacate_reason(
     claim_id = startd.claim("slot1", ClassAd())
     startd.state = startd.engine.activate(startd.state, claim_id, startd.clock()).state
     sent: list[tuple[str, ClassAd]] = []
-    monkeypatch.setattr(startd, "_handle_of", lambda slot: StarterHandleStub(claim_id))
+    monkeypatch.setattr(
+        starter_events, "handle_of", lambda startd, slot: StarterHandleStub(claim_id)
+    )
     monkeypatch.setattr(
         startd.starters, "send", lambda cid, command, ad: sent.append((command, ad)) or True
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from epcore.config import Config
 from epcore.errors import DaemonError
-from epcore.startd.setup import StartdPaths, needs_restart, restart_changes
+from epcore.startd.setup import StartdPaths, make_state_private, needs_restart, restart_changes
 
 
 @pytest.mark.parametrize(
@@ -109,6 +110,7 @@ def test_paths_default_from_log_spool_execute() -> None:
         starter_socket="/l/startd_starters",
         claims_file="/s/startd_claims",
         history_file="/s/startd_history",
+        results_file="/s/startd_results",
     )
 
 
@@ -172,3 +174,25 @@ def test_make_directories_names_the_one_that_fails(tmp_path: Path) -> None:
     )
     with pytest.raises(DaemonError, match=f"cannot make directory {tmp_path}/file/spool"):
         StartdPaths.from_config(config).make_directories()
+
+
+def test_state_files_an_older_version_left_open_are_made_private(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Files in SPOOL and LOG readable by all (an older version's) become mode 0600, each
+    named in the log; a file already private is left unnamed."""
+    spool, log_dir = tmp_path / "spool", tmp_path / "log"
+    for directory in (spool, log_dir):
+        directory.mkdir()
+    (spool / "startd_history").write_text("x")
+    (spool / "startd_history").chmod(0o644)
+    (log_dir / "StartLog").write_text("x")
+    (log_dir / "StartLog").chmod(0o600)
+    paths = StartdPaths.from_config(
+        Config.from_text(f"LOG = {log_dir}\nSPOOL = {spool}\nEXECUTE = {tmp_path}/e\n")
+    )
+    caplog.set_level(logging.INFO, "test.private")
+    make_state_private(paths, logging.getLogger("test.private"))
+    assert stat.S_IMODE((spool / "startd_history").stat().st_mode) == 0o600
+    named = [r.getMessage() for r in caplog.records]
+    assert named == [f"{spool}/startd_history was readable by others: now mode 0600"]
