@@ -10,9 +10,8 @@ is deleted without a RELEASE_CLAIM, the job requeued as JOB_RECONNECT_FAILED).
   not fail: ``reachable``); LastJobLeaseRenewal in the job's ad says when, written at most
   once per keep-alive round (ALIVE_INTERVAL / 3), as HTCondor writes it with each round.
 - A claim whose lease is shorter than ALIVE_INTERVAL gets an ALIVE every third of its lease
-  besides the schedd's rounds (``alive``; HTCondor's claim keep-alive also comes every
-  lease/3, from the startd: claim.cpp), so that a startd gone silent is found out, by a
-  failed contact, well within the lease.
+  besides the schedd's rounds (``alive``; HTCondor renews a job lease every lease/3), so that
+  a startd gone silent is found out, by a failed contact, well within the lease.
 - A startd that was unreachable and answers again before the lease ran out has reconnected:
   NumJobReconnects of each of its running jobs grows by one (HTCondor's shadow counts a
   successful reconnect there). JobDisconnectedDate says since when a job's startd has not
