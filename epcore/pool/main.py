@@ -181,7 +181,7 @@ def build_pool(
     from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
     from epcore.schedd.cedar import negotiator_handlers, qualified_super_users, result_handlers
     from epcore.schedd.jobqueue import JobQueue
-    from epcore.schedd.leases import JobLeases, startd_alive, startd_reachable
+    from epcore.schedd.leases import JobLeases, startd_reachable
     from epcore.schedd.reconnect import reconnect
     from epcore.schedd.results import ResultReceiver
     from epcore.schedd.schedd import Schedd
@@ -311,9 +311,7 @@ def build_pool(
         cedar.append(core.transfers.handlers())
         # Job leases: a running job whose startd cannot be reached for its JobLeaseDuration
         # goes back to idle and runs elsewhere (epcore.schedd.leases).
-        core.lease_check = JobLeases(
-            startd_reachable(startds), logs[SCHEDD], alive=startd_alive(startds)
-        ).check
+        core.lease_check = JobLeases(startd_reachable(startds), logs[SCHEDD]).check
         # After a restart, the jobs running on startds elsewhere are taken back
         # (epcore.schedd.reconnect).
         core.reconnect = reconnect

@@ -9,9 +9,6 @@ is deleted without a RELEASE_CLAIM, the job requeued as JOB_RECONNECT_FAILED).
 - A claim's lease is renewed whenever its startd is reachable (the link's last contact did
   not fail: ``reachable``); LastJobLeaseRenewal in the job's ad says when, written at most
   once per keep-alive round (ALIVE_INTERVAL / 3), as HTCondor writes it with each round.
-- A claim whose lease is shorter than ALIVE_INTERVAL gets an ALIVE every third of its lease
-  besides the schedd's rounds (``alive``; HTCondor renews a job lease every lease/3), so that
-  a startd gone silent is found out, by a failed contact, well within the lease.
 - A startd that was unreachable and answers again before the lease ran out has reconnected:
   NumJobReconnects of each of its running jobs grows by one (HTCondor's shadow counts a
   successful reconnect there). JobDisconnectedDate says since when a job's startd has not
@@ -78,34 +75,13 @@ def startd_reachable(startds: Locator[StartdLink]) -> Callable[[str], bool]:
     return reachable
 
 
-def startd_alive(startds: Locator[StartdLink]) -> Callable[[str, str], None]:
-    """ALIVE for a claim through its startd's link (queued by a remote one: never waited
-    for); a startd that cannot be reached is the lease's business, not an error here."""
-
-    def alive(address: str, claim_id: str) -> None:
-        with contextlib.suppress(EpError):
-            startds.link(address).alive(claim_id)
-
-    return alive
-
-
 class JobLeases:
     """The leases of a schedd's running jobs (module docstring); :meth:`check` at each of
-    the schedd's ticks; ``alive`` sends a claim's ALIVE (address, claim id)."""
+    the schedd's ticks."""
 
-    def __init__(
-        self,
-        reachable: Callable[[str], bool],
-        log: logging.Logger,
-        alive: Callable[[str, str], None] | None = None,
-    ) -> None:
+    def __init__(self, reachable: Callable[[str], bool], log: logging.Logger) -> None:
         self.reachable = reachable
-        self.alive = alive
         self.log = log
-        #: Each running claim's lease in seconds (read once: the job's ad keeps it), and
-        #: when its own ALIVE was last sent.
-        self.seconds: dict[str, float] = {}
-        self.pinged: dict[str, float] = {}
         #: When each running claim's startd was last reachable.
         self.renewed: dict[str, float] = {}
         #: When LastJobLeaseRenewal was last written for each claim.
@@ -132,7 +108,6 @@ class JobLeases:
             renewed = self.renewed.get(claim_id)
             if renewed is None:
                 renewed = self.renewed[claim_id] = _last_renewal(schedd, running)
-            self._ping(schedd, claim_id, running, now, alive_interval)
             if running.startd not in reachable:
                 reachable[running.startd] = self.reachable(running.startd)
             if reachable[running.startd]:
@@ -165,34 +140,8 @@ class JobLeases:
         for gone in set(self.renewed) - set(schedd.running):
             self.renewed.pop(gone, None)
             self.written.pop(gone, None)
-            self.seconds.pop(gone, None)
-            self.pinged.pop(gone, None)
             self.disconnected.discard(gone)
         return expired
-
-    def _ping(
-        self,
-        schedd: Schedd,
-        claim_id: str,
-        running: RunningJob,
-        now: float,
-        alive_interval: float,
-    ) -> None:
-        """An ALIVE every third of a lease shorter than ALIVE_INTERVAL (module docstring)."""
-        if self.alive is None:
-            return
-        seconds = self.seconds.get(claim_id)
-        if seconds is None:
-            try:
-                job = schedd.queue.get(running.job_id)
-            except QueueError:
-                return
-            seconds = self.seconds[claim_id] = lease_seconds(job, alive_interval)
-        if seconds >= alive_interval:
-            return  # the schedd's own rounds, every ALIVE_INTERVAL / 3, are often enough
-        if now >= self.pinged.get(claim_id, running.started_at) + seconds / 3:
-            self.pinged[claim_id] = now
-            self.alive(running.startd, claim_id)
 
     def _renew(
         self, schedd: Schedd, claim_id: str, running: RunningJob, now: float, round_length: float

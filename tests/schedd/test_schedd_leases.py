@@ -158,30 +158,3 @@ def test_an_address_without_a_link_is_unreachable() -> None:
     assert not reachable("<127.0.0.9:1>")
     startds.register(STARTD, _Startd())  # type: ignore[arg-type]
     assert reachable(STARTD)
-
-
-def test_a_lease_shorter_than_alive_interval_sends_an_alive_every_third_of_it(
-    tmp_path: Path,
-) -> None:
-    """A job lease of 30 s (ALIVE_INTERVAL is 300) gets its claim an ALIVE every 10 s from
-    the lease check, so that a silent startd is found out within the lease; a 600 s lease
-    is left to the schedd's own rounds."""
-    schedd, _startd, _leases = _running(tmp_path)
-    sent: list[tuple[str, str, float]] = []
-    clock = [NOW]
-    leases = JobLeases(
-        startd_reachable(schedd.startds),
-        logging.getLogger("test.leases"),
-        alive=lambda address, claim_id: sent.append((address, claim_id, clock[0])),
-    )
-    for second in range(0, 31, 1):
-        clock[0] = NOW + second
-        leases.check(schedd, clock[0])
-    assert sent == []  # the job's lease is 600 s
-    schedd.queue.set_attributes(JOB, {"JobLeaseDuration": 30}, NOW)
-    leases.seconds.clear()
-    for second in range(31, 62, 1):
-        clock[0] = NOW + second
-        leases.check(schedd, clock[0])
-    assert [at - NOW for _address, _claim, at in sent] == [31, 41, 51, 61]
-    assert {(address, claim) for address, claim, _at in sent} == {(STARTD, CLAIM)}
