@@ -89,12 +89,20 @@ def next_on_claim(schedd: Schedd, ended: RunningJob, now: float) -> None:
         return
     remote = is_remote(schedd, ended.startd)
     # A startd elsewhere is asked whether the claim is ready with its activation, by a worker.
-    if not remote and not startd.claim_ready(ended.claim_id):
-        # Vacated or preempted: the claim ended with its job, or is on its way out.
-        if startd.slot_of(ended.claim_id) is not None:
-            schedd.give_back(ended.startd, ended.claim_id)
-        schedd.wants_negotiation = True
-        return
+    if not remote:
+        try:
+            ready = startd.claim_ready(ended.claim_id)
+            if not ready and startd.slot_of(ended.claim_id) is not None:
+                # Vacated or preempted: the claim is on its way out.
+                schedd.give_back(ended.startd, ended.claim_id)
+        except EpError as error:
+            # A startd that does not answer now (restarting, cut off) must not undo the
+            # job's end recorded in this same batch: the claim is left to its lease.
+            schedd.log.info("claim of job %s not reused: %s", ended.job_id, error)
+            ready = False
+        if not ready:
+            schedd.wants_negotiation = True
+            return
     busy = schedd.busy_jobs()
     while (job_id := schedd.idle.pop(ended.submitter, ended.key)) is not None:
         if job_id in busy:
