@@ -175,7 +175,7 @@ def test_every_hookspec_is_called_by_the_plugin_manager() -> None:
 # -- every hook reaches a consumer ------------------------------------------------------------
 
 #: The helpers through which Plugins methods call a hook named by its first argument.
-_CALLING_HELPERS = ("_collect", "_notify")
+_CALLING_HELPERS = ("_collect", "_notify", "_offered")
 
 
 def _parse(path: Path) -> ast.Module:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from epcore.classad import EvalContext
 from epcore.classad.functions import function_table
 from epcore.errors import PluginError
-from epcore.plugins.answers import holding, holding_name, last_wins
+from epcore.plugins.answers import holding, last_wins
 from epcore.plugins.registry import PluginRegistry
 from epcore.types import (
     BackfillBackend,
@@ -58,18 +58,12 @@ class Plugins(PluginRegistry):
         from epcore.config.defaults import KNOB_DEFAULTS, KnobDefault
 
         epcore_knobs = {knob.name.lower() for knob in KNOB_DEFAULTS}
-        added: dict[str, KnobDefault] = {}
-        for knob in self._collect("ep_config_defaults", KnobDefault):
-            key = knob.name.lower()
-            if key in epcore_knobs or key in added:
-                culprit = self._blame("ep_config_defaults", {}, holding_name(key))
-                owner = "epcore's" if key in epcore_knobs else "an already added"
-                raise PluginError(
-                    f"{culprit}: ep_config_defaults redefines {owner} configuration knob "
-                    f"{knob.name}"
-                )
-            added[key] = knob
-        return tuple(added.values())
+        knobs: list[KnobDefault] = self._collect("ep_config_defaults", KnobDefault)
+        return tuple(
+            self._new_names(
+                "ep_config_defaults", knobs, epcore_knobs, "epcore's", "configuration knob"
+            )
+        )
 
     def knob_defaults(self) -> tuple[KnobDefault, ...]:
         """Every default a configuration is read with beyond HTCondor's table: the plugins'
@@ -124,13 +118,11 @@ class Plugins(PluginRegistry):
 
     def isolation_backends(self) -> list[IsolationBackendSpec]:
         """The isolation backends offered, one per name (the later plugin wins)."""
-        specs = self._collect("ep_isolation_backends", IsolationBackendSpec, named=True)
-        return last_wins(self._callable_factories("ep_isolation_backends", specs))
+        return self._offered("ep_isolation_backends", IsolationBackendSpec)
 
     def container_runtimes(self) -> list[ContainerRuntimeSpec]:
         """The container runtimes offered, one per name (the later plugin wins)."""
-        specs = self._collect("ep_container_runtimes", ContainerRuntimeSpec, named=True)
-        return last_wins(self._callable_factories("ep_container_runtimes", specs))
+        return self._offered("ep_container_runtimes", ContainerRuntimeSpec)
 
     def build_isolation_backend(
         self, spec: IsolationBackendSpec, config: Config
@@ -138,10 +130,7 @@ class Plugins(PluginRegistry):
         """The backend ``spec``'s factory builds for ``config``; one that is not an
         :class:`~epcore.types.IsolationBackend` of the spec's name is a PluginError naming the
         plugin. What the factory raises goes through."""
-        built = spec.factory(config)
-        if isinstance(built, IsolationBackend) and built.name == spec.name:
-            return built
-        raise self._misbuilt("ep_isolation_backends", spec, built, IsolationBackend)
+        return self._built("ep_isolation_backends", spec, config, IsolationBackend)
 
     def build_container_runtime(
         self, spec: ContainerRuntimeSpec, config: Config
@@ -149,29 +138,21 @@ class Plugins(PluginRegistry):
         """The runtime ``spec``'s factory builds for ``config``; one that is not a
         :class:`~epcore.types.ContainerRuntime` of the spec's name is a PluginError naming the
         plugin. What the factory raises goes through."""
-        built = spec.factory(config)
-        if isinstance(built, ContainerRuntime) and built.name == spec.name:
-            return built
-        raise self._misbuilt("ep_container_runtimes", spec, built, ContainerRuntime)
+        return self._built("ep_container_runtimes", spec, config, ContainerRuntime)
 
     def power_backends(self) -> list[PowerBackendSpec]:
         """The power backends offered, one per name (the later plugin wins)."""
-        specs = self._collect("ep_power_backends", PowerBackendSpec, named=True)
-        return last_wins(self._callable_factories("ep_power_backends", specs))
+        return self._offered("ep_power_backends", PowerBackendSpec)
 
     def build_power_backend(self, spec: PowerBackendSpec, config: Config) -> PowerBackend:
         """The backend ``spec``'s factory builds for ``config``; one that is not a
         :class:`~epcore.types.PowerBackend` of the spec's name is a PluginError naming the
         plugin. What the factory raises goes through."""
-        built = spec.factory(config)
-        if isinstance(built, PowerBackend) and built.name == spec.name:
-            return built
-        raise self._misbuilt("ep_power_backends", spec, built, PowerBackend)
+        return self._built("ep_power_backends", spec, config, PowerBackend)
 
     def scratch_filesystems(self) -> list[ScratchFilesystemSpec]:
         """The scratch filesystems offered, one per name (the later plugin wins)."""
-        specs = self._collect("ep_scratch_filesystems", ScratchFilesystemSpec, named=True)
-        return last_wins(self._callable_factories("ep_scratch_filesystems", specs))
+        return self._offered("ep_scratch_filesystems", ScratchFilesystemSpec)
 
     def build_scratch_filesystem(
         self, spec: ScratchFilesystemSpec, config: Config
@@ -179,26 +160,19 @@ class Plugins(PluginRegistry):
         """The filesystem ``spec``'s factory builds for ``config``; one that is not a
         :class:`~epcore.types.ScratchFilesystem` of the spec's name is a PluginError naming
         the plugin. What the factory raises goes through."""
-        built = spec.factory(config)
-        if isinstance(built, ScratchFilesystem) and built.name == spec.name:
-            return built
-        raise self._misbuilt("ep_scratch_filesystems", spec, built, ScratchFilesystem)
+        return self._built("ep_scratch_filesystems", spec, config, ScratchFilesystem)
 
     # -- backfill -----------------------------------------------------------------------------
 
     def backfill_backends(self) -> list[BackfillBackendSpec]:
         """The backfill systems offered, one per name without case (the later plugin wins)."""
-        specs = self._collect("ep_backfill_backends", BackfillBackendSpec, named=True)
-        return last_wins(self._callable_factories("ep_backfill_backends", specs))
+        return self._offered("ep_backfill_backends", BackfillBackendSpec)
 
     def build_backfill_backend(self, spec: BackfillBackendSpec, config: Config) -> BackfillBackend:
         """The backfill system ``spec``'s factory builds for ``config``; one that is not a
         :class:`~epcore.types.BackfillBackend` of the spec's name is a PluginError naming the
         plugin. What the factory raises (a ConfigError naming a knob) goes through."""
-        built = spec.factory(config)
-        if isinstance(built, BackfillBackend) and built.name == spec.name:
-            return built
-        raise self._misbuilt("ep_backfill_backends", spec, built, BackfillBackend)
+        return self._built("ep_backfill_backends", spec, config, BackfillBackend)
 
     # -- cron and work ------------------------------------------------------------------------
 
@@ -220,18 +194,9 @@ class Plugins(PluginRegistry):
         functions: list[ClassAdFunction] = self._collect(
             "ep_classad_functions", ClassAdFunction, named=True
         )
-        seen: set[str] = set()
-        for function in functions:
-            key = function.name.lower()
-            if key in builtin or key in seen:
-                culprit = self._blame("ep_classad_functions", {}, holding_name(key))
-                owner = "the built-in" if key in builtin else "an already added"
-                raise PluginError(
-                    f"{culprit}: ep_classad_functions redefines {owner} ClassAd function "
-                    f"{function.name}"
-                )
-            seen.add(key)
-        return functions
+        return self._new_names(
+            "ep_classad_functions", functions, builtin, "the built-in", "ClassAd function"
+        )
 
     def eval_context(self) -> EvalContext:
         """The evaluation context a daemon or tool reads its configuration with: the built-in

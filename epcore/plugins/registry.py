@@ -5,15 +5,22 @@ contract. :class:`~epcore.plugins.manager.Plugins` builds the typed hooks on it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import pluggy
 
 from epcore import hookspecs
 from epcore.errors import PluginError
-from epcore.plugins.answers import holding, holding_name, is_sequence, name_of, name_plugins
+from epcore.plugins.answers import (
+    holding,
+    holding_name,
+    is_sequence,
+    last_wins,
+    name_of,
+    name_plugins,
+)
 from epcore.types import (
     BackfillBackendSpec,
     ContainerRuntimeSpec,
@@ -22,11 +29,40 @@ from epcore.types import (
     ScratchFilesystemSpec,
 )
 
+if TYPE_CHECKING:
+    from epcore.config import Config
+
 # One logger for the whole plugin manager: ``ep plugins`` and the daemons' logs listen to it.
 _log = logging.getLogger("epcore.plugins")
 _S = TypeVar(
-    "_S", IsolationBackendSpec, ContainerRuntimeSpec, PowerBackendSpec, ScratchFilesystemSpec
+    "_S",
+    IsolationBackendSpec,
+    ContainerRuntimeSpec,
+    PowerBackendSpec,
+    BackfillBackendSpec,
+    ScratchFilesystemSpec,
 )
+_Backend = TypeVar("_Backend", bound="_Named")
+_Record = TypeVar("_Record", bound="_Named")
+_Backend_co = TypeVar("_Backend_co", bound="_Named", covariant=True)
+
+
+class _Named(Protocol):
+    """A backend (whatever its kind, it has the name its spec gives) or a named record."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class _Spec(Protocol[_Backend_co]):
+    """A backend spec of any kind (IsolationBackendSpec...): a name and a typed factory."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def factory(self) -> Callable[[Config], _Backend_co]: ...
+
 
 #: Hooks whose results are ignored; each plugin gets them even when another one fails.
 NOTIFICATION_HOOKS = ("ep_slot_state_changed", "ep_job_started", "ep_job_finished")
@@ -204,37 +240,50 @@ class PluginRegistry:
 
     # -- checking what a spec offers and what its factory builds ------------------------------
 
-    def _misbuilt(
-        self,
-        hook: str,
-        spec: IsolationBackendSpec
-        | ContainerRuntimeSpec
-        | PowerBackendSpec
-        | BackfillBackendSpec
-        | ScratchFilesystemSpec,
-        built: object,
-        protocol: type,
-    ) -> PluginError:
-        """The error for ``spec`` whose factory built ``built``: not a ``protocol`` (the
-        kind's), or not named like the spec (the factories are typed, but a plugin's Python
-        is not checked)."""
-        named = f"an object named {spec.name}"
-        expected = named if isinstance(built, protocol) else f"a {protocol.__name__}"
-        culprit = self._offerer(hook, spec)
-        return PluginError(
-            f"{hook} of {culprit}: the factory of {spec.name} built {built!r}, not {expected}"
-        )
+    def _new_names(
+        self, hook: str, records: list[_Record], taken: Collection[str], owner: str, what: str
+    ) -> list[_Record]:
+        """``records``, refused when one of them redefines a name of ``taken`` (lower case:
+        ``owner``'s, epcore's own) or one of an earlier record (names without regard to
+        case): a PluginError naming the plugin, as "``hook`` redefines ``owner`` ``what`` X"."""
+        seen: set[str] = set()
+        for record in records:
+            key = record.name.lower()
+            if key in taken or key in seen:
+                culprit = self._blame(hook, {}, holding_name(key))
+                redefined = owner if key in taken else "an already added"
+                raise PluginError(f"{culprit}: {hook} redefines {redefined} {what} {record.name}")
+            seen.add(key)
+        return records
 
-    def _callable_factories(self, hook: str, specs: list[_S]) -> list[_S]:
-        """``specs``, each checked to have a callable factory (a PluginError naming the
-        plugin otherwise: the daemon calls it much later, far from the plugin's answer)."""
+    def _offered(self, hook: str, record: type[_S]) -> list[_S]:
+        """The specs of one backend kind that plugins offer through ``hook``, one per name
+        (without regard to case; the later plugin wins), each checked to have a callable
+        factory (a PluginError naming the plugin otherwise: the daemon calls it much later,
+        far from the plugin's answer)."""
+        specs: list[_S] = self._collect(hook, record, named=True)
         for spec in specs:
             if not callable(getattr(spec, "factory", None)):
                 culprit = self._offerer(hook, spec)
                 raise PluginError(
                     f"{hook} of {culprit}: the factory of {name_of(spec)} is not callable"
                 )
-        return specs
+        return last_wins(specs)
+
+    def _built(self, hook: str, spec: _Spec[_Backend], config: Config, protocol: type) -> _Backend:
+        """What ``spec``'s factory builds for ``config``: one that is not a ``protocol`` (the
+        kind's), or not named like the spec, is a PluginError naming the plugin that offered
+        it through ``hook`` (the factories are typed, but a plugin's Python is not checked).
+        What the factory raises goes through."""
+        built = spec.factory(config)
+        if isinstance(built, protocol) and built.name == spec.name:
+            return built
+        named = f"an object named {spec.name}"
+        expected = named if isinstance(built, protocol) else f"a {protocol.__name__}"
+        culprit = self._offerer(hook, spec)
+        raise PluginError(
+            f"{hook} of {culprit}: the factory of {spec.name} built {built!r}, not {expected}"
+        )
 
     def _offerer(self, hook: str, spec: object) -> str:
         """Which plugin answered ``hook`` with ``spec`` (by equality; by name when its
