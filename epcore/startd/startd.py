@@ -27,12 +27,13 @@ from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
-from epcore.startd import backends, namespaces, recovery
+from epcore.startd import backends, namespaces, offline, recovery
 from epcore.startd.backfill import Backfill
 from epcore.startd.condor_load import CondorLoad, sample_startd
 from epcore.startd.cron import StartdCron
 from epcore.startd.fetch_work import FetchWork
 from epcore.startd.hibernation import Hibernation
+from epcore.startd.offline import OfflineUniverses
 from epcore.startd.prepare import Preparations
 from epcore.startd.publish import MemorySink
 from epcore.startd.setup import StartdPaths, restart_changes
@@ -112,6 +113,8 @@ class Startd:
         self._ads_memo: tuple[EngineState, float, bool, dict[str, ClassAd]] | None = None
         #: Power management (a companion of the startd's loop).
         self.hibernation = Hibernation(self)
+        #: Universes a starter reported the machine failed (offline.py).
+        self.offline = OfflineUniverses()
         #: The cron jobs and benchmarks (a companion of the startd's loop).
         self.cron = StartdCron(self)
         #: The fetch-work hooks and Python sources (a companion of the startd's loop).
@@ -169,6 +172,8 @@ class Startd:
         if self.scratch is not None:
             self.extra_attributes += self.scratch.machine_attributes()
         self.extra_attributes += self.plugins.machine_attributes(config, self.inventory)
+        # The plugins have just tested their universes again.
+        self.offline.clear()
         engine = Engine(
             config,
             self.policy_ads,
@@ -226,7 +231,11 @@ class Startd:
             readings,
             self.condor_load.statuses(self.statuses.statuses(state)),
             now,
-            extra_attributes=(*self.extra_attributes, *self.hibernation.attributes()),
+            extra_attributes=(
+                *self.extra_attributes,
+                *self.hibernation.attributes(),
+                *self.offline.attributes(),
+            ),
             benchmarks=self.cron.benchmarks.published(state.last_benchmark),
             draining=state.draining_totals(now),
             fold_requirements=published,
@@ -555,6 +564,7 @@ class Startd:
         if handle.stage != "acknowledged":
             result = message.copy()
             del result["Command"]
+            self._offline_report(handle, result, now)
             result["SlotName"] = handle.slot
             result["ClaimId"] = handle.claim_id
             self.record_result(result, now)
@@ -566,6 +576,21 @@ class Startd:
         self.job_left(handle, message, now)
         if result is not None:
             self.announce(result, now)
+
+    def _offline_report(self, handle: StarterHandle, result: ClassAd, now: float) -> None:
+        """Turn off, on every slot, a universe the starter says the machine failed; the
+        report is the startd's, not the job's result."""
+        mark = offline.reported(result, now)
+        for name in protocol.OFFLINE_ATTRIBUTES:
+            if result.lookup(name) is not None:
+                del result[name]
+        if mark is None:
+            return
+        self.log.error(
+            "%s: the %s universe is offline: %s", handle.slot, mark.universe, mark.reason
+        )
+        self.offline.mark(mark)
+        self.attributes_changed(now, publish=True)
 
     def job_left(self, handle: StarterHandle, message: ClassAd | None, now: float) -> None:
         """Tell the engine that the job of ``handle`` is no longer running."""

@@ -17,10 +17,10 @@ from xml.sax.saxutils import quoteattr
 
 import attrs
 
-from epcore.api import HoldCode, as_user
+from epcore.api import HoldCode, VacateCode, as_user
 from epcore.classad import ClassAd, format_old
 from epcore.config import Config
-from epcore.errors import EpError, JobSetupError
+from epcore.errors import JobSetupError, UniverseOffline
 
 #: Every epcore domain's name starts with this; the key that follows finds its job.
 NAME_PREFIX = "epcore-"
@@ -269,6 +269,14 @@ def script_xml(config: Config, job: ClassAd, plan: DomainPlan, sandbox: str) -> 
     return done.stdout
 
 
-class VmInfrastructureError(EpError):
-    """libvirt or the machine failed, not the job: the starter ends the job as evicted, so
-    that it goes back to the queue (HTCondor's VMError, 1020)."""
+class VmInfrastructureError(UniverseOffline):
+    """libvirt or the machine failed, not the job: the job goes back to the queue with
+    HTCondor's VMError (1020) and its message, and the startd marks the VM universe offline
+    on every slot (HasVM = false, VMOfflineReason = ``reason``)."""
+
+    def __init__(self, reason: str) -> None:
+        message = (
+            "An internal error prevented HTCondor from starting the VM.  "
+            f"This job will be rescheduled.  ({reason})."
+        )
+        super().__init__(message, "VM", 13, VacateCode.VM_ERROR, reason)
