@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -37,7 +38,9 @@ from epcore_vm.domain import (
     plan_domain,
     script_xml,
 )
+from epcore_vm.qemu import alive, qemu_pid, rss
 from epcore_vm.settings import read_settings
+from epcore_vm.status import STATUS_FAILED, StatusErrors, guest_gone, status_errors
 
 #: The saved memory of a hard-suspended guest, in the sandbox (HTCondor's working dir).
 SAVE_FILE = "vm_suspended.mem"
@@ -122,7 +125,14 @@ class VmRuntime:
         soft = self.config.get_bool("VM_SOFT_SUSPEND", False)
         target = os.path.join(request.sandbox, checkpoint_name(request.job)) if checkpoint else None
         return RunningVm(
-            connection, domain, name, request, log, soft_suspend=soft, checkpoint=target
+            connection,
+            domain,
+            name,
+            request,
+            log,
+            soft_suspend=soft,
+            checkpoint=target,
+            status=status_errors(self.config),
         )
 
     def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
@@ -218,6 +228,7 @@ class RunningVm:
         *,
         soft_suspend: bool = False,
         checkpoint: str | None = None,
+        status: StatusErrors | None = None,
     ) -> None:
         self.connection = connection
         self.domain = domain
@@ -232,13 +243,17 @@ class RunningVm:
         self.checkpointing = False
         #: The startd asked the guest to stop (a power-off is then no completion).
         self.stopping = False
+        #: Failed status checks in a row (VM_STATUS_MAX_ERROR), and libvirt's last error
+        #: once they ended the job.
+        self.status = status or StatusErrors(5, 60.0)
+        self.status_failure: str | None = None
         #: Where a hard suspend saved the guest's memory, until it is restored.
         self.saved: str | None = None
         self.released = False
         self._ended = threading.Event()
         self._lock = threading.Lock()
         self._read, self._write = os.pipe()
-        self._qemu = _qemu_pid(name)
+        self._qemu = qemu_pid(name)
         self._killer: threading.Timer | None = None
         self._watcher = threading.Thread(target=self._watch, name="epcore-vm-watch", daemon=True)
         self._watcher.start()
@@ -250,8 +265,19 @@ class RunningVm:
                 continue  # saved for a suspend, or being saved: not ended yet
             try:
                 active = bool(self.domain.isActive())
-            except Exception:
-                active = False  # a transient domain that stopped is gone from libvirt
+            except Exception as error:
+                # A transient domain that stopped is gone from libvirt; anything else is
+                # libvirt failing, which ends the job only VM_STATUS_MAX_ERROR times in a row.
+                active = False
+                if not guest_gone(error):
+                    if not self.status.failed(time.monotonic()):
+                        continue
+                    self.status_failure = str(error)
+                    self.log.error("%s: %s: %s", self.name, STATUS_FAILED, error)
+                    with contextlib.suppress(Exception):
+                        self.domain.destroy()
+            else:
+                self.status.succeeded()
             if self.saved is not None:
                 continue  # the save began while libvirt was asked
             if not active:
@@ -320,6 +346,9 @@ class RunningVm:
         nothing of the VM goes back; else give the console and a checkpoint to the job's user
         (the disks, copied in as the user, are the output). A guest that powered off by
         itself completed the job: a checkpoint of an earlier run is forgotten."""
+        if self.status_failure is not None:
+            # HTCondor's VMError: requeued, and the startd marks the universe offline.
+            raise VmInfrastructureError(f"{STATUS_FAILED}: {self.status_failure}")
         if self.checkpoint is not None and not self.stopping and not self.destroyed:
             forget(self.request)
         if self.request.job.evaluate("VMPARAM_No_Output_VM") is not True:
@@ -354,9 +383,9 @@ class RunningVm:
     def pids(self) -> frozenset[int]:
         """The guest's qemu process while it lives."""
         pid = self._qemu
-        if pid is None or (self._ended.is_set() and not _alive(pid)):
+        if pid is None or (self._ended.is_set() and not alive(pid)):
             return frozenset()
-        return frozenset({pid}) if _alive(pid) else frozenset()
+        return frozenset({pid}) if alive(pid) else frozenset()
 
     def signal_all(self, signum: int) -> None:
         """SIGKILL destroys the guest, SIGSTOP / SIGCONT pause and resume it, any other
@@ -416,7 +445,7 @@ class RunningVm:
             cpu = int(self.domain.info()[4]) / 1e9
         except Exception:
             cpu = None
-        return TrackedUsage(user_cpu=cpu, memory_current=_rss(self._qemu))
+        return TrackedUsage(user_cpu=cpu, memory_current=rss(self._qemu))
 
     def out_of_memory(self) -> bool:
         return False
@@ -466,36 +495,3 @@ class RunningVm:
             self._ended.set()
             return
         self._call("destroy")
-
-
-def _qemu_pid(name: str) -> int | None:
-    """The pid of the qemu running domain ``name`` (its command line names the guest)."""
-    needle = f"guest={name},".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if needle in handle.read():
-                    return int(entry)
-        except OSError:
-            continue
-    return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _rss(pid: int | None) -> int | None:
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, IndexError, ValueError):
-        return None

@@ -10,9 +10,12 @@ import signal
 import threading
 from pathlib import Path
 
-from epcore_vm.domain import CONSOLE_FILE
+import pytest
+from epcore_vm.domain import CONSOLE_FILE, VmInfrastructureError
 from epcore_vm.runtime import RunningVm
+from epcore_vm.status import STATUS_FAILED, StatusErrors
 from test_vm_runtime import _request
+from test_vm_status import LibvirtFailure
 
 
 class FakeDomain:
@@ -180,3 +183,33 @@ def test_a_checkpointing_guest_that_powers_off_forgets_its_checkpoint(tmp_path: 
     finally:
         vm.release()
     assert not (iwd / "vm_checkpoint.1.0.mem").exists()
+
+
+class FailingDomain(FakeDomain):
+    """A domain libvirt cannot say anything about (libvirtd gone, say)."""
+
+    def isActive(self) -> bool:
+        raise LibvirtFailure(1)
+
+
+def test_status_failures_in_a_row_end_the_job_as_the_machine_s_fault(tmp_path: Path) -> None:
+    """VM_STATUS_MAX_ERROR failed checks in a row end the job: the domain is destroyed and
+    collect_output raises the VMError that requeues it and marks the universe offline."""
+    domain = FailingDomain(honours_shutdown=True)
+    request = _request(tmp_path, "key")
+    vm = RunningVm(
+        FakeConnection(),
+        domain,
+        "epcore-key",
+        request,
+        logging.getLogger("t"),
+        status=StatusErrors(3, 0.0),
+    )
+    try:
+        assert _ended(vm, 5)
+        assert domain.calls == ["destroy"]
+        with pytest.raises(VmInfrastructureError, match=STATUS_FAILED) as raised:
+            vm.collect_output()
+        assert (raised.value.hold_code, raised.value.universe) == (1020, "VM")
+    finally:
+        vm.release()
