@@ -75,6 +75,25 @@ class JobSetupError(EpError):
         super().__init__(message)
 
 
+class UniverseOffline(JobSetupError):
+    """The machine failed the job's universe, not the job (a hypervisor that will not start a
+    VM): the job goes back to the queue (``hold_code`` is 1000 or more, which HTCondor's
+    shadow vacates for) and the startd advertises the universe offline on every slot, as
+    HTCondor's starter tells its startd ``HasVM = false`` with ``VMOfflineReason``.
+
+    ``universe`` is the name the slot attributes use (``VM``: HasVM, VMOfflineReason) and
+    ``universe_number`` its JobUniverse (13), both listed in ``OfflineUniverses``."""
+
+    def __init__(
+        self, message: str, universe: str, universe_number: int, hold_code: int, reason: str
+    ) -> None:
+        super().__init__(message, hold_code)
+        self.universe = universe
+        self.universe_number = universe_number
+        #: What the slots advertise as ``<universe>OfflineReason``.
+        self.offline_reason = reason
+
+
 class DaemonError(EpError):
     """The startd cannot start or serve (a log directory it cannot write, a control socket
     already in use by a live daemon)."""

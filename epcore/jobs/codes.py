@@ -77,5 +77,7 @@ class VacateCode(enum.IntEnum):
     JOB_NOT_STARTED = 1003
     #: The startd ended the claim to put the machine to sleep (HTCondor's StartdHibernate).
     STARTD_HIBERNATE = 1016
+    #: The machine failed a VM job's hypervisor, not the job (HTCondor's VMError); requeued.
+    VM_ERROR = 1020
     #: The job's scratch filesystem could not be made (HTCondor 24's ScratchDirError).
     SCRATCH_DIR_ERROR = 1024

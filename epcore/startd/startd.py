@@ -33,6 +33,7 @@ from epcore.startd.condor_load import CondorLoad, sample_startd
 from epcore.startd.cron import StartdCron
 from epcore.startd.fetch_work import FetchWork
 from epcore.startd.hibernation import Hibernation
+from epcore.startd.offline import OfflineUniverses
 from epcore.startd.prepare import Preparations
 from epcore.startd.publish import MemorySink
 from epcore.startd.setup import StartdPaths, make_state_private, restart_changes
@@ -100,6 +101,8 @@ class Startd:
         self._ads_memo: tuple[EngineState, float, bool, dict[str, ClassAd]] | None = None
         #: Power management (a companion of the startd's loop).
         self.hibernation = Hibernation(self)
+        #: Universes a starter reported the machine failed (offline.py).
+        self.offline = OfflineUniverses()
         #: The cron jobs and benchmarks (a companion of the startd's loop).
         self.cron = StartdCron(self)
         #: The fetch-work hooks and Python sources (a companion of the startd's loop).
@@ -148,6 +151,8 @@ class Startd:
         if self.scratch is not None:
             self.extra_attributes += self.scratch.machine_attributes()
         self.extra_attributes += self.plugins.machine_attributes(config, self.inventory)
+        # The plugins have just tested their universes again.
+        self.offline.clear()
         engine = Engine(
             config,
             self.policy_ads,
@@ -205,7 +210,11 @@ class Startd:
             readings,
             self.condor_load.statuses(self.statuses.statuses(state)),
             now,
-            extra_attributes=(*self.extra_attributes, *self.hibernation.attributes()),
+            extra_attributes=(
+                *self.extra_attributes,
+                *self.hibernation.attributes(),
+                *self.offline.attributes(),
+            ),
             benchmarks=self.cron.benchmarks.published(state.last_benchmark),
             draining=state.draining_totals(now),
             fold_requirements=published,

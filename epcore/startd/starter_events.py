@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from epcore.classad import ClassAd, format_old
 from epcore.runtime import persist
 from epcore.runtime.forkserver import ForkServerError
-from epcore.startd import recovery
+from epcore.startd import offline, recovery
 from epcore.startd.starters import StarterHandle
 from epcore.startd.zygote import Spawned
 from epcore.starter import protocol
@@ -236,6 +236,7 @@ def finished(startd: Startd, handle: StarterHandle, message: ClassAd, now: float
     if handle.stage != "acknowledged":
         result = message.copy()
         del result["Command"]
+        offline_report(startd, handle, result, now)
         result["SlotName"] = handle.slot
         result["ClaimId"] = handle.claim_id
         record_result(startd, result, now)
@@ -247,6 +248,20 @@ def finished(startd: Startd, handle: StarterHandle, message: ClassAd, now: float
     job_left(startd, handle, message, now)
     if result is not None:
         announce(startd, result, now)
+
+
+def offline_report(startd: Startd, handle: StarterHandle, result: ClassAd, now: float) -> None:
+    """Turn off, on every slot, a universe the starter says the machine failed; the report
+    is the startd's, not the job's result."""
+    mark = offline.reported(result, now)
+    for name in protocol.OFFLINE_ATTRIBUTES:
+        if result.lookup(name) is not None:
+            del result[name]
+    if mark is None:
+        return
+    startd.log.error("%s: the %s universe is offline: %s", handle.slot, mark.universe, mark.reason)
+    startd.offline.mark(mark)
+    startd.attributes_changed(now, publish=True)
 
 
 def job_left(startd: Startd, handle: StarterHandle, message: ClassAd | None, now: float) -> None:

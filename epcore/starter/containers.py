@@ -22,7 +22,7 @@ from epcore.errors import ClassAdError, JobSetupError
 from epcore.jobs.codes import HoldCode
 from epcore.jobs.command import JobCommand
 from epcore.starter.launch_child import ExitStatus
-from epcore.starter.outcome import EXITED, HELD, Ending
+from epcore.starter.outcome import HELD, Ending, output_goes_back
 from epcore.starter.starter import Starter
 from epcore.starter.transfer import (
     FileStamp,
@@ -195,12 +195,15 @@ def launch_container(
 def finish_container(
     starter: Starter, launched: ContainerLaunch, before: dict[str, FileStamp], ending: Ending
 ) -> Ending:
-    """After a container job: its output into its files and back to its Iwd; a job that
-    exited but whose output could not go back is held (code 12)."""
+    """After a container job: its output into its files and back to its Iwd (after an
+    eviction too when it asks for ON_EXIT_OR_EVICT, as a remote job's output goes back); a
+    job whose output could not go back is held (code 12)."""
     problem = launched.container.collect_output()
     sandbox, user = starter.sandbox, starter.user
     iwd = starter.job.evaluate("Iwd")
-    if sandbox is None or user is None or not isinstance(iwd, str) or ending.outcome != EXITED:
+    if sandbox is None or user is None or not isinstance(iwd, str):
+        return ending
+    if not output_goes_back(starter.job, ending):
         return ending
     if problem is None:
         problem = transfer_out(

@@ -39,7 +39,7 @@ from epcore.net.conversation import Step, Stream, run_blocking, send
 from epcore.net.keyexchange import EcdhClientKeyExchange
 from epcore.net.sinful import parse_sinful
 from epcore.starter.identity import JobUser
-from epcore.starter.outcome import EVICTED, EXITED, HELD, Ending
+from epcore.starter.outcome import HELD, Ending, output_goes_back
 from epcore.starter.privileges import as_user
 from epcore.transfer import plan, wire
 
@@ -291,9 +291,7 @@ class RemoteTransfer:
     def send_back(self, ending: Ending) -> Ending:
         """Push the output after the job (when it exited, or was evicted and the job asks
         for ON_EXIT_OR_EVICT); the ending, made a hold (code 12) when it could not go."""
-        when = self.job.evaluate("WhenToTransferOutput")
-        on_evict = isinstance(when, str) and when.upper() == "ON_EXIT_OR_EVICT"
-        if ending.outcome != EXITED and not (ending.outcome == EVICTED and on_evict):
+        if not output_goes_back(self.job, ending):
             return ending
         self.figures["TransferOutStarted"] = int(self.clock())
         code = int(HoldCode.DOWNLOAD_FILE_ERROR)

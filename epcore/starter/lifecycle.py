@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from epcore.classad import ClassAd
-from epcore.errors import EpError, JobSetupError
+from epcore.errors import EpError, JobSetupError, UniverseOffline
 from epcore.jobs.codes import HoldCode
 from epcore.jobs.command import JobCommand, job_command
 from epcore.starter import protocol
@@ -386,6 +386,10 @@ def _finished_message(starter: Starter, ending: Ending) -> ClassAd:
         ad["JobDuration"] = round(starter.clock() - starter.start_time, 3)
     if starter.user is not None:
         ad["RemoteOwner"] = starter.user.name
+    if starter.offline is not None:
+        ad[protocol.OFFLINE_UNIVERSE] = starter.offline.universe
+        ad[protocol.OFFLINE_UNIVERSE_NUMBER] = starter.offline.universe_number
+        ad[protocol.OFFLINE_REASON] = starter.offline.offline_reason
     for name in starter.transfer_figures:
         ad[name] = starter.transfer_figures[name]
     return ad
@@ -475,6 +479,8 @@ def run_job(starter: Starter) -> int:
                 ending = remote.send_back(ending)
     except JobSetupError as error:
         starter.log.error("the job cannot run: %s", error)
+        if isinstance(error, UniverseOffline):
+            starter.offline = error
         ending = starter.setup_failure(error)
     except EpError as error:
         starter.log.error("the starter failed: %s", error)

@@ -69,6 +69,17 @@ class Ending:
         return ad
 
 
+def output_goes_back(job: ClassAd, ending: Ending) -> bool:
+    """True when the job's output goes back after ``ending``: after it exited, and after an
+    eviction too when it asks for ``when_to_transfer_output = ON_EXIT_OR_EVICT`` (a VM job
+    with vm_checkpoint: its saved guest and disks are what it runs on from next time)."""
+    if ending.outcome == EXITED:
+        return True
+    when = job.evaluate("WhenToTransferOutput")
+    on_evict = isinstance(when, str) and when.upper() == "ON_EXIT_OR_EVICT"
+    return ending.outcome == EVICTED and on_evict
+
+
 def vacates_instead(code: int, subcode: int) -> bool:
     """True when a starter error with hold ``code`` and ``subcode`` sends the job back to idle
     instead of holding it: HTCondor's shadow vacates for codes of 1000 and up and for

@@ -25,4 +25,12 @@ HARD_KILL = "HardKill"
 ACK = "Ack"
 
 STARTER_COMMANDS = (HELLO, STARTED, UPDATE, FINISHED)
+
+#: In FINISHED, when the machine failed the job's universe (errors.UniverseOffline): the
+#: universe's name, its JobUniverse and why; the startd advertises it offline and keeps these
+#: out of the job's result.
+OFFLINE_UNIVERSE = "EpOfflineUniverse"
+OFFLINE_UNIVERSE_NUMBER = "EpOfflineUniverseNumber"
+OFFLINE_REASON = "EpOfflineReason"
+OFFLINE_ATTRIBUTES = (OFFLINE_UNIVERSE, OFFLINE_UNIVERSE_NUMBER, OFFLINE_REASON)
 STARTD_COMMANDS = (SUSPEND, CONTINUE, SOFT_KILL, HARD_KILL, ACK)

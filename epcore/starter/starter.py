@@ -32,7 +32,7 @@ import psutil
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
-from epcore.errors import EpError, JobSetupError
+from epcore.errors import EpError, JobSetupError, UniverseOffline
 from epcore.jobs.command import JobCommand, job_environment
 from epcore.jobs.syntax import Environment
 from epcore.runtime import framing
@@ -235,6 +235,8 @@ class Starter:
         self.scratch_verdict: ScratchVerdict | None = None
         #: What the job's file transfers recorded (BytesSent, TransferInStarted...).
         self.transfer_figures = ClassAd()
+        #: The universe the machine failed for this job, reported with its end.
+        self.offline: UniverseOffline | None = None
 
     # -- the startd connection --------------------------------------------------------------
 

@@ -455,6 +455,8 @@ def build_job_ad(
     for attribute, value in requests.values:
         job.ad[attribute] = value
     vm_type = _containers(job, name)
+    if vm_type is not None:
+        should_transfer = "YES"  # as the VM universe sets it (vmjob.vm_attributes)
     _accounting(job)
     _policy(job)
     apply_simple_commands(job.ad, job.get, job.fault)

@@ -59,9 +59,22 @@ def vm_attributes(job: VMJob) -> str:
     if kind not in ("kvm", "xen"):
         raise job.fault(f"vm_type {vm_type.text} is not one of kvm, xen", vm_type)
     ad["JobVMType"] = kind
-    ad["JobVMCheckpoint"] = job.flag("vm_checkpoint", False)
+    checkpoint = job.flag("vm_checkpoint", False)
+    ad["JobVMCheckpoint"] = checkpoint
     networking = job.flag("vm_networking", False)
     ad["JobVMNetworking"] = networking
+    when = job.get("when_to_transfer_output")
+    if checkpoint and networking and (when is None or when.text.upper() != "ON_EXIT_OR_EVICT"):
+        raise job.fault(
+            "vm_checkpoint and vm_networking together need an explicit "
+            '"when_to_transfer_output = ON_EXIT_OR_EVICT"',
+            when,
+        )
+    # condor_submit turns file transfer on for every VM job, whatever the submit file says:
+    # the disks are the output, and a checkpointed guest (its saved memory and disks) goes
+    # back at eviction too, to run on from there next time.
+    ad["ShouldTransferFiles"] = "YES"
+    ad["WhenToTransferOutput"] = "ON_EXIT_OR_EVICT" if checkpoint else "ON_EXIT"
     network_type = job.get("vm_networking_type")
     if networking and network_type is not None:
         ad["JobVMNetworkingType"] = network_type.text

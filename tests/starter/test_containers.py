@@ -1,16 +1,30 @@
-"""The starter's choice of container runtime and a container job's vacate time."""
+"""The starter's choice of container runtime, a container job's vacate time and what goes
+back to its Iwd when it ends."""
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Collection, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
 from epcore.errors import JobSetupError
-from epcore.starter.containers import runtime_for, vacate_seconds
+from epcore.jobs.codes import HoldCode
+from epcore.starter.containers import (
+    ContainerLaunch,
+    finish_container,
+    runtime_for,
+    vacate_seconds,
+)
+from epcore.starter.outcome import EVICTED, HELD, Ending
+from epcore.starter.starter import Starter
+from epcore.starter.transfer import stamps
 from epcore.types import ContainerJob, MachineAttribute, RunningContainer
 
 
@@ -105,3 +119,53 @@ def test_vacate_time_is_the_machine_s_or_the_job_s_smaller_one(
     machine = parse_ad("[ Cpus = 4 ]")
     seconds = vacate_seconds(Config.from_text(config), machine, parse_ad(job), now=0.0)
     assert seconds == expected
+
+
+class StoppedContainer:
+    """The part of a stopped container that finish_container asks for: its output."""
+
+    def collect_output(self) -> str | None:
+        return None
+
+
+def _finish(
+    tmp_path: Path, when: str, ending: Ending, *, iwd_exists: bool = True
+) -> tuple[Ending, Path]:
+    sandbox, iwd = tmp_path / "sandbox", tmp_path / "iwd"
+    sandbox.mkdir()
+    if iwd_exists:
+        iwd.mkdir()
+    (sandbox / "disk.img").write_bytes(b"before")
+    before = stamps(str(sandbox))
+    (sandbox / "saved.mem").write_bytes(b"guest memory")
+    job = parse_ad(f'[ Iwd = "{iwd}"; WhenToTransferOutput = "{when}" ]')
+    starter = SimpleNamespace(
+        sandbox=SimpleNamespace(path=str(sandbox)),
+        user=SimpleNamespace(uid=os.getuid(), gid=os.getgid(), groups=()),
+        job=job,
+        log=logging.getLogger("test"),
+    )
+    launched = ContainerLaunch(
+        cast(RunningContainer, StoppedContainer()), 0.0, logging.getLogger("test")
+    )
+    return finish_container(cast(Starter, starter), launched, before, ending), iwd
+
+
+@pytest.mark.parametrize(("when", "sent"), [("ON_EXIT_OR_EVICT", True), ("ON_EXIT", False)])
+def test_an_evicted_container_job_s_output_goes_back_when_it_asks_for_on_exit_or_evict(
+    tmp_path: Path, when: str, sent: bool
+) -> None:
+    """An evicted container job's new files reach its Iwd only with ON_EXIT_OR_EVICT."""
+    evicted = Ending(EVICTED, "The job was evicted: vacate")
+    ending, iwd = _finish(tmp_path, when, evicted)
+    assert ending == evicted
+    assert (iwd / "saved.mem").exists() is sent
+    assert not (iwd / "disk.img").exists()
+
+
+def test_an_evicted_job_whose_output_cannot_go_back_is_held(tmp_path: Path) -> None:
+    """An evicted ON_EXIT_OR_EVICT container job whose Iwd is gone is held with code 12."""
+    evicted = Ending(EVICTED, "The job was evicted: vacate")
+    ending, _ = _finish(tmp_path, "ON_EXIT_OR_EVICT", evicted, iwd_exists=False)
+    assert (ending.outcome, ending.hold_code) == (HELD, HoldCode.DOWNLOAD_FILE_ERROR)
+    assert "saved.mem" in ending.reason

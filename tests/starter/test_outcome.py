@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from epcore.classad import parse_ad
 from epcore.jobs.codes import HoldCode
 from epcore.starter.outcome import (
     EVICTED,
@@ -17,6 +18,7 @@ from epcore.starter.outcome import (
     REQUEUED,
     Ending,
     decide,
+    output_goes_back,
     vacates_instead,
 )
 
@@ -209,3 +211,22 @@ def test_an_eviction_with_a_code_records_the_vacate_reason() -> None:
     assert ad.evaluate("VacateReasonCode") == 1016
     assert ad.evaluate("VacateReasonSubCode") == 0
     assert _decide(stopped_by_startd="vacate").attributes().lookup("VacateReasonCode") is None
+
+
+@pytest.mark.parametrize(
+    ("when", "outcome", "goes"),
+    [
+        ("ON_EXIT", EXITED, True),
+        ("ON_EXIT", EVICTED, False),
+        ("ON_EXIT_OR_EVICT", EVICTED, True),
+        ("on_exit_or_evict", EVICTED, True),
+        ("ON_EXIT_OR_EVICT", HELD, False),
+        ("ON_EXIT_OR_EVICT", REQUEUED, False),
+    ],
+)
+def test_output_goes_back_after_an_exit_and_after_an_eviction_that_asks_for_it(
+    when: str, outcome: str, goes: bool
+) -> None:
+    """Output goes back after an exit, and after an eviction only with ON_EXIT_OR_EVICT."""
+    job = parse_ad(f'[ WhenToTransferOutput = "{when}" ]')
+    assert output_goes_back(job, Ending(outcome, "why")) is goes

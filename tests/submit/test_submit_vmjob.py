@@ -26,6 +26,16 @@ VM_CASES = [
     ("", "JobVMVCPUs", UNDEFINED),
     ("", "JobVMCheckpoint", False),
     ("vm_checkpoint = true", "JobVMCheckpoint", True),
+    ("", "WhenToTransferOutput", "ON_EXIT"),
+    ("when_to_transfer_output = ON_EXIT_OR_EVICT", "WhenToTransferOutput", "ON_EXIT"),
+    ("vm_checkpoint = true", "WhenToTransferOutput", "ON_EXIT_OR_EVICT"),
+    ("should_transfer_files = NO", "ShouldTransferFiles", "YES"),
+    (
+        "vm_checkpoint = true\nvm_networking = true\nwhen_to_transfer_output = ON_EXIT_OR_EVICT",
+        "WhenToTransferOutput",
+        "ON_EXIT_OR_EVICT",
+    ),
+    ("vm_checkpoint = true", "ShouldTransferFiles", "YES"),
     ("", "JobVMNetworking", False),
     ("vm_networking = true", "JobVMNetworking", True),
     ("vm_networking = true\nvm_networking_type = nat", "JobVMNetworkingType", "nat"),
@@ -56,6 +66,7 @@ VM_ERRORS = [
     ("vm_disk = a:b:c:d:e", "incorrect format"),
     ("vm_disk = a:vda:r,", "incorrect format"),
     ("vm_networking = maybe", "vm_networking"),
+    ("vm_checkpoint = true\nvm_networking = true", "ON_EXIT_OR_EVICT"),
 ]
 
 

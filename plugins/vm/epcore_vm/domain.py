@@ -17,10 +17,10 @@ from xml.sax.saxutils import quoteattr
 
 import attrs
 
-from epcore.api import HoldCode
+from epcore.api import HoldCode, VacateCode, as_user
 from epcore.classad import ClassAd, format_old
 from epcore.config import Config
-from epcore.errors import EpError, JobSetupError
+from epcore.errors import JobSetupError, UniverseOffline
 
 #: Every epcore domain's name starts with this; the key that follows finds its job.
 NAME_PREFIX = "epcore-"
@@ -64,9 +64,30 @@ class VmDisk:
     format: str = "raw"
 
 
-def parse_disks(text: str | None, sandbox: str, vm_type: str) -> tuple[VmDisk, ...]:
+@attrs.frozen
+class DiskUser:
+    """Whose rights a disk is checked with: the job's user (the starter runs as root, which
+    may open any file; HTCondor's gahp checks as the job's user too)."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...] = ()
+
+
+def _may_open(path: str, mode: int, user: DiskUser | None) -> bool:
+    if user is None:
+        return os.access(path, mode)
+    with as_user(user.uid, user.gid, user.groups):
+        # effective_ids: the check uses the identity as_user took, not the real (root) one.
+        return os.access(path, mode, effective_ids=True)
+
+
+def parse_disks(
+    text: str | None, sandbox: str, vm_type: str, user: DiskUser | None = None
+) -> tuple[VmDisk, ...]:
     """The disks of VMPARAM_vm_Disk, relative names taken in ``sandbox``; holds the job
-    (KVM/XEN_NO_DISK_PARAM, _INVALID_DISK_PARAM) when absent, malformed or missing."""
+    (KVM/XEN_NO_DISK_PARAM, _INVALID_DISK_PARAM) when absent, malformed, missing, or not
+    readable (writable, for a ``w`` disk) by ``user`` (None: by this process)."""
     prefix = "XEN" if vm_type == "xen" else "KVM"
     if not text or not text.strip():
         raise vm_hold(f"VMGAHP_ERR_JOBCLASSAD_{prefix}_NO_DISK_PARAM")
@@ -83,7 +104,7 @@ def parse_disks(text: str | None, sandbox: str, vm_type: str) -> tuple[VmDisk, .
         writable = "w" in permission.lower()
         if not os.path.isfile(path):
             raise vm_hold(invalid, f"the disk image {name} is not in the job's sandbox")
-        if not os.access(path, os.R_OK | (os.W_OK if writable else 0)):
+        if not _may_open(path, os.R_OK | (os.W_OK if writable else 0), user):
             raise vm_hold(invalid, f"the disk image {name} cannot be opened as {permission}")
         disks.append(VmDisk(path, device, writable, fields[3] if len(fields) == 4 else "raw"))
     return tuple(disks)
@@ -120,9 +141,11 @@ def _int_attribute(job: ClassAd, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def plan_domain(job: ClassAd, config: Config, job_key: str, sandbox: str) -> DomainPlan:
+def plan_domain(
+    job: ClassAd, config: Config, job_key: str, sandbox: str, user: DiskUser | None = None
+) -> DomainPlan:
     """The domain the job asks for; holds the job (code 6, B.5 subcodes) when its ad cannot
-    make one."""
+    make one, its disks checked with ``user``'s rights."""
     vm_type = job.evaluate("JobVMType")
     if not isinstance(vm_type, str) or not vm_type:
         raise JobSetupError(
@@ -134,7 +157,7 @@ def plan_domain(job: ClassAd, config: Config, job_key: str, sandbox: str) -> Dom
     if job.evaluate("JobVMHardwareVT") is True and not config.get_bool("VM_HARDWARE_VT", False):
         raise vm_hold("VMGAHP_ERR_JOBCLASSAD_MISMATCHED_HARDWARE_VT")
     disk_text = job.evaluate("VMPARAM_vm_Disk")
-    disks = parse_disks(disk_text if isinstance(disk_text, str) else None, sandbox, vm_type)
+    disks = parse_disks(disk_text if isinstance(disk_text, str) else None, sandbox, vm_type, user)
     vcpus = _int_attribute(job, "JobVM_VCPUS") or _int_attribute(job, "RequestCpus") or 1
     network = bridge = None
     if job.evaluate("JobVMNetworking") is True:
@@ -246,6 +269,14 @@ def script_xml(config: Config, job: ClassAd, plan: DomainPlan, sandbox: str) -> 
     return done.stdout
 
 
-class VmInfrastructureError(EpError):
-    """libvirt or the machine failed, not the job: the starter ends the job as evicted, so
-    that it goes back to the queue (HTCondor's VMError, 1020)."""
+class VmInfrastructureError(UniverseOffline):
+    """libvirt or the machine failed, not the job: the job goes back to the queue with
+    HTCondor's VMError (1020) and its message, and the startd marks the VM universe offline
+    on every slot (HasVM = false, VMOfflineReason = ``reason``)."""
+
+    def __init__(self, reason: str) -> None:
+        message = (
+            "An internal error prevented HTCondor from starting the VM.  "
+            f"This job will be rescheduled.  ({reason})."
+        )
+        super().__init__(message, "VM", 13, VacateCode.VM_ERROR, reason)

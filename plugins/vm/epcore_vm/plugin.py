@@ -1,8 +1,10 @@
 """The VM plugin's hooks: epcore finds this module through the ``epcore`` entry point.
 
-It adds one epcore knob, VM_LIBVIRT_URI, and the VM universe's slot attributes (HasVM and
-friends, :mod:`epcore_vm.detect`) and the ``vm`` container runtime that runs VM universe jobs
-(:mod:`epcore_vm.runtime`). HTCondor's own VM_* knobs are already in epcore's default table.
+It adds epcore knobs (VM_LIBVIRT_URI...), the VM universe's slot attributes (HasVM and
+friends, :mod:`epcore_vm.detect`; VM_AvailNum and VM_Memory as the running VMs leave them, a
+cron job of :mod:`epcore_vm.accounting`) and the ``vm`` container runtime that runs VM
+universe jobs (:mod:`epcore_vm.runtime`). HTCondor's own VM_* knobs are already in epcore's
+default table.
 """
 
 from __future__ import annotations
@@ -11,9 +13,15 @@ from collections.abc import Sequence
 
 from epcore import hookimpl
 from epcore.config import Config, KnobDefault
-from epcore.types import ContainerRuntimeSpec, MachineAttribute, MachineInventory
+from epcore.types import (
+    ContainerRuntimeSpec,
+    MachineAttribute,
+    MachineInventory,
+    PythonCronJob,
+)
+from epcore_vm.accounting import usage_job
 from epcore_vm.detect import probe, vm_attributes
-from epcore_vm.runtime import VmRuntime
+from epcore_vm.runtime import VmRuntime, open_connection
 from epcore_vm.settings import read_settings
 
 
@@ -52,6 +60,13 @@ def ep_config_defaults() -> Sequence[KnobDefault]:
         ),
         KnobDefault("VM_KVM_INITRD", None, "string", "epcore: the initrd of VM_KVM_KERNEL."),
         KnobDefault(
+            "VM_USAGE_INTERVAL",
+            "10",
+            "double",
+            "epcore: seconds between two counts of the running VMs, which VM_AvailNum and "
+            "VM_Memory follow.",
+        ),
+        KnobDefault(
             "VM_KVM_KERNEL_PARAMS",
             "console=ttyS0",
             "string",
@@ -76,3 +91,13 @@ def ep_machine_attributes(
 def ep_container_runtimes() -> Sequence[ContainerRuntimeSpec]:
     """The ``vm`` runtime: VM universe jobs (JobUniverse 13) as libvirt domains."""
     return [ContainerRuntimeSpec("vm", VmRuntime, starter_modules=("libvirt",))]
+
+
+@hookimpl
+def ep_cron_jobs(config: Config) -> Sequence[PythonCronJob]:
+    """VM_AvailNum and VM_Memory as the running VMs leave them (none while the VM universe
+    is off)."""
+    settings = read_settings(config)
+    if settings.problem is not None:
+        return []
+    return [usage_job(settings, config, open_connection)]

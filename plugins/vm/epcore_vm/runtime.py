@@ -19,23 +19,28 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.types import ChildSetup, ContainerJob, MachineAttribute, TrackedUsage
+from epcore_vm.checkpoint import bring_in, checkpoint_name, forget, restore, wants_checkpoint
 from epcore_vm.detect import CONNECT_TIMEOUT
 from epcore_vm.domain import (
     CONSOLE_FILE,
     NAME_PREFIX,
+    DiskUser,
     VmInfrastructureError,
     domain_name,
     domain_xml,
     plan_domain,
     script_xml,
 )
+from epcore_vm.qemu import alive, qemu_pid, rss
 from epcore_vm.settings import read_settings
+from epcore_vm.status import STATUS_FAILED, StatusErrors, guest_gone, status_errors
 
 #: The saved memory of a hard-suspended guest, in the sandbox (HTCondor's working dir).
 SAVE_FILE = "vm_suspended.mem"
@@ -99,17 +104,36 @@ class VmRuntime:
         wrong, requeues it (VmInfrastructureError) when libvirt fails."""
         if self.settings.problem is not None:
             raise VmInfrastructureError(f"the VM universe is off here: {self.settings.problem}")
-        plan = plan_domain(request.job, self.config, request.job_key, request.sandbox)
+        user = DiskUser(request.uid, request.gid, request.extra_gids)
+        plan = plan_domain(request.job, self.config, request.job_key, request.sandbox, user)
         xml = script_xml(self.config, request.job, plan, request.sandbox) or domain_xml(plan)
+        checkpoint = wants_checkpoint(request.job)
+        saved = bring_in(request) if checkpoint else None
         connection = open_connection(self.settings.uri)
+        domain = None
+        if saved is not None:
+            domain = restore(connection, saved, xml, log)
         try:
-            domain = connection.createXML(xml, 0)
+            if domain is None:
+                domain = connection.createXML(xml, 0)
         except Exception as error:
             connection.close()
             raise VmInfrastructureError(f"libvirt cannot start {plan.name}: {error}") from error
-        log.info("domain %s started (%d MiB, %d vCPUs)", plan.name, plan.memory_mb, plan.vcpus)
+        # A resumed guest keeps the name it was saved under (libvirt's rule).
+        name = str(domain.name())
+        log.info("domain %s started (%d MiB, %d vCPUs)", name, plan.memory_mb, plan.vcpus)
         soft = self.config.get_bool("VM_SOFT_SUSPEND", False)
-        return RunningVm(connection, domain, plan.name, request, log, soft_suspend=soft)
+        target = os.path.join(request.sandbox, checkpoint_name(request.job)) if checkpoint else None
+        return RunningVm(
+            connection,
+            domain,
+            name,
+            request,
+            log,
+            soft_suspend=soft,
+            checkpoint=target,
+            status=status_errors(self.config),
+        )
 
     def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
         """Destroy the domains of this startd's jobs that no running job holds; their keys."""
@@ -144,14 +168,26 @@ class VmRuntime:
             self.log.error("cannot look for the domain of job %s: %s", job_key, error)
             return False
         try:
-            domain = connection.lookupByName(domain_name(job_key))
-        except Exception:
-            return False
-        else:
+            domain = _find(connection, job_key)
+            if domain is None:
+                return False
             _remove(domain, self.log)
             return True
         finally:
             connection.close()
+
+
+def _find(connection: Any, job_key: str) -> Any:
+    """The domain of ``job_key``: by its name, or by the key in its description (a guest
+    resumed from a checkpoint keeps the name of the run that saved it); None when none."""
+    try:
+        return connection.lookupByName(domain_name(job_key))
+    except Exception:
+        pass
+    try:
+        return next((d for d in connection.listAllDomains(0) if _job_key(d) == job_key), None)
+    except Exception:
+        return None
 
 
 def _job_key(domain: Any) -> str | None:
@@ -191,6 +227,8 @@ class RunningVm:
         log: logging.Logger,
         *,
         soft_suspend: bool = False,
+        checkpoint: str | None = None,
+        status: StatusErrors | None = None,
     ) -> None:
         self.connection = connection
         self.domain = domain
@@ -199,13 +237,23 @@ class RunningVm:
         self.log = log
         self.destroyed = False
         self.soft_suspend = soft_suspend
+        #: Where a vacate saves the guest (vm_checkpoint); None: the job does not checkpoint.
+        self.checkpoint = checkpoint
+        #: True while the checkpoint is written (the domain stops when it is done).
+        self.checkpointing = False
+        #: The startd asked the guest to stop (a power-off is then no completion).
+        self.stopping = False
+        #: Failed status checks in a row (VM_STATUS_MAX_ERROR), and libvirt's last error
+        #: once they ended the job.
+        self.status = status or StatusErrors(5, 60.0)
+        self.status_failure: str | None = None
         #: Where a hard suspend saved the guest's memory, until it is restored.
         self.saved: str | None = None
         self.released = False
         self._ended = threading.Event()
         self._lock = threading.Lock()
         self._read, self._write = os.pipe()
-        self._qemu = _qemu_pid(name)
+        self._qemu = qemu_pid(name)
         self._killer: threading.Timer | None = None
         self._watcher = threading.Thread(target=self._watch, name="epcore-vm-watch", daemon=True)
         self._watcher.start()
@@ -213,12 +261,23 @@ class RunningVm:
     def _watch(self) -> None:
         # Polled: libvirt's event loop would need a thread of its own all the same.
         while not self._ended.wait(WATCH_SECONDS):
-            if self.saved is not None:
-                continue  # saved for a suspend: gone from libvirt but not ended
+            if self.saved is not None or self.checkpointing:
+                continue  # saved for a suspend, or being saved: not ended yet
             try:
                 active = bool(self.domain.isActive())
-            except Exception:
-                active = False  # a transient domain that stopped is gone from libvirt
+            except Exception as error:
+                # A transient domain that stopped is gone from libvirt; anything else is
+                # libvirt failing, which ends the job only VM_STATUS_MAX_ERROR times in a row.
+                active = False
+                if not guest_gone(error):
+                    if not self.status.failed(time.monotonic()):
+                        continue
+                    self.status_failure = str(error)
+                    self.log.error("%s: %s: %s", self.name, STATUS_FAILED, error)
+                    with contextlib.suppress(Exception):
+                        self.domain.destroy()
+            else:
+                self.status.succeeded()
             if self.saved is not None:
                 continue  # the save began while libvirt was asked
             if not active:
@@ -239,24 +298,68 @@ class RunningVm:
         return (None, int(signal.SIGKILL)) if self.destroyed else (0, None)
 
     def stop(self, signum: int, grace_seconds: float) -> None:
-        """Ask the guest to shut down (ACPI), and destroy it after ``grace_seconds``."""
+        """Ask the guest to shut down (ACPI), and destroy it after ``grace_seconds``; a
+        checkpointing job's guest is saved instead (the save stops it)."""
         del signum  # a guest gets no signal: the power button is HTCondor's graceful stop
-        self._shutdown()
+        self.stopping = True
+        if self.checkpoint is not None and not self._ended.is_set():
+            # virDomainSave takes seconds: the starter's loop must not wait for it.
+            saver = threading.Thread(target=self._save_checkpoint, name="epcore-vm-ckpt")
+            saver.daemon = True
+            saver.start()
+        else:
+            self._shutdown()
         if self._killer is None:
             self._killer = threading.Timer(grace_seconds, self._destroy)
             self._killer.daemon = True
             self._killer.start()
 
+    def _save_checkpoint(self) -> None:
+        """Save the guest to the checkpoint file (a hard-suspended one is saved already);
+        shut it down as any other when that fails."""
+        assert self.checkpoint is not None
+        with self._lock:
+            if self.saved is not None:
+                try:
+                    os.replace(self.saved, self.checkpoint)
+                except OSError as error:
+                    self.log.warning("keeping %s's suspended memory failed: %s", self.name, error)
+                else:
+                    self.log.info("domain %s checkpointed (it was suspended)", self.name)
+                    self.saved = None
+                    self._ended.set()
+                    return
+            self.checkpointing = True
+            try:
+                self.domain.save(self.checkpoint)
+            except Exception as error:
+                self.log.warning("checkpointing %s failed (%s): shutting it down", self.name, error)
+            else:
+                self.log.info("domain %s checkpointed to %s", self.name, self.checkpoint)
+                return
+            finally:
+                self.checkpointing = False
+        self._shutdown()
+
     def collect_output(self) -> str | None:
         """With vm_no_output_vm, remove the disks and console from the sandbox so that
-        nothing of the VM goes back; else give the console to the job's user (the disks,
-        copied in as the user, are the output)."""
+        nothing of the VM goes back; else give the console and a checkpoint to the job's user
+        (the disks, copied in as the user, are the output). A guest that powered off by
+        itself completed the job: a checkpoint of an earlier run is forgotten."""
+        if self.status_failure is not None:
+            # HTCondor's VMError: requeued, and the startd marks the universe offline.
+            raise VmInfrastructureError(f"{STATUS_FAILED}: {self.status_failure}")
+        if self.checkpoint is not None and not self.stopping and not self.destroyed:
+            forget(self.request)
         if self.request.job.evaluate("VMPARAM_No_Output_VM") is not True:
-            # qemu (root) made the console file: the job's user sends it back.
+            # qemu and libvirtd (root) made these files: the job's user sends them back.
             console = os.path.join(self.request.sandbox, CONSOLE_FILE)
-            with contextlib.suppress(OSError):
-                os.chown(console, self.request.uid, self.request.gid)
-                os.chmod(console, 0o644)
+            for path, mode in ((console, 0o644), (self.checkpoint, 0o600)):
+                if path is None:
+                    continue
+                with contextlib.suppress(OSError):
+                    os.chown(path, self.request.uid, self.request.gid)
+                    os.chmod(path, mode)
             return None
         disks = self.request.job.evaluate("VMPARAM_vm_Disk")
         names = [CONSOLE_FILE]
@@ -280,20 +383,22 @@ class RunningVm:
     def pids(self) -> frozenset[int]:
         """The guest's qemu process while it lives."""
         pid = self._qemu
-        if pid is None or (self._ended.is_set() and not _alive(pid)):
+        if pid is None or (self._ended.is_set() and not alive(pid)):
             return frozenset()
-        return frozenset({pid}) if _alive(pid) else frozenset()
+        return frozenset({pid}) if alive(pid) else frozenset()
 
     def signal_all(self, signum: int) -> None:
         """SIGKILL destroys the guest, SIGSTOP / SIGCONT pause and resume it, any other
         signal asks it to shut down."""
         if signum == signal.SIGKILL:
+            self.stopping = True
             self._destroy()
         elif signum == signal.SIGSTOP:
             self.freeze()
         elif signum == signal.SIGCONT:
             self.thaw()
         else:
+            self.stopping = True
             self._shutdown()
 
     def freeze(self) -> bool:
@@ -340,7 +445,7 @@ class RunningVm:
             cpu = int(self.domain.info()[4]) / 1e9
         except Exception:
             cpu = None
-        return TrackedUsage(user_cpu=cpu, memory_current=_rss(self._qemu))
+        return TrackedUsage(user_cpu=cpu, memory_current=rss(self._qemu))
 
     def out_of_memory(self) -> bool:
         return False
@@ -390,36 +495,3 @@ class RunningVm:
             self._ended.set()
             return
         self._call("destroy")
-
-
-def _qemu_pid(name: str) -> int | None:
-    """The pid of the qemu running domain ``name`` (its command line names the guest)."""
-    needle = f"guest={name},".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if needle in handle.read():
-                    return int(entry)
-        except OSError:
-            continue
-    return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _rss(pid: int | None) -> int | None:
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, IndexError, ValueError):
-        return None

@@ -4,13 +4,13 @@ error that holds the job with code 6 and HTCondor's subcode."""
 from __future__ import annotations
 
 import os
-import stat
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from epcore_vm.domain import (
     HOLDING_ERRORS,
+    DiskUser,
     VmInfrastructureError,
     domain_name,
     domain_xml,
@@ -118,12 +118,21 @@ def test_holding_errors_keep_htcondors_indices() -> None:
     assert HOLDING_ERRORS.index("VMGAHP_ERR_BAD_IMAGE") == 12 == len(HOLDING_ERRORS) - 1
 
 
-def test_a_disk_the_user_cannot_write_is_invalid(sandbox: Path) -> None:
-    """A disk asked writable whose file the starter cannot write holds the job."""
-    if os.geteuid() == 0:
-        pytest.skip("root writes any file")
-    (sandbox / "out.img").chmod(stat.S_IRUSR)
-    assert _plan_error(_job(), sandbox).hold_subcode == 10
+def test_a_disk_the_user_cannot_write_is_invalid(shared_dir: Path, slot_users) -> None:
+    """A disk asked writable that the job's user cannot write holds the job (KVM invalid
+    disk), though the starter (root) could write it; the user's own disk passes."""
+    user = slot_users[0]
+    for name in ("in.img", "out.img"):
+        (shared_dir / name).write_bytes(b"\0" * 512)
+        (shared_dir / name).chmod(0o644)  # root's: readable by the user, not writable
+    disk_user = DiskUser(user.uid, user.gid)
+    with pytest.raises(JobSetupError) as raised:
+        plan_domain(_job(), Config.from_text(BASE), "key", str(shared_dir), disk_user)
+    assert raised.value.hold_subcode == 10
+    assert "out.img cannot be opened as w" in raised.value.reason
+    os.chown(shared_dir / "out.img", user.uid, user.gid)
+    plan = plan_domain(_job(), Config.from_text(BASE), "key", str(shared_dir), disk_user)
+    assert [d.writable for d in plan.disks] == [False, True]
 
 
 def test_a_job_without_jobvmtype_is_held(sandbox: Path) -> None:

@@ -87,3 +87,36 @@ def test_vacate_shuts_the_guest_down_then_destroys_it_and_requeues(
     assert [j.evaluate("JobStatus") for j in pool.jobs()] in ([1], [2])
     starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
     assert "shutdown" in starter_log and "destroy" in starter_log, starter_log[-2000:]
+
+
+@pytest.mark.xdist_group("libvirtd")
+def test_an_output_disk_that_cannot_go_back_holds_the_job_at_once(
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
+) -> None:
+    """A VM job whose written disk cannot be copied back to its Iwd (root's file there) is
+    held with code 12 naming the disk, and the schedd shows it held within seconds of the
+    starter's end (a held job once seemed to stay Running in the queue)."""
+    pool = pool_factory(vm_config(libvirt_uri, vm_guest), cpus=2, memory=2048)
+    user = slot_users[0]
+    home = user_home(shared_dir, user)
+    write_disks(home, user)
+    os.chown(home / "out.img", 0, 0)  # readable by the user, not writable
+    os.chmod(home / "out.img", 0o644)
+    submit_vm(pool, user, home)
+
+    def starter_log() -> str:
+        return "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+
+    pool.wait_for(lambda: "job ended: held" in starter_log(), JOB_DEADLINE, "the hold")
+    ended = time.monotonic()
+    pool.wait_for(lambda: [j.evaluate("JobStatus") for j in pool.jobs()] == [5], 20, "held")
+    assert time.monotonic() - ended < 20
+    (job,) = pool.jobs()
+    assert (job.evaluate("HoldReasonCode"), job.evaluate("HoldReasonSubCode")) == (12, 0)
+    assert "cannot copy the output file out.img back" in str(job.evaluate("HoldReason"))
+    assert domains(libvirt_uri, shared_dir.name) == []

@@ -1,5 +1,6 @@
 """RunningVm's own logic against a stand-in domain (no libvirt): the end of the guest,
-stop's shutdown then destroy, and what goes back with vm_no_output_vm."""
+stop's shutdown then destroy (or the save of a vm_checkpoint guest), and what goes back with
+vm_no_output_vm."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import signal
 import threading
 from pathlib import Path
 
-from epcore_vm.domain import CONSOLE_FILE
+import pytest
+from epcore_vm.domain import CONSOLE_FILE, VmInfrastructureError
 from epcore_vm.runtime import RunningVm
+from epcore_vm.status import STATUS_FAILED, StatusErrors
 from test_vm_runtime import _request
+from test_vm_status import LibvirtFailure
 
 
 class FakeDomain:
@@ -125,3 +129,87 @@ def test_no_output_vm_leaves_nothing_to_send_back(tmp_path: Path) -> None:
     finally:
         vm.release()
     assert all((kept / p).exists() for p in ("in.img", "out.img", CONSOLE_FILE))
+
+
+class SavingDomain(FakeDomain):
+    """A domain that virDomainSave stops, having written its memory to the file."""
+
+    def save(self, path: str) -> None:
+        self.calls.append("save")
+        Path(path).write_bytes(b"guest memory")
+        self.active = False
+
+
+def _checkpointing(tmp_path: Path, domain: FakeDomain) -> tuple[RunningVm, Path]:
+    request = _request(tmp_path, "key")
+    iwd = tmp_path / "iwd"
+    iwd.mkdir()
+    request.job["Iwd"] = str(iwd)
+    request.job["ClusterId"] = 1
+    request.job["ProcId"] = 0
+    (iwd / "vm_checkpoint.1.0.mem").write_bytes(b"an earlier run's guest")
+    target = str(tmp_path / "vm_checkpoint.1.0.mem")
+    vm = RunningVm(
+        FakeConnection(), domain, "epcore-key", request, logging.getLogger("t"), checkpoint=target
+    )
+    return vm, iwd
+
+
+def test_stop_saves_a_checkpointing_guest_instead_of_shutting_it_down(tmp_path: Path) -> None:
+    """A vm_checkpoint job's stop saves the guest to the sandbox (no shutdown, no destroy),
+    and the earlier checkpoint in the Iwd stays until the new one replaces it."""
+    domain = SavingDomain(honours_shutdown=True)
+    vm, iwd = _checkpointing(tmp_path, domain)
+    try:
+        vm.stop(int(signal.SIGTERM), 30)
+        assert _ended(vm, 5)
+        assert domain.calls == ["save"]
+        assert vm.collect_output() is None
+    finally:
+        vm.release()
+    assert (tmp_path / "vm_checkpoint.1.0.mem").read_bytes() == b"guest memory"
+    assert (iwd / "vm_checkpoint.1.0.mem").exists()
+
+
+def test_a_checkpointing_guest_that_powers_off_forgets_its_checkpoint(tmp_path: Path) -> None:
+    """A vm_checkpoint guest that powers off by itself completed the job: its checkpoint
+    leaves the Iwd."""
+    domain = SavingDomain(honours_shutdown=True)
+    vm, iwd = _checkpointing(tmp_path, domain)
+    try:
+        domain.active = False
+        assert _ended(vm, 5)
+        assert vm.collect_output() is None
+    finally:
+        vm.release()
+    assert not (iwd / "vm_checkpoint.1.0.mem").exists()
+
+
+class FailingDomain(FakeDomain):
+    """A domain libvirt cannot say anything about (libvirtd gone, say)."""
+
+    def isActive(self) -> bool:
+        raise LibvirtFailure(1)
+
+
+def test_status_failures_in_a_row_end_the_job_as_the_machine_s_fault(tmp_path: Path) -> None:
+    """VM_STATUS_MAX_ERROR failed checks in a row end the job: the domain is destroyed and
+    collect_output raises the VMError that requeues it and marks the universe offline."""
+    domain = FailingDomain(honours_shutdown=True)
+    request = _request(tmp_path, "key")
+    vm = RunningVm(
+        FakeConnection(),
+        domain,
+        "epcore-key",
+        request,
+        logging.getLogger("t"),
+        status=StatusErrors(3, 0.0),
+    )
+    try:
+        assert _ended(vm, 5)
+        assert domain.calls == ["destroy"]
+        with pytest.raises(VmInfrastructureError, match=STATUS_FAILED) as raised:
+            vm.collect_output()
+        assert (raised.value.hold_code, raised.value.universe) == (1020, "VM")
+    finally:
+        vm.release()

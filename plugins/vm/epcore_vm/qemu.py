@@ -1,0 +1,39 @@
+"""The guest's qemu process, as the starter sees it: libvirtd (not the starter) starts it,
+so it is found by the guest name on its command line and read from /proc."""
+
+from __future__ import annotations
+
+import os
+
+
+def qemu_pid(name: str) -> int | None:
+    """The pid of the qemu running domain ``name`` (its command line names the guest)."""
+    needle = f"guest={name},".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if needle in handle.read():
+                    return int(entry)
+        except OSError:
+            continue
+    return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def rss(pid: int | None) -> int | None:
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return None

@@ -1,0 +1,78 @@
+"""Universes the machine failed: a starter's report marks them offline on every slot ad
+(HasVM = false, VMOfflineReason, VMOfflineTime, OfflineUniverses), until a reconfiguration."""
+
+from __future__ import annotations
+
+from epcore.classad import ClassAd
+from epcore.startd.offline import OfflineMark, OfflineUniverses, reported
+from epcore.startd.startd import Startd
+from epcore.startd.starters import StarterHandle
+from epcore.starter import protocol
+
+
+def _finished(**extra: object) -> ClassAd:
+    message = ClassAd()
+    message["Command"] = protocol.FINISHED
+    message["JobOutcome"] = "requeued"
+    message["ExitReason"] = "An internal error prevented HTCondor from starting the VM."
+    for name, value in extra.items():
+        message[name] = value
+    return message
+
+
+def _vm_offline() -> ClassAd:
+    return _finished(
+        **{
+            protocol.OFFLINE_UNIVERSE: "VM",
+            protocol.OFFLINE_UNIVERSE_NUMBER: 13,
+            protocol.OFFLINE_REASON: "libvirt cannot start the domain",
+        }
+    )
+
+
+def test_a_report_names_the_universe_its_number_and_reason() -> None:
+    """reported reads the three attributes; a message without them, or with a name that is
+    no attribute name, reports nothing."""
+    assert reported(_vm_offline(), 50.0) == OfflineMark(
+        "VM", 13, "libvirt cannot start the domain", 50.0
+    )
+    assert reported(_finished(), 50.0) is None
+    bad = _finished(**{protocol.OFFLINE_UNIVERSE: "V M", protocol.OFFLINE_UNIVERSE_NUMBER: 13})
+    assert reported(bad, 50.0) is None
+
+
+def test_offline_universes_publish_htcondors_attributes_until_cleared() -> None:
+    """A marked universe gives Has<U> = false, <U>OfflineReason, <U>OfflineTime and the
+    OfflineUniverses list of names and numbers; clear takes them all away."""
+    marks = OfflineUniverses()
+    assert marks.attributes() == []
+    marks.mark(OfflineMark("VM", 13, "no libvirtd", 1700000000.5))
+    published = {a.name: (a.value, a.expression) for a in marks.attributes()}
+    assert published == {
+        "HasVM": (False, False),
+        "VMOfflineReason": ("no libvirtd", False),
+        "VMOfflineTime": (1700000000, False),
+        "OfflineUniverses": ('{"VM", 13}', True),
+    }
+    marks.clear()
+    assert marks.attributes() == []
+
+
+def test_a_starter_s_report_turns_the_universe_off_on_every_slot(startd: Startd) -> None:
+    """A starter's FINISHED with a VM offline report puts HasVM = false, VMOfflineReason and
+    OfflineUniverses in every slot ad, keeps them out of the job's result, and a
+    reconfiguration brings the universe back."""
+    now = startd.clock()
+    handle = StarterHandle("claim-1", "slot1", 999999, None, stage="running")
+    startd.finished(handle, _vm_offline(), now)
+    for ad in startd.ads(startd.state, now).values():
+        assert ad.evaluate("HasVM") is False
+        assert ad.evaluate("VMOfflineReason") == "libvirt cannot start the domain"
+        assert ad.evaluate("VMOfflineTime") == int(now)
+        assert ad.evaluate("OfflineUniverses") == ["VM", 13]
+    (result,) = startd.results
+    assert result.lookup(protocol.OFFLINE_UNIVERSE) is None
+    assert result.evaluate("JobOutcome") == "requeued"
+    startd.reconfig()
+    ads = startd.ads(startd.state, startd.clock())
+    assert all(ad.lookup("VMOfflineReason") is None for ad in ads.values())
