@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from epcore.classad import ClassAd
+from epcore.startd import starter_events
 from epcore.startd.offline import OfflineMark, OfflineUniverses, reported
 from epcore.startd.startd import Startd
 from epcore.startd.starters import StarterHandle
@@ -64,7 +65,7 @@ def test_a_starter_s_report_turns_the_universe_off_on_every_slot(startd: Startd)
     reconfiguration brings the universe back."""
     now = startd.clock()
     handle = StarterHandle("claim-1", "slot1", 999999, None, stage="running")
-    startd.finished(handle, _vm_offline(), now)
+    starter_events.finished(startd, handle, _vm_offline(), now)
     for ad in startd.ads(startd.state, now).values():
         assert ad.evaluate("HasVM") is False
         assert ad.evaluate("VMOfflineReason") == "libvirt cannot start the domain"
