@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from epcore.classad import ClassAd, parse_ad, parse_expr
@@ -136,6 +136,24 @@ def test_nul_inside_a_string_is_refused_on_writing() -> None:
         Writer().put_string("a\0b")
 
 
+def _ends_a_list_string_with_a_backslash(value: object) -> bool:
+    return isinstance(value, list) and any(
+        isinstance(item, str) and item.endswith("\\") for item in value
+    )
+
+
+def test_a_list_string_ending_in_a_backslash_does_not_travel_as_in_htcondor() -> None:
+    """Old syntax escapes only quotes, so a list's string ending in a backslash reads as an
+    escaped quote: epcore refuses the ad naming the attribute, where libclassad (checked with
+    classad2 25.14.1: ``A = { "\\" }`` parses to an empty ad) loses it silently."""
+    data = Writer().put_classad(ClassAd({"A": ["\\"]}), private=True).bytes()
+    with pytest.raises(CodecError, match="attribute 1 of a ClassAd: 1:7: unterminated string"):
+        Reader(data).get_classad()
+    # A string ending the line is read to its last quote, as libclassad's old parser does.
+    data = Writer().put_classad(ClassAd({"B": "\\"}), private=True).bytes()
+    assert Reader(data).get_classad() == ClassAd({"B": "\\"})
+
+
 @given(
     st.dictionaries(attribute_names, values, max_size=8),
     st.booleans(),
@@ -143,6 +161,7 @@ def test_nul_inside_a_string_is_refused_on_writing() -> None:
 )
 def test_round_trip(attributes: dict[str, Any], encrypted: bool, numbers: list[int]) -> None:
     """Integers, strings and ads written are read back equal, in the clear and encrypted."""
+    assume(not any(_ends_a_list_string_with_a_backslash(value) for value in attributes.values()))
     ad = ClassAd(attributes)
     writer = Writer(encrypted=encrypted)
     for number in numbers:
