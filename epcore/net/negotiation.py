@@ -136,7 +136,12 @@ def write_rejection(writer: Writer, request: ClassAd, reason: str) -> Writer:
 def read_operation(reader: Reader) -> Operation:
     """The negotiator's operation in ``reader`` (schedd_negotiate.cpp's readMsg);
     CodecError for an unknown one or a payload that is not what it should be."""
-    kind = reader.get_int("the negotiator's operation")
+    return read_payload(reader.get_int("the negotiator's operation"), reader)
+
+
+def read_payload(kind: int, reader: Reader) -> Operation:
+    """The operation ``kind`` with what it carries, read from ``reader`` (past the number:
+    a schedd may read a match's slot ad later than its number); as :func:`read_operation`."""
     if kind == SEND_RESOURCE_REQUEST_LIST:
         count = reader.get_int("the number of requests wanted")
         if not 0 < count <= MAX_REQUESTS:

@@ -13,11 +13,14 @@ match, and the answer is computed again once matches were taken or a few seconds
 A match names its request (ResourceRequestCluster/Proc): the round hands it to the request's
 next job in the schedd's order; a rejection is logged.
 
-The matches of a round are taken together at END_NEGOTIATE (:meth:`Schedd.take_matches`,
-one queue transaction, as in-process); a round that ends without it (the negotiator went
-away, a malformed message) takes none: their slots are not claimed and the negotiator lets
-them go after MATCH_TIMEOUT, as when a claim fails. The connection stays open after
-END_NEGOTIATE for the negotiator's next NEGOTIATE, as HTCondor's schedd keeps it.
+The matches of a round are read and taken together at END_NEGOTIATE
+(:meth:`Schedd.take_matches`, one queue transaction, as in-process): the negotiator sends
+tens of thousands of slot ads in a row, and a schedd that decoded each as it came would
+hold the negotiator's sending (TCP's window) for as long as its decoding takes. A round
+that ends without END_NEGOTIATE (the negotiator went away, a malformed message) takes none:
+their slots are not claimed and the negotiator lets them go after MATCH_TIMEOUT, as when a
+claim fails. The connection stays open after END_NEGOTIATE for the negotiator's next
+NEGOTIATE, as HTCondor's schedd keeps it.
 
 Who may negotiate: the listener lets in a peer ALLOW_NEGOTIATOR admits (NEGOTIATE is a
 NEGOTIATOR-level command); ALLOW_NEGOTIATOR_SCHEDD / DENY_NEGOTIATOR_SCHEDD, when set, are
@@ -41,6 +44,7 @@ from epcore.interfaces import Match, Significance
 from epcore.interfaces.records import REASON_ORDER, Reason
 from epcore.net import negotiation as neg
 from epcore.net.authz import Authorization
+from epcore.net.codec import Reader
 from epcore.net.commands import NEGOTIATOR
 from epcore.net.conversation import Refused, Step, receive, send
 from epcore.net.dispatch import CommandContext, Handler
@@ -173,12 +177,18 @@ def negotiation_handler(
         # The jobs each request still has for a match, by the request's name.
         remaining: dict[str, deque[JobId]] = {}
         matches: list[Match] = []
-        rejected = 0
+        # The matches' messages, past their number, read at END_NEGOTIATE (see _take).
+        offered: list[Reader] = []
+        rejected: list[tuple[str, str | None]] = []  # the reasons and the requests named
         stream = context.stream
         try:
             while True:
                 message = yield from receive(stream, "the negotiator's next operation")
-                operation = neg.read_operation(message)
+                kind = message.get_int("the negotiator's operation")
+                if kind == neg.PERMISSION_AND_AD:
+                    offered.append(message)
+                    continue
+                operation = neg.read_payload(kind, message)
                 if operation.kind in (neg.SEND_JOB_INFO, neg.SEND_RESOURCE_REQUEST_LIST):
                     if waiting is None:
                         requests = offers.requests(owner, names)
@@ -189,23 +199,16 @@ def negotiation_handler(
                         yield from send(neg.write_request(stream.writer(), request))
                         if request is None:
                             break
-                elif operation.kind == neg.PERMISSION_AND_AD:
-                    assert operation.ad is not None  # read_operation saw to it
-                    match = _match(service, owner, operation.ad, remaining, log)
-                    if match is not None:
-                        matches.append(match)
                 elif operation.kind in (neg.REJECTED, neg.REJECTED_WITH_REASON):
-                    rejected += 1
-                    words, job = neg.rejection_reason(operation.reason or "Unknown reason")
-                    log.debug(
-                        "negotiator rejected %s's request %s (%d jobs without a match): %s",
-                        owner,
-                        job or "?",
-                        len(remaining.get(job, ())) if job is not None else 0,
-                        words,
-                    )
+                    rejected.append(neg.rejection_reason(operation.reason or "Unknown reason"))
                 else:  # END_NEGOTIATE
                     break
+            for message in offered:
+                operation = neg.read_payload(neg.PERMISSION_AND_AD, message)
+                assert operation.ad is not None  # read_payload saw to it
+                match = _match(service, owner, operation.ad, remaining, log)
+                if match is not None:
+                    matches.append(match)
         except EpError as error:
             log.warning(
                 "negotiation for %s with %s at %s broke off (%s): %d matches not taken",
@@ -213,9 +216,17 @@ def negotiation_handler(
                 peer.name,
                 where,
                 error,
-                len(matches),
+                len(offered),
             )
             raise
+        for words, job in rejected:
+            log.debug(
+                "negotiator rejected %s's request %s (%d jobs without a match): %s",
+                owner,
+                job or "?",
+                len(remaining.get(job, ())) if job is not None else 0,
+                words,
+            )
         if matches:
             service.take_matches(matches, clock())
             offers.forget()
@@ -224,7 +235,7 @@ def negotiation_handler(
             owner,
             peer.name,
             len(matches),
-            rejected,
+            len(rejected),
         )
         return True  # the negotiator's next NEGOTIATE may come on this connection
 

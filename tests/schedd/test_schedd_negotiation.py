@@ -287,3 +287,15 @@ def test_allow_negotiator_schedd_decides_who_negotiates(
     else:
         assert isinstance(result, Refused) and replies == []
         assert f"NEGOTIATE from {user}@example.org" in caplog.text
+
+
+def test_the_slot_ads_of_matches_are_read_at_end_negotiate(tmp_path: Path) -> None:
+    """A match's slot ad is read once the round ends, not as it comes (the negotiator's
+    sending is not held by the decoding): the request list asked after a match without its
+    ad is still answered, and the round then fails at END_NEGOTIATE with nothing taken."""
+    service = Service(make_schedd(tmp_path, {"alice": 1}))
+    no_ad = Writer().put_int(neg.PERMISSION_AND_AD).put_string("null").bytes()
+    replies, result = run(service, [header(), no_ad, ask(5), op(neg.END_NEGOTIATE)])
+    assert [None if r is None else r.evaluate("ProcId") for r in requests(replies)] == [0, None]
+    assert isinstance(result, CodecError)
+    assert service.taken == []
