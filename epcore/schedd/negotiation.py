@@ -259,9 +259,11 @@ def _match(
     log: logging.Logger,
 ) -> Match | None:
     """The match a PERMISSION_AND_AD carries, as the in-process negotiator would hand it
-    over, for the next job of the request it names (``remaining``; a negotiator that names
-    a job it was not sent as a request matches that job); None (logged) when it names no
-    job of ``owner`` or its request has no job left."""
+    over, for the next job still queued of the request it names (``remaining``: the jobs of
+    ``owner``'s requests; a negotiator that names a job it was not sent as a request matches
+    that job, if it is ``owner``'s); None (logged) when it names no such job or its request
+    has no job left. ``slot`` was decoded for this match: the protocol's attributes are
+    taken out of it."""
     cluster = slot.evaluate(neg.REQUEST_CLUSTER)
     proc = slot.evaluate(neg.REQUEST_PROC)
     name = slot.evaluate("Name")
@@ -269,6 +271,7 @@ def _match(
         log.warning("a match for %s names no job (ResourceRequestCluster/Proc) or slot", owner)
         return None
     jobs = remaining.get(f"{cluster}.{proc}")
+    requested = jobs is not None
     if jobs is None:
         jobs = deque([JobId(cluster, proc)])
     elif not jobs:
@@ -279,13 +282,17 @@ def _match(
             proc,
         )
         return None
-    job_id = jobs.popleft()
     schedd = service.schedd
-    try:
-        job = schedd.queue.get(job_id)
-    except EpError:
-        return None  # removed since it was offered: take_matches would skip it too
-    if schedd.submitter(job) != owner:
+    while True:
+        if not jobs:
+            return None  # removed since they were offered: take_matches would skip them too
+        job_id = jobs.popleft()
+        try:
+            job = schedd.queue.get(job_id)
+        except EpError:
+            continue
+        break
+    if not requested and schedd.submitter(job) != owner:
         log.warning(
             "a match for %s names job %s of %s: ignored", owner, job_id, schedd.submitter(job)
         )
@@ -296,15 +303,14 @@ def _match(
         reason = reason_value  # type: ignore[assignment]
     preempts = slot.evaluate(neg.PREEMPTS)
     weight = slot.evaluate(neg.MATCH_WEIGHT)
-    plain = slot.copy()
     for attribute in neg.MATCH_ATTRIBUTES:
-        plain.pop(attribute, None)
+        slot.pop(attribute, None)
     return Match(
         owner,
         str(job_id),
         job,
         name,
-        plain,
+        slot,
         reason,
         tuple(preempts.split()) if isinstance(preempts, str) else (),
         float(weight) if isinstance(weight, int | float) and not isinstance(weight, bool) else 1.0,

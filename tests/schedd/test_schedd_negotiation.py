@@ -18,7 +18,7 @@ from epcore.net.dispatch import CommandContext
 from epcore.net.frames import Framer
 from epcore.net.handshake import Peer
 from epcore.net.methods import Identity
-from epcore.schedd.jobqueue import JobId
+from epcore.schedd.jobqueue import JobId, QueueError
 from epcore.schedd.negotiation import negotiation_handler
 from tests.links.negotiate_peers import NOW, SCHEDD_CONFIG, Service, make_schedd, slots
 
@@ -299,3 +299,32 @@ def test_the_slot_ads_of_matches_are_read_at_end_negotiate(tmp_path: Path) -> No
     assert [None if r is None else r.evaluate("ProcId") for r in requests(replies)] == [0, None]
     assert isinstance(result, CodecError)
     assert service.taken == []
+
+
+def test_a_match_skips_the_jobs_of_its_request_that_left_the_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's job that left the queue after it was offered gets no match: the match
+    goes to the request's next job still queued."""
+    schedd = make_schedd(tmp_path, {"alice": 3})
+    get, read_payload = schedd.queue.get, neg.read_payload
+    gone: list[JobId] = []
+
+    def leaving(job_id: JobId) -> ClassAd:
+        if job_id in gone:
+            raise QueueError(f"job {job_id} is not in the queue")
+        return get(job_id)
+
+    def reading(kind: int, reader: Reader) -> neg.Operation:
+        if kind == neg.PERMISSION_AND_AD:  # the match is read: job 1.0 has left by now
+            gone.append(JobId(1, 0))
+        return read_payload(kind, reader)
+
+    monkeypatch.setattr(schedd.queue, "get", leaving)
+    monkeypatch.setattr(neg, "read_payload", reading)
+    service = Service(schedd)
+    messages = [header(AutoClusterAttrs="Requirements,RequestMemory"), ask(10)]
+    _, result = run(service, [*messages, permission(1, 0), op(neg.END_NEGOTIATE)])
+    assert result is True
+    [taken] = service.taken
+    assert [m.job_id for m in taken] == ["1.1"]
