@@ -5,7 +5,8 @@ the schedd, the match, the matches back) on the same slots against a real schedd
 queue (SQLite) holds the same 10,000 idle jobs. In-process, the schedd is the negotiator's
 own object; over the wire it runs in a child process behind a CEDAR listener, reached by
 NEGOTIATE (handshake, AES-GCM, one round per submitter, request lists of
-NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE). The slots have no MyAddress, so the schedd takes
+NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE, one request per autocluster with its
+ResourceRequestCount). The slots have no MyAddress, so the schedd takes
 each match and logs (below the level written) that it cannot claim it: the cycles stay
 the same from one run to the next.
 """

@@ -117,6 +117,10 @@ class Figures:
     cpu_per_update_ms: float
     handled_negotiating: float
     cycles: list[float]
+    #: Per cycle: the central manager's CPU seconds less the collector's share (the updates
+    #: handled meanwhile at the quiet window's CPU per update), and the schedd's.
+    cycle_cpu: list[float]
+    schedd_cpu: list[float]
     matches: int
     jobs: int
     probe_quiet: list[float]
@@ -316,8 +320,11 @@ def _one_cycle(manager: CentralManager) -> ClassAd:
     return found[-1]
 
 
-def measure(args: argparse.Namespace, hosts: int, root: Path, schedd: str) -> Figures:
+def measure(
+    args: argparse.Namespace, hosts: int, root: Path, schedd: str, schedd_pid: int
+) -> Figures:
     """One size of pool, on a new central manager (module docstring)."""
+    schedd_process = psutil.Process(schedd_pid)
     keys = root / "keys"
     manager = CentralManager(root / f"cm{hosts}", keys, args.cm_config)
     tokens = root / "tokens"
@@ -369,9 +376,16 @@ def measure(args: argparse.Namespace, hosts: int, root: Path, schedd: str) -> Fi
             cpu_per_update = 1000 * (last_cpu - first_cpu) / max(last_count - first_count, 1)
             probe.phase = "negotiating"
             cycles, matches, jobs = [], 0, 0
+            cycle_cpu: list[float] = []
+            schedd_cpu: list[float] = []
             neg_began, neg_first = time.monotonic(), manager.updates()
             for _ in range(args.cycles):
+                cpu_before, updates_before = manager.cpu(), manager.updates()
+                schedd_before = sum(schedd_process.cpu_times()[:2])
                 ad = _one_cycle(manager)
+                collector_share = (manager.updates() - updates_before) * cpu_per_update / 1000
+                cycle_cpu.append(manager.cpu() - cpu_before - collector_share)
+                schedd_cpu.append(sum(schedd_process.cpu_times()[:2]) - schedd_before)
                 cycles.append(float(ad.evaluate("LastNegotiationCycleDuration0")))  # type: ignore[arg-type]
                 matches = int(ad.evaluate("LastNegotiationCycleMatches0"))  # type: ignore[call-overload]
                 jobs = int(ad.evaluate("LastNegotiationCycleNumIdleJobs0"))  # type: ignore[call-overload]
@@ -403,6 +417,8 @@ def measure(args: argparse.Namespace, hosts: int, root: Path, schedd: str) -> Fi
         cpu_per_update_ms=cpu_per_update,
         handled_negotiating=(neg_last - neg_first) / (neg_ended - neg_began),
         cycles=cycles,
+        cycle_cpu=cycle_cpu,
+        schedd_cpu=schedd_cpu,
         matches=matches,
         jobs=jobs,
         probe_quiet=probe.times.get("quiet", []),
@@ -438,6 +454,12 @@ def report(figures: Figures, slots: int) -> None:
         f"{figures.handled_negotiating:.0f}/s"
     )
     print(
+        f"CPU per cycle (from RESCHEDULE to the negotiator's ad): central manager less its "
+        f"collector's share median {statistics.median(figures.cycle_cpu):.2f} s "
+        f"({', '.join(f'{c:.2f}' for c in figures.cycle_cpu)}), schedd median "
+        f"{statistics.median(figures.schedd_cpu):.2f} s"
+    )
+    print(
         f"probe answers: quiet {_ms(figures.probe_quiet)}; cycles {_ms(figures.probe_negotiating)}"
     )
     print(
@@ -462,7 +484,8 @@ def growth(first: Figures, last: Figures) -> None:
     print(
         f"updates handled {ratio(first.handled, last.handled)}; CPU per update "
         f"{ratio(first.cpu_per_update_ms, last.cpu_per_update_ms)}; cycle "
-        f"{ratio(statistics.median(first.cycles), statistics.median(last.cycles))}; RSS "
+        f"{ratio(statistics.median(first.cycles), statistics.median(last.cycles))} (its CPU "
+        f"{ratio(statistics.median(first.cycle_cpu), statistics.median(last.cycle_cpu))}); RSS "
         f"{ratio(first.rss_mb, last.rss_mb)} ({per_ad:.1f} KB per added ad)"
     )
 
@@ -508,7 +531,7 @@ def main(argv: list[str] | None = None) -> None:
         results: list[Figures] = []
         try:
             for size in sizes:
-                results.append(measure(args, size, root, schedd))
+                results.append(measure(args, size, root, schedd, server.pid))
                 report(results[-1], args.slots)
                 sys.stdout.flush()
         finally:

@@ -7,9 +7,12 @@ negotiator's cycle asks: :meth:`RemoteJobSource.negotiable_jobs` opens one round
 submitter (a connection, NEGOTIATE with DAEMON-level credentials as the NEGOTIATOR
 subsystem, the header ad) and fetches its requests with SEND_RESOURCE_REQUEST_LIST until
 NO_MORE_JOBS, keeping the rounds open; :meth:`RemoteJobSource.take_matches` sends each round
-its matches (PERMISSION_AND_AD) and END_NEGOTIATE and closes it. A round with no jobs ends
-at once; rounds a cycle left open (it failed between the halves) end at the next
-:meth:`cycle_started`.
+its matches (PERMISSION_AND_AD), a rejection for each request not matched in full and
+END_NEGOTIATE, and closes it. A request stands for as many jobs as its ResourceRequestCount
+(one per autocluster): the cycle sees it that many times (:func:`as_jobs`), so that it
+matches and accounts for each as it does for the jobs of a schedd in its process. A round
+with no jobs ends at once; rounds a cycle left open (it failed between the halves) end at
+the next :meth:`cycle_started`.
 
 A schedd that cannot be reached, is slow or answers nonsense costs the cycle at most
 NEGOTIATOR_TIMEOUT for each wait (the connection's too) and NEGOTIATOR_MAX_TIME_PER_SCHEDD
@@ -30,7 +33,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 
 import attrs
 
@@ -71,6 +74,7 @@ class Round:
     submitter: str
     sock: socket.socket
     stream: Stream
+    requests: list[ClassAd] = attrs.field(factory=list)
 
 
 class RemoteJobSource:
@@ -97,6 +101,10 @@ class RemoteJobSource:
         self.log = log
         self.monotonic = monotonic
         self.rounds: dict[str, Round] = {}
+        #: Why the cycle left jobs without a match, by job id (:meth:`note_rejections`).
+        self.reasons: Mapping[str, str] = {}
+        #: The idle jobs the requests of the last :meth:`negotiable_jobs` stood for.
+        self.requested = 0
         self._deadline = 0.0
 
     # -- JobSource ------------------------------------------------------------------------
@@ -120,11 +128,13 @@ class RemoteJobSource:
         header = ClassAd()
         if names.names is not None:
             header[neg.AUTO_CLUSTER_ATTRS] = ",".join(names.names)
-        header[neg.MATCH_CAPACITY] = neg.match_capacity(slots)
         header[neg.NEGOTIATOR_NAME] = self.name
         header["MatchCaps"] = "MatchDiag3"
         size = max(config.get_int("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", DEFAULT_LIST_SIZE), 1)
+        capacity = neg.match_capacity(slots)
+        counts = config.get_bool("USE_RESOURCE_REQUEST_COUNTS", True)
         offered: list[SubmitterJobs] = []
+        self.requested = 0
         try:
             for ad in sorted(self.submitters(), key=lambda ad: str(ad.evaluate("Name"))):
                 submitter = ad.evaluate("Name")
@@ -134,12 +144,19 @@ class RemoteJobSource:
                 mine[neg.OWNER] = submitter
                 tag = ad.evaluate(neg.SUBMITTER_TAG)
                 mine[neg.SUBMITTER_TAG] = tag if isinstance(tag, str) else ""
-                jobs = self._fetch(submitter, mine, size)
-                if jobs:
+                requests = self._fetch(submitter, mine, size)
+                if requests:
+                    self.requested += sum(neg.request_count(r) for r in requests)
+                    jobs = as_jobs(requests, capacity, counts=counts)
                     offered.append(SubmitterJobs(submitter, tuple(jobs)))
         except (OSError, EpError) as error:
             raise self._failed("asking for its jobs", error) from error
         return offered
+
+    def note_rejections(self, reasons: Mapping[str, str]) -> None:
+        """Why the cycle's jobs have no match, by job id: the reasons of the rejections
+        :meth:`take_matches` sends next."""
+        self.reasons = reasons
 
     def take_matches(self, matches: Sequence[Match], now: float) -> None:
         self._start_clock()  # the matching in between is the negotiator's time, not the schedd's
@@ -156,8 +173,10 @@ class RemoteJobSource:
         try:
             while self.rounds:
                 submitter, current = next(iter(self.rounds.items()))
-                offers = [offer_ad(match) for match in by_submitter.get(submitter, ())]
-                self._run(current, finish(current.stream, offers))
+                mine = by_submitter.get(submitter, [])
+                offers = [offer_ad(match) for match in mine]
+                rejections = unmatched(current.requests, mine, self.reasons)
+                self._run(current, finish(current.stream, offers, rejections))
                 self._close(submitter)
         except (OSError, EpError) as error:
             raise self._failed("sending its matches", error) from error
@@ -169,14 +188,14 @@ class RemoteJobSource:
         sinful = parse_sinful(self.address)
         sock, stream = connect(sinful.host, sinful.port, self._timeout())
         current = self.rounds[submitter] = Round(submitter, sock, stream)
-        jobs = self._run(
+        requests = current.requests = self._run(
             current,
             fetch(stream, self.config(), header, size, self._check_time),
         )
-        if not jobs:
+        if not requests:
             self._run(current, finish(stream, ()))
             self._close(submitter)
-        return jobs
+        return requests
 
     def _run(self, current: Round, conversation: Conversation[Result]) -> Result:
         current.sock.settimeout(self._timeout())
@@ -229,8 +248,8 @@ def fetch(
     check_time: Callable[[], None] = lambda: None,
 ) -> Generator[Step, bytes | None, list[ClassAd]]:
     """Start NEGOTIATE, send ``header`` and ask for requests ``size`` at a time until the
-    schedd has no more; its requests (jobs), in its order. ``check_time`` raises when the
-    schedd's time is over."""
+    schedd has no more; its requests, in its order. ``check_time`` raises when the schedd's
+    time is over."""
     yield from start_command(
         stream,
         NEGOTIATE.number,
@@ -252,14 +271,55 @@ def fetch(
             jobs.append(request)
 
 
-def finish(stream: Stream, offers: Sequence[ClassAd]) -> Generator[Step, bytes | None, None]:
-    """Send each match (``offers``: :func:`offer_ad`), then END_NEGOTIATE."""
+def finish(
+    stream: Stream,
+    offers: Sequence[ClassAd],
+    rejections: Sequence[tuple[ClassAd, str]] = (),
+) -> Generator[Step, bytes | None, None]:
+    """Send each match (``offers``: :func:`offer_ad`), each rejection (a request and the
+    reason: :func:`unmatched`), then END_NEGOTIATE."""
     for offer in offers:
         claim = offer.evaluate("ClaimId")
         writer = stream.writer().put_int(neg.PERMISSION_AND_AD)
         writer.put_string(claim if isinstance(claim, str) and claim else "null")
         yield from send(writer.put_classad(offer, private=False))
+    for request, reason in rejections:
+        yield from send(neg.write_rejection(stream.writer(), request, reason))
     yield from send(stream.writer().put_int(neg.END_NEGOTIATE))
+
+
+def as_jobs(requests: Sequence[ClassAd], capacity: int, *, counts: bool = True) -> list[ClassAd]:
+    """The jobs a cycle matches for ``requests``: each request as many times as it asks for
+    matches (its ResourceRequestCount; once without ``counts``, USE_RESOURCE_REQUEST_COUNTS
+    false), at most ``capacity`` times (:func:`~epcore.net.negotiation.match_capacity`) when
+    its jobs ask for a CPU or more. The cycle matches each as a job of its own: its
+    accounting, limits and order are the in-process cycle's, and every match of a request
+    names it (the same ad, the same ClusterId and ProcId)."""
+    jobs: list[ClassAd] = []
+    for request in requests:
+        count = neg.request_count(request) if counts else 1
+        cpus = request.evaluate("RequestCpus")
+        if isinstance(cpus, int | float) and not isinstance(cpus, bool) and cpus >= 1:
+            count = min(count, capacity)
+        jobs.extend([request] * count)
+    return jobs
+
+
+def unmatched(
+    requests: Sequence[ClassAd], matches: Sequence[Match], reasons: Mapping[str, str]
+) -> list[tuple[ClassAd, str]]:
+    """The rejections of a round: each request the cycle matched fewer times than its
+    ResourceRequestCount, with the reason ``reasons`` gives for its job (HTCondor's "no
+    match found" when none)."""
+    matched: dict[str, int] = {}
+    for match in matches:
+        matched[match.job_id] = matched.get(match.job_id, 0) + 1
+    rejections: list[tuple[ClassAd, str]] = []
+    for request in requests:
+        name = f"{request.evaluate('ClusterId')}.{request.evaluate('ProcId')}"
+        if matched.get(name, 0) < neg.request_count(request):
+            rejections.append((request, reasons.get(name, "no match found")))
+    return rejections
 
 
 def offer_ad(match: Match) -> ClassAd:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 import attrs
 
@@ -30,6 +31,18 @@ from epcore.negotiator.limits import MatchedLimits, still_pending
 from epcore.negotiator.offline import offline_match_ads, split_offline
 from epcore.negotiator.records import Cycle
 from epcore.negotiator.settings import significance
+
+
+@runtime_checkable
+class RequestLists(Protocol):
+    """A schedd's link that speaks HTCondor's request lists (a schedd in another process):
+    its requests stood for ``requested`` idle jobs in the last :meth:`negotiable_jobs`
+    (the cycle may see fewer: no more of a request than the slots could take), and it tells
+    the schedd why jobs got no match, told before its matches are handed out."""
+
+    requested: int
+
+    def note_rejections(self, reasons: Mapping[str, str]) -> None: ...
 
 
 @attrs.frozen
@@ -67,6 +80,8 @@ class CycleOutcome:
     failed: Mapping[str, str]
     #: When the last matches were handed out (monotonic).
     ended: float
+    #: The idle jobs the schedds offered (a request of a request list counts its jobs).
+    idle_jobs: int = 0
 
 
 def run_cycle(
@@ -91,12 +106,17 @@ def run_cycle(
     # schedds) each job's.
     owners: dict[str, str] = {}
     sources: dict[Hashable, str] = {}
+    idle_jobs = 0
     for address, schedd in schedds.items():
         try:
             offers = schedd.negotiable_jobs(slots, wanted, now)
         except PeerUnreachable as error:
             failed[address] = str(error)
             continue
+        if isinstance(schedd, RequestLists):
+            idle_jobs += schedd.requested
+        else:
+            idle_jobs += sum(len(offered.jobs) for offered in offers)
         for offered in offers:
             submitters.append(offered)
             owners.setdefault(offered.submitter, address)
@@ -121,6 +141,9 @@ def run_cycle(
             for match in offline:
                 log.info("Matched %s to %s (offline)", match.job_id, match.slot_name)
             offline_ads = offline_match_ads(offline, slots, now)
+        for schedd in schedds.values():
+            if isinstance(schedd, RequestLists):
+                schedd.note_rejections(cycle.rejections)
         failed.update(hand_out(live, schedds, owners, sources, now))
     return CycleOutcome(
         now=now,
@@ -133,6 +156,7 @@ def run_cycle(
         matched_limits=matched_limits,
         failed=failed,
         ended=monotonic(),
+        idle_jobs=idle_jobs,
     )
 
 

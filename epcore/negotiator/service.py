@@ -257,7 +257,7 @@ class NegotiatorService(TimedService):
         self.cycles += 1
         self.last_cycle = tick
         self.next_cycle = tick + self._interval()
-        jobs = sum(len(s.jobs) for s in submitters)
+        jobs = outcome.idle_jobs
         self.log.info(
             "negotiation cycle %d: %d slots, %d submitters, %d idle jobs, %d matches in %.3f s",
             self.cycles,

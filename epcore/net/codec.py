@@ -262,6 +262,33 @@ class Reader:
         """A string (the null string reads as empty, as HTCondor's get does)."""
         return self.get_optional_string(what) or ""
 
+    def _plain_string(self) -> str | None:
+        """The next string when it is an ordinary one (not the null string, whole, UTF-8),
+        with the offset moved past it; else None and the offset unmoved, for
+        :meth:`get_string` to read or refuse with its message. An ad's lines are read so:
+        a negotiator's matches are tens of thousands of ads of about 70 lines."""
+        data, offset = self.data, self.offset
+        if self.encrypted:
+            start = offset + 8
+            size = int.from_bytes(data[offset:start], "big", signed=True)
+            stop = start + size
+            if not 0 < size <= MAX_STRING or stop > len(data) or data[stop - 1] != 0:
+                return None
+            raw = data[start : stop - 1]
+        else:
+            stop = data.find(b"\0", offset)
+            if stop < 0:
+                return None
+            raw = data[offset:stop]
+            stop += 1
+        try:
+            # The null string (0xAD first) is never UTF-8: it is get_string's to read.
+            text = raw.decode()
+        except UnicodeDecodeError:
+            return None
+        self.offset = stop
+        return text
+
     def get_bytes(self, size: int, what: str = "bytes") -> bytes:
         """``size`` raw bytes (put_bytes's counterpart)."""
         if size < 0:
@@ -284,7 +311,9 @@ class Reader:
             raise CodecError(f"{what}: attribute count {count} is out of range 0..{limit}")
         ad = ClassAd()
         for index in range(count):
-            line = self.get_string(f"attribute {index + 1} of {what}")
+            line = self._plain_string()
+            if line is None:
+                line = self.get_string(f"attribute {index + 1} of {what}")
             if line == SECRET_MARKER and not literals_only:
                 line = self.get_string(f"secret attribute {index + 1} of {what}")
             try:

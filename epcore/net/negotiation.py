@@ -16,13 +16,17 @@ matchmaker.cpp's (the negotiator) and schedd_negotiate.cpp's (the schedd):
    a request the negotiator gave up on.
 4. END_NEGOTIATE ends the round; the connection may carry the next NEGOTIATE.
 
-epcore's schedd sends one request per job (ResourceRequestCount 1), so that its
-negotiator's cycle, which matches jobs, sees each job as its own. epcore adds, beside
-HTCondor's attributes, what its schedd needs to take a match as the in-process
-:class:`~epcore.interfaces.Match` carries it (HTCondor's schedd ignores unknown
-attributes): in the header, EpMatchCapacity (how many jobs of one kind the cycle's slots
-could take, so that the schedd offers no more); in the slot ad of a match, EpMatchReason,
-EpPreempts (the preempted slots' names, separated by spaces) and EpMatchWeight.
+A request stands for many jobs, as HTCondor's schedd (8.3 and later) sends them: one per
+autocluster (jobs the slots cannot tell apart), the ad of its first job in the schedd's order
+with ResourceRequestCount, how many of them it asks slots for, and AutoClusterId. The
+negotiator matches the request up to that many times, names it in each match's
+ResourceRequestCluster/Proc, and sends one rejection for a request it did not match in full;
+the schedd hands the slots matched for a request to that request's jobs in its order.
+
+epcore adds, beside HTCondor's attributes, what its schedd needs to take a match as the
+in-process :class:`~epcore.interfaces.Match` carries it (HTCondor's schedd ignores unknown
+attributes): in the slot ad of a match, EpMatchReason, EpPreempts (the preempted slots'
+names, separated by spaces) and EpMatchWeight.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ NEGOTIATOR_NAME: Final = "NegotiatorName"
 REQUEST_CLUSTER: Final = "ResourceRequestCluster"
 REQUEST_PROC: Final = "ResourceRequestProc"
 REQUEST_COUNT: Final = "ResourceRequestCount"
-MATCH_CAPACITY: Final = "EpMatchCapacity"
+WANT_MATCH_DIAGNOSTICS: Final = "WantMatchDiagnostics"
 MATCH_REASON: Final = "EpMatchReason"
 PREEMPTS: Final = "EpPreempts"
 MATCH_WEIGHT: Final = "EpMatchWeight"
@@ -100,10 +104,44 @@ def match_capacity(slots: Sequence[ClassAd]) -> int:
     return max(capacity, 1)
 
 
+def request_count(request: ClassAd) -> int:
+    """How many matches ``request`` asks for: its ResourceRequestCount, 1 when it has none
+    or not a positive integer (a request of an older schedd stands for one job)."""
+    count = request.evaluate(REQUEST_COUNT)
+    return count if type(count) is int and count > 0 else 1
+
+
+def write_rejection(writer: Writer, request: ClassAd, reason: str) -> Writer:
+    """The negotiator's rejection of ``request`` for ``reason``, as its WantMatchDiagnostics
+    asks (matchmaker.cpp): REJECTED alone without it; REJECTED_WITH_REASON with the reason
+    from 1, followed by ``|autocluster|cluster.proc|`` from 2 and the diagnostics ad from 3."""
+    want = request.evaluate(WANT_MATCH_DIAGNOSTICS)
+    level = int(want) if isinstance(want, int) else 0  # a bool is an int: True is 1
+    if level <= 0:
+        return writer.put_int(REJECTED)
+    autocluster = request.evaluate(AUTO_CLUSTER_ID)
+    number = autocluster if type(autocluster) is int else -1
+    job = f"{request.evaluate('ClusterId')}.{request.evaluate('ProcId')}"
+    message = f"{reason} |{number}|{job}|" if level & 2 else reason
+    writer.put_int(REJECTED_WITH_REASON).put_string(message)
+    if level > 2:
+        diagnostics = ClassAd()
+        diagnostics[AUTO_CLUSTER_ID] = number
+        diagnostics["JobId"] = job
+        diagnostics["Reason"] = reason
+        writer.put_classad(diagnostics, private=False)
+    return writer
+
+
 def read_operation(reader: Reader) -> Operation:
     """The negotiator's operation in ``reader`` (schedd_negotiate.cpp's readMsg);
     CodecError for an unknown one or a payload that is not what it should be."""
-    kind = reader.get_int("the negotiator's operation")
+    return read_payload(reader.get_int("the negotiator's operation"), reader)
+
+
+def read_payload(kind: int, reader: Reader) -> Operation:
+    """The operation ``kind`` with what it carries, read from ``reader`` (past the number:
+    a schedd may read a match's slot ad later than its number); as :func:`read_operation`."""
     if kind == SEND_RESOURCE_REQUEST_LIST:
         count = reader.get_int("the number of requests wanted")
         if not 0 < count <= MAX_REQUESTS:

@@ -2,18 +2,25 @@
 idle jobs and sends the matches of its cycle (the conversation:
 :mod:`epcore.net.negotiation`).
 
-The jobs offered are those the in-process negotiator would get (:meth:`Schedd.offer`): told
-apart by the names the negotiator's slots read (AutoClusterAttrs) and what the jobs' own
-expressions name, each kind at most as many times as the cycle's slots could take
-(EpMatchCapacity; all of them when a negotiator does not say). One computation serves every
+The schedd sends one request per kind of job (:class:`Request`), as HTCondor's schedd sends
+one per autocluster: jobs told apart by the names the negotiator's slots read
+(AutoClusterAttrs) and what the jobs' own expressions name are one request, the ad of the
+kind's first job in the schedd's order with ResourceRequestCount, the number of its idle
+jobs. Every idle job is offered, as many as MAX_JOBS_RUNNING leaves room for (HTCondor's
+"jobs can offer": the requests' counts add up to at most that). One computation serves every
 submitter's round of one cycle: the negotiator asks for all of them before it sends any
 match, and the answer is computed again once matches were taken or a few seconds passed.
+A match names its request (ResourceRequestCluster/Proc): the round hands it to the request's
+next job in the schedd's order; a rejection is logged.
 
-The matches of a round are taken together at END_NEGOTIATE (:meth:`Schedd.take_matches`,
-one queue transaction, as in-process); a round that ends without it (the negotiator went
-away, a malformed message) takes none: their slots are not claimed and the negotiator lets
-them go after MATCH_TIMEOUT, as when a claim fails. The connection stays open after
-END_NEGOTIATE for the negotiator's next NEGOTIATE, as HTCondor's schedd keeps it.
+The matches of a round are read and taken together at END_NEGOTIATE
+(:meth:`Schedd.take_matches`, one queue transaction, as in-process): the negotiator sends
+tens of thousands of slot ads in a row, and a schedd that decoded each as it came would
+hold the negotiator's sending (TCP's window) for as long as its decoding takes. A round
+that ends without END_NEGOTIATE (the negotiator went away, a malformed message) takes none:
+their slots are not claimed and the negotiator lets them go after MATCH_TIMEOUT, as when a
+claim fails. The connection stays open after END_NEGOTIATE for the negotiator's next
+NEGOTIATE, as HTCondor's schedd keeps it.
 
 Who may negotiate: the listener lets in a peer ALLOW_NEGOTIATOR admits (NEGOTIATE is a
 NEGOTIATOR-level command); ALLOW_NEGOTIATOR_SCHEDD / DENY_NEGOTIATOR_SCHEDD, when set, are
@@ -28,6 +35,8 @@ from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import Protocol
 
+import attrs
+
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError
@@ -35,6 +44,7 @@ from epcore.interfaces import Match, Significance
 from epcore.interfaces.records import REASON_ORDER, Reason
 from epcore.net import negotiation as neg
 from epcore.net.authz import Authorization
+from epcore.net.codec import Reader
 from epcore.net.commands import NEGOTIATOR
 from epcore.net.conversation import Refused, Step, receive, send
 from epcore.net.dispatch import CommandContext, Handler
@@ -42,10 +52,14 @@ from epcore.schedd.jobqueue import JobId
 from epcore.schedd.schedd import Schedd
 from epcore.schedd.schedd_jobs import matching_names
 
-#: The capacity when a negotiator does not say: no bound.
-_EVERY_JOB = 2**31 - 1
 #: How long one computation of the offered jobs serves the rounds of a cycle, in seconds.
 OFFER_REUSE = 5.0
+#: What a request asks the negotiator to say of a rejection (the reason, the autocluster and
+#: the job: HTCondor's level 2), so that the log names them.
+MATCH_DIAGNOSTICS = 2
+
+#: Each submitter's kinds of idle jobs: the kind's number and its jobs in the schedd's order.
+Kinds = dict[str, list[tuple[int, tuple[JobId, ...]]]]
 
 
 class ScheddService(Protocol):
@@ -59,41 +73,78 @@ class ScheddService(Protocol):
     def take_matches(self, matches: Sequence[Match], now: float) -> None: ...
 
 
+@attrs.frozen
+class Request:
+    """One request of a round: the ``ad`` sent (the first job's, with ResourceRequestCount
+    and AutoClusterId) and the ``jobs`` it stands for, in the schedd's order."""
+
+    ad: ClassAd
+    jobs: tuple[JobId, ...]
+
+    @property
+    def name(self) -> str:
+        """``"cluster.proc"`` of the job whose ad the request is (a match names it)."""
+        return str(self.jobs[0])
+
+
 class Offers:
-    """The jobs offered to a negotiator in another process, computed once per cycle
-    (module docstring)."""
+    """The requests offered to a negotiator in another process, the kinds of idle jobs
+    worked out once per cycle (module docstring)."""
 
     def __init__(
         self, service: ScheddService, monotonic: Callable[[], float] = time.monotonic
     ) -> None:
         self.service = service
         self.monotonic = monotonic
-        self._key: tuple[tuple[str, ...] | None, int] | None = None
-        self._made = 0.0
-        self._by_submitter: dict[str, tuple[ClassAd, ...]] = {}
+        self._names: tuple[str, ...] | None = None
+        self._made: float | None = None
+        self._kinds: Kinds = {}
 
-    def jobs(
-        self, submitter: str, names: tuple[str, ...] | None, capacity: int | None
-    ) -> list[ClassAd]:
-        """``submitter``'s idle jobs to offer, in the schedd's order."""
+    def requests(self, submitter: str, names: tuple[str, ...] | None) -> list[Request]:
+        """``submitter``'s requests, in the schedd's order of their first jobs; their counts
+        add up to what MAX_JOBS_RUNNING leaves room for, at most."""
         schedd = self.service.schedd
-        limit = capacity if capacity is not None else _EVERY_JOB
-        key = (names, limit)
-        if key != self._key or self.monotonic() - self._made > OFFER_REUSE:
-            self._key, self._made = key, self.monotonic()
-            self._by_submitter = {}
-            if schedd.queue_limits().may_start(len(schedd.busy_jobs())):
-                wanted = (
-                    None
-                    if names is None
-                    else matching_names(Significance((), names), (), schedd.representative_jobs())
-                )
-                self._by_submitter = {o.submitter: o.jobs for o in schedd.offer(wanted, limit)}
-        return list(self._by_submitter.get(submitter, ()))
+        now = self.monotonic()
+        if self._made is None or names != self._names or now - self._made > OFFER_REUSE:
+            self._names, self._made = names, now
+            self._kinds = _kinds(schedd, names)
+        room = schedd.queue_limits().max_jobs_running - len(schedd.busy_jobs())
+        requests: list[Request] = []
+        for kind, ids in self._kinds.get(submitter, ()):
+            if room <= 0:
+                break
+            present = tuple(job_id for job_id in ids if job_id in schedd.queue)[:room]
+            if not present:
+                continue
+            room -= len(present)
+            ad = schedd.queue.get(present[0]).copy()
+            ad[neg.REQUEST_COUNT] = len(present)
+            ad[neg.AUTO_CLUSTER_ID] = kind
+            ad[neg.WANT_MATCH_DIAGNOSTICS] = MATCH_DIAGNOSTICS
+            requests.append(Request(ad, present))
+        return requests
 
     def forget(self) -> None:
         """Matches were taken: the next round computes the offer again."""
-        self._key = None
+        self._made = None
+
+
+def _kinds(schedd: Schedd, names: tuple[str, ...] | None) -> Kinds:
+    """Each submitter's idle jobs by kind: told apart by ``names`` and what the jobs'
+    expressions name (None: every job a kind of its own), in the order of their first."""
+    wanted = (
+        None
+        if names is None
+        else matching_names(Significance((), names), (), schedd.representative_jobs())
+    )
+    schedd.kinds.distinguish(wanted)
+    found: Kinds = {}
+    for submitter, group in schedd.kinds.by_submitter(schedd.idle_ids(), schedd.queue.get).items():
+        kinds: dict[int, list[JobId]] = {}
+        for facts, job_id in group:
+            kinds.setdefault(facts.kind, []).append(job_id)
+        found[submitter] = [(kind, tuple(ids)) for kind, ids in kinds.items()]
+    return found
 
 
 def negotiation_handler(
@@ -121,36 +172,43 @@ def negotiation_handler(
         if not isinstance(owner, str) or not owner:
             raise Refused(f"NEGOTIATE from {peer.name} at {where} names no submitter (Owner)")
         names = _names(header.evaluate(neg.AUTO_CLUSTER_ATTRS))
-        capacity = header.evaluate(neg.MATCH_CAPACITY)
         service.cycle_started()
         waiting: deque[ClassAd] | None = None
+        # The jobs each request still has for a match, by the request's name.
+        remaining: dict[str, deque[JobId]] = {}
         matches: list[Match] = []
-        rejected = 0
+        # The matches' messages, past their number, read at END_NEGOTIATE (see _take).
+        offered: list[Reader] = []
+        rejected: list[tuple[str, str | None]] = []  # the reasons and the requests named
         stream = context.stream
         try:
             while True:
                 message = yield from receive(stream, "the negotiator's next operation")
-                operation = neg.read_operation(message)
+                kind = message.get_int("the negotiator's operation")
+                if kind == neg.PERMISSION_AND_AD:
+                    offered.append(message)
+                    continue
+                operation = neg.read_payload(kind, message)
                 if operation.kind in (neg.SEND_JOB_INFO, neg.SEND_RESOURCE_REQUEST_LIST):
                     if waiting is None:
-                        limit = capacity if type(capacity) is int and capacity > 0 else None
-                        waiting = deque(offers.jobs(owner, names, limit))
+                        requests = offers.requests(owner, names)
+                        remaining = {r.name: deque(r.jobs) for r in requests}
+                        waiting = deque(r.ad for r in requests)
                     for _ in range(operation.count):
-                        request = _request(waiting.popleft()) if waiting else None
+                        request = waiting.popleft() if waiting else None
                         yield from send(neg.write_request(stream.writer(), request))
                         if request is None:
                             break
-                elif operation.kind == neg.PERMISSION_AND_AD:
-                    assert operation.ad is not None  # read_operation saw to it
-                    match = _match(service, owner, operation.ad, log)
-                    if match is not None:
-                        matches.append(match)
                 elif operation.kind in (neg.REJECTED, neg.REJECTED_WITH_REASON):
-                    rejected += 1
-                    words, job = neg.rejection_reason(operation.reason or "Unknown reason")
-                    log.debug("negotiator rejected %s's job %s: %s", owner, job or "?", words)
+                    rejected.append(neg.rejection_reason(operation.reason or "Unknown reason"))
                 else:  # END_NEGOTIATE
                     break
+            for message in offered:
+                operation = neg.read_payload(neg.PERMISSION_AND_AD, message)
+                assert operation.ad is not None  # read_payload saw to it
+                match = _match(service, owner, operation.ad, remaining, log)
+                if match is not None:
+                    matches.append(match)
         except EpError as error:
             log.warning(
                 "negotiation for %s with %s at %s broke off (%s): %d matches not taken",
@@ -158,18 +216,26 @@ def negotiation_handler(
                 peer.name,
                 where,
                 error,
-                len(matches),
+                len(offered),
             )
             raise
+        for words, job in rejected:
+            log.debug(
+                "negotiator rejected %s's request %s (%d jobs without a match): %s",
+                owner,
+                job or "?",
+                len(remaining.get(job, ())) if job is not None else 0,
+                words,
+            )
         if matches:
             service.take_matches(matches, clock())
             offers.forget()
         log.info(
-            "Negotiation for %s with %s ended: %d jobs matched, %d rejected",
+            "Negotiation for %s with %s ended: %d jobs matched, %d requests rejected",
             owner,
             peer.name,
             len(matches),
-            rejected,
+            len(rejected),
         )
         return True  # the negotiator's next NEGOTIATE may come on this connection
 
@@ -185,30 +251,48 @@ def _names(value: object) -> tuple[str, ...] | None:
     return tuple(sorted({name.lower() for name in value.replace(",", " ").split() if name}))
 
 
-def _request(job: ClassAd) -> ClassAd:
-    """A job as the request for one slot (HTCondor's schedd sends an autocluster's job with
-    the count of its jobs; epcore's negotiator matches jobs, so each is its own)."""
-    request = job.copy()
-    request[neg.REQUEST_COUNT] = 1
-    return request
-
-
-def _match(service: ScheddService, owner: str, slot: ClassAd, log: logging.Logger) -> Match | None:
+def _match(
+    service: ScheddService,
+    owner: str,
+    slot: ClassAd,
+    remaining: dict[str, deque[JobId]],
+    log: logging.Logger,
+) -> Match | None:
     """The match a PERMISSION_AND_AD carries, as the in-process negotiator would hand it
-    over; None (logged) when it names no job of ``owner``."""
+    over, for the next job still queued of the request it names (``remaining``: the jobs of
+    ``owner``'s requests; a negotiator that names a job it was not sent as a request matches
+    that job, if it is ``owner``'s); None (logged) when it names no such job or its request
+    has no job left. ``slot`` was decoded for this match: the protocol's attributes are
+    taken out of it."""
     cluster = slot.evaluate(neg.REQUEST_CLUSTER)
     proc = slot.evaluate(neg.REQUEST_PROC)
     name = slot.evaluate("Name")
     if type(cluster) is not int or type(proc) is not int or not isinstance(name, str):
         log.warning("a match for %s names no job (ResourceRequestCluster/Proc) or slot", owner)
         return None
-    job_id = f"{cluster}.{proc}"
+    jobs = remaining.get(f"{cluster}.{proc}")
+    requested = jobs is not None
+    if jobs is None:
+        jobs = deque([JobId(cluster, proc)])
+    elif not jobs:
+        log.warning(
+            "a match for %s names request %d.%d, whose jobs all have a match: ignored",
+            owner,
+            cluster,
+            proc,
+        )
+        return None
     schedd = service.schedd
-    try:
-        job = schedd.queue.get(JobId(cluster, proc))
-    except EpError:
-        return None  # removed since it was offered: take_matches would skip it too
-    if schedd.submitter(job) != owner:
+    while True:
+        if not jobs:
+            return None  # removed since they were offered: take_matches would skip them too
+        job_id = jobs.popleft()
+        try:
+            job = schedd.queue.get(job_id)
+        except EpError:
+            continue
+        break
+    if not requested and schedd.submitter(job) != owner:
         log.warning(
             "a match for %s names job %s of %s: ignored", owner, job_id, schedd.submitter(job)
         )
@@ -219,15 +303,14 @@ def _match(service: ScheddService, owner: str, slot: ClassAd, log: logging.Logge
         reason = reason_value  # type: ignore[assignment]
     preempts = slot.evaluate(neg.PREEMPTS)
     weight = slot.evaluate(neg.MATCH_WEIGHT)
-    plain = slot.copy()
     for attribute in neg.MATCH_ATTRIBUTES:
-        plain.pop(attribute, None)
+        slot.pop(attribute, None)
     return Match(
         owner,
-        job_id,
+        str(job_id),
         job,
         name,
-        plain,
+        slot,
         reason,
         tuple(preempts.split()) if isinstance(preempts, str) else (),
         float(weight) if isinstance(weight, int | float) and not isinstance(weight, bool) else 1.0,

@@ -13,8 +13,8 @@ from epcore.classad.references import ReferenceIndex
 from epcore.errors import PoolError
 from epcore.interfaces import Significance, SubmitterJobs
 
-# The capacity travels to a schedd in another process too (EpMatchCapacity): the one
-# definition is the protocol's.
+# A negotiator in another process bounds a request's count by the same capacity
+# (epcore.links.negotiate.as_jobs): the one definition is the protocol's.
 from epcore.net.negotiation import match_capacity as match_capacity
 from epcore.schedd.jobqueue import JobId
 

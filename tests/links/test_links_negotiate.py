@@ -14,8 +14,18 @@ import pytest
 
 from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
-from epcore.interfaces import Match, PeerUnreachable, Significance
-from epcore.links.negotiate import RemoteJobSource, offer_ad, remote_schedd_connector
+from epcore.interfaces import Locator, Match, PeerUnreachable, Significance
+from epcore.links.negotiate import (
+    RemoteJobSource,
+    as_jobs,
+    offer_ad,
+    remote_schedd_connector,
+    unmatched,
+)
+from epcore.negotiator import Accountant
+from epcore.negotiator.cycle import negotiate
+from epcore.negotiator.service import NegotiatorService
+from epcore.negotiator.settings import significance
 from epcore.net import commands
 from epcore.net import negotiation as neg
 from epcore.net.conversation import Step, receive, send
@@ -30,6 +40,7 @@ from tests.links.negotiate_peers import (
     slots,
     submitter_ad,
 )
+from tests.negotiator.negotiator_helpers import config as negotiator_config
 
 NOTHING = Significance((), ())
 #: A negotiator that reads the ads' Requirements (its own expressions read nothing).
@@ -53,10 +64,15 @@ def match(job: ClassAd, slot: ClassAd, submitter: str, **extra: object) -> Match
     return Match(submitter, job_id, job, str(slot.evaluate("Name")), slot, "no_preemption", **extra)  # type: ignore[arg-type]
 
 
-def test_jobs_go_out_and_matches_come_back(tmp_path: Path) -> None:
-    """Each submitter's idle jobs reach the negotiator in the schedd's order, no more of a
-    kind than the slots could take; the matches sent back reach the schedd's take_matches
-    as the in-process negotiator would hand them over, and every round is closed."""
+def test_jobs_go_out_and_matches_come_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each submitter's request (one per kind of job) reaches the negotiator's cycle as
+    many times as its count asks, no more than the slots could take; the matches sent back
+    name the request and reach the schedd's take_matches for the request's jobs in order,
+    as the in-process negotiator would hand them over; a request matched less often than its
+    count is rejected with the cycle's reason, and every round is closed."""
+    caplog.set_level(logging.DEBUG, logger="test.schedd")
     schedd = make_schedd(tmp_path, {"alice": 5, "bob": 3})
     service = Service(schedd)
     with serving(negotiate_handler(service)) as listener:
@@ -65,17 +81,16 @@ def test_jobs_go_out_and_matches_come_back(tmp_path: Path) -> None:
         assert [o.submitter for o in offered] == ["alice@example.org", "bob@example.org"]
         # Two one-core slots: at most 2 + 2 jobs of one kind (match_capacity).
         alice = offered[0].jobs
-        assert [(j.evaluate("ClusterId"), j.evaluate("ProcId")) for j in alice] == [
-            (1, p) for p in range(4)
-        ]
-        assert all(j.evaluate(neg.REQUEST_COUNT) == 1 for j in alice)
+        assert len(alice) == 4 and all(j is alice[0] for j in alice)
+        assert (alice[0].evaluate("ProcId"), neg.request_count(alice[0])) == (0, 5)
+        assert remote.requested == 8  # what the requests stood for, not what the cycle sees
         assert set(remote.rounds) == {"alice@example.org", "bob@example.org"}
         pool = slots(2)
         sent = [
             match(alice[0], pool[0], "alice@example.org"),
             Match(
                 "alice@example.org",
-                "1.1",
+                "1.0",
                 alice[1],
                 "slot2@exec.example.org",
                 pool[1],
@@ -84,6 +99,7 @@ def test_jobs_go_out_and_matches_come_back(tmp_path: Path) -> None:
                 2.5,
             ),
         ]
+        remote.note_rejections({"1.0": "insufficient priority", "2.0": "no match found"})
         listener.call(lambda: remote.take_matches(sent, NOW))
         assert remote.rounds == {}
         deadline = time.monotonic() + 5
@@ -98,6 +114,8 @@ def test_jobs_go_out_and_matches_come_back(tmp_path: Path) -> None:
     assert dict(taken[1].slot) == dict(pool[1])  # the protocol's attributes taken out
     assert taken[0].job.evaluate("Owner") == "alice"
     assert service.cycles == 2
+    assert "request 1.0 (3 jobs without a match): insufficient priority" in caplog.text
+    assert "request 2.0 (3 jobs without a match): no match found" in caplog.text
 
 
 def test_a_submitter_without_jobs_ends_its_round_at_once(tmp_path: Path) -> None:
@@ -273,3 +291,89 @@ def test_the_offer_ad_names_the_request_and_keeps_the_claim_id_out() -> None:
     assert offer.evaluate(neg.REQUEST_CLUSTER) == 7 and offer.evaluate(neg.REQUEST_PROC) == 3
     assert offer.evaluate(neg.MATCH_REASON) == "no_preemption"
     assert "ClaimId" not in offer and "ClaimId" in slot
+
+
+def request_ad(proc: int, count: int | None, cpus: object = 1) -> ClassAd:
+    ad = ClassAd({"ClusterId": 7, "ProcId": proc, "RequestCpus": cpus})
+    if count is not None:
+        ad[neg.REQUEST_COUNT] = count
+    return ad
+
+
+def test_a_request_is_as_many_jobs_as_its_count_within_the_capacity() -> None:
+    """A request is its count's jobs (one without a count, or with counts off), at most the
+    capacity for jobs of a CPU or more and uncut for jobs of less."""
+    big, small, old = request_ad(0, 5), request_ad(1, 5, 0.5), request_ad(2, None)
+    counted = [int(str(j.evaluate("ProcId"))) for j in as_jobs([big, small, old], 3)]
+    assert counted == [0, 0, 0, 1, 1, 1, 1, 1, 2]
+    assert len(as_jobs([big, small], 3, counts=False)) == 2
+
+
+def test_a_request_matched_less_often_than_its_count_is_rejected() -> None:
+    """Each request with fewer matches than its count gets one rejection, with the cycle's
+    reason for its job or "no match found"; a request matched in full none."""
+    full, part, none = request_ad(0, 2), request_ad(1, 3), request_ad(2, 1)
+    slot = slots(1)[0]
+    made = [match(full, slot, "a"), match(full, slot, "a"), match(part, slot, "a")]
+    rejected = unmatched([full, part, none], made, {"7.1": "concurrency limit reached"})
+    assert [(r.evaluate("ProcId"), why) for r, why in rejected] == [
+        (1, "concurrency limit reached"),
+        (2, "no match found"),
+    ]
+
+
+def test_a_cycle_over_the_wire_matches_the_jobs_the_in_process_one_does(tmp_path: Path) -> None:
+    """Two submitters' jobs at a schedd in another process, one of them under a concurrency
+    limit, on fewer slots than jobs: the whole cycle over NEGOTIATE (one request per kind)
+    gives each submitter the jobs, in the schedd's order, that the same cycle with the
+    schedd in-process gives (fair share and the limit hold alike)."""
+    schedd = make_schedd(tmp_path, {"alice": 6})
+    limited = ClassAd({"Owner": "bob", "JobStatus": 1, "QDate": 900, "JobPrio": 0})
+    limited["RequestCpus"] = 1
+    limited["RequestMemory"] = 100
+    limited["ConcurrencyLimits"] = "lic"
+    limited["Requirements"] = parse_expr("TARGET.Memory >= MY.RequestMemory")
+    cluster = schedd.queue.next_cluster_id()
+    for job_id in schedd.queue.submit(cluster, limited, [ClassAd({"ProcId": p}) for p in range(6)]):
+        schedd.now_idle(job_id)
+    settings = negotiator_config("LIC_LIMIT = 2\n")
+    pool = [ClassAd({**dict(ad), "MyType": "Machine", "State": "Unclaimed"}) for ad in slots(7)]
+    wanted = significance(settings, pool, NOW)
+    here = negotiate(
+        settings, Accountant.empty(settings), pool, schedd.negotiable_jobs(pool, wanted, NOW), NOW
+    )
+    expected = sorted((m.submitter, m.job_id) for m in here.matches)
+    assert [job for who, job in expected if who.startswith("bob")] == ["2.0", "2.1"]
+    service = Service(schedd)
+    with serving(negotiate_handler(service)) as listener:
+        remote = link(listener.address, ["alice@example.org", "bob@example.org"])
+        negotiator = NegotiatorService(
+            Accountant.empty(settings),
+            config=lambda: settings,
+            collector=FixedSlots(pool),  # type: ignore[arg-type]
+            schedds=Locator("schedd", connect=lambda address: remote),
+            accountant_file=str(tmp_path / "accountant"),
+            ad_name="cm",
+            log=logging.getLogger("test.negotiator"),
+            clock=lambda: NOW,
+            schedd_addresses=lambda: [listener.address],
+        )
+        listener.call(lambda: negotiator.negotiate(NOW))
+        deadline = time.monotonic() + 5
+        while len(service.taken) < 2 and time.monotonic() < deadline:
+            listener.turn()
+    assert sorted((m.submitter, m.job_id) for taken in service.taken for m in taken) == expected
+    assert negotiator.last_cycle_stats.evaluate("LastNegotiationCycleNumIdleJobs0") == 12
+
+
+class FixedSlots:
+    """A collector link holding fixed slot ads."""
+
+    def __init__(self, ads: list[ClassAd]) -> None:
+        self.ads = ads
+
+    def query(self, my_type, constraint=None, projection=None, *, now):  # type: ignore[no-untyped-def]
+        return list(self.ads) if my_type == "Machine" else []
+
+    def update(self, ads, now):  # type: ignore[no-untyped-def]
+        pass

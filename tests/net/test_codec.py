@@ -260,3 +260,36 @@ def test_an_encrypted_ad_is_its_lines_each_sent_as_a_string() -> None:
     assert read == ad
     with pytest.raises(CodecError):
         Writer(encrypted=True).put_string("a\0b")
+
+
+_LINES = st.one_of(
+    st.binary(max_size=12),
+    st.sampled_from([b"A = 1", b'B = "x"', b"C = A + 1", b"\xad", b"", b"ZKM", b"D = \xff"]),
+)
+
+
+@given(st.lists(_LINES, max_size=6), st.booleans(), st.integers(0, 3), st.binary(max_size=3))
+def test_an_ads_lines_read_as_get_string_reads_them(
+    lines: list[bytes], encrypted: bool, cut: int, end: bytes
+) -> None:
+    """Whatever bytes an ad's lines are (null strings, no NUL, bad UTF-8, the secret
+    marker, a line not ended by NUL, the message cut short), they are read as get_string
+    reads them: the same ad, or CodecError with the same message."""
+    body = bytearray((len(lines)).to_bytes(8, "big"))
+    for line in lines:
+        if encrypted:
+            body += (len(line) + 1).to_bytes(8, "big") + line + (end[:1] or b"\0")
+        else:
+            body += line + (end[:1] or b"\0")
+    data = bytes(body[: len(body) - cut])
+
+    def read(plain: bool) -> object:
+        reader = Reader(data, encrypted=encrypted)
+        if not plain:
+            reader._plain_string = lambda: None  # type: ignore[method-assign]
+        try:
+            return dict(reader.get_classad(types=False))
+        except CodecError as error:
+            return str(error)
+
+    assert read(True) == read(False)

@@ -68,6 +68,45 @@ def test_a_rejection_names_its_job_when_htcondor_appends_it(
     assert neg.rejection_reason(reason) == expected
 
 
+def test_a_requests_count_is_its_resource_request_count_or_one() -> None:
+    """ResourceRequestCount when it is a positive integer; 1 without it or otherwise (an
+    older schedd's request stands for one job)."""
+    counts = [
+        neg.request_count(ClassAd(values))
+        for values in ({neg.REQUEST_COUNT: 7}, {}, {neg.REQUEST_COUNT: 0}, {neg.REQUEST_COUNT: "3"})
+    ]
+    assert counts == [7, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("want", "kind", "reason", "ad"),
+    [
+        (None, neg.REJECTED, None, False),
+        (1, neg.REJECTED_WITH_REASON, "no match found", False),
+        (2, neg.REJECTED_WITH_REASON, "no match found |4|12.3|", False),
+        (3, neg.REJECTED_WITH_REASON, "no match found |4|12.3|", True),
+    ],
+)
+def test_a_rejection_says_what_the_requests_match_diagnostics_ask(
+    want: int | None, kind: int, reason: str | None, ad: bool
+) -> None:
+    """WantMatchDiagnostics (matchmaker.cpp): without it REJECTED alone; from 1 the reason,
+    from 2 with ``|autocluster|cluster.proc|``, from 3 with the diagnostics ad; what the
+    schedd's parser reads back."""
+    request = ClassAd({"ClusterId": 12, "ProcId": 3, neg.AUTO_CLUSTER_ID: 4})
+    if want is not None:
+        request[neg.WANT_MATCH_DIAGNOSTICS] = want
+    writer = neg.write_rejection(Writer(), request, "no match found")
+    operation = neg.read_operation(Reader(writer.bytes()))
+    assert operation.kind == kind
+    assert (operation.reason or None) == reason
+    assert (operation.ad is not None) == ad
+    if operation.ad is not None:
+        assert operation.ad.evaluate("JobId") == "12.3"
+    if reason is not None and want == 2:
+        assert neg.rejection_reason(reason) == ("no match found", "12.3")
+
+
 def test_the_match_capacity_counts_slots_and_their_cpus() -> None:
     """One per slot ad and one per CPU, at least one."""
     slots = [ClassAd({"Cpus": 4}), ClassAd({"Cpus": 1}), ClassAd({"Cpus": True})]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from epcore.classad import ClassAd
+from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.net import commands
 from epcore.net import negotiation as neg
@@ -18,6 +18,7 @@ from epcore.net.dispatch import CommandContext
 from epcore.net.frames import Framer
 from epcore.net.handshake import Peer
 from epcore.net.methods import Identity
+from epcore.schedd.jobqueue import JobId, QueueError
 from epcore.schedd.negotiation import negotiation_handler
 from tests.links.negotiate_peers import NOW, SCHEDD_CONFIG, Service, make_schedd, slots
 
@@ -128,20 +129,75 @@ def test_a_list_stops_at_the_count_asked(tmp_path: Path) -> None:
     ]
 
 
-def test_the_capacity_bounds_the_jobs_of_a_kind(tmp_path: Path) -> None:
-    """EpMatchCapacity offers at most that many jobs of one kind (jobs told apart by the
-    AutoClusterAttrs only); without it, every job; without AutoClusterAttrs every attribute
-    tells jobs apart (each is a kind of its own)."""
+def test_one_request_per_kind_with_its_count(tmp_path: Path) -> None:
+    """Jobs the AutoClusterAttrs cannot tell apart are one request, the first job's ad with
+    ResourceRequestCount (every idle job of the kind, whatever EpMatchCapacity an older
+    negotiator sends), AutoClusterId and WantMatchDiagnostics; without AutoClusterAttrs every
+    attribute tells jobs apart (each its own request of one)."""
     five = Service(make_schedd(tmp_path, {"alice": 5}))
     sent = []
     for extra in (
-        {"EpMatchCapacity": 2, "AutoClusterAttrs": "Requirements,RequestMemory"},
         {"AutoClusterAttrs": "Requirements,RequestMemory"},
-        {"EpMatchCapacity": 2},
+        {"EpMatchCapacity": 2, "AutoClusterAttrs": "Requirements,RequestMemory"},
+        {},
     ):
         replies, _ = run(five, [header(**extra), ask(100), op(neg.END_NEGOTIATE)])
-        sent.append(len(replies) - 1)  # the jobs, without NO_MORE_JOBS
-    assert sent == [2, 5, 5]
+        got = [r for r in requests(replies) if r is not None]
+        sent.append([(r.evaluate("ProcId"), neg.request_count(r)) for r in got])
+    assert sent == [[(0, 5)], [(0, 5)], [(p, 1) for p in range(5)]]
+    [request] = [
+        r for r in requests(run(five, [header(AutoClusterAttrs="Requirements"), ask(9)])[0]) if r
+    ]
+    assert type(request.evaluate(neg.AUTO_CLUSTER_ID)) is int
+    assert request.evaluate(neg.WANT_MATCH_DIAGNOSTICS) == 2
+
+
+def test_max_jobs_running_bounds_the_counts(tmp_path: Path) -> None:
+    """The requests' counts add up to what MAX_JOBS_RUNNING leaves room for: the first
+    kinds in the schedd's order get it, the rest are not sent."""
+    schedd = make_schedd(tmp_path, {"alice": 4}, SCHEDD_CONFIG + "MAX_JOBS_RUNNING = 3\n")
+    cluster = schedd.queue.next_cluster_id()
+    other = ClassAd({"Owner": "alice", "JobStatus": 1, "QDate": 901, "JobPrio": 0})
+    other["RequestMemory"] = 200
+    other["Requirements"] = parse_expr("TARGET.Memory >= MY.RequestMemory")
+    for job_id in schedd.queue.submit(cluster, other, [ClassAd({"ProcId": 0})]):
+        schedd.now_idle(job_id)
+    replies, _ = run(Service(schedd), [header(AutoClusterAttrs="RequestMemory"), ask(10)])
+    got = [r for r in requests(replies) if r is not None]
+    assert [(r.evaluate("ClusterId"), neg.request_count(r)) for r in got] == [(1, 3)]
+
+
+def test_the_matches_of_a_request_go_to_its_jobs_in_the_schedds_order(tmp_path: Path) -> None:
+    """Each match naming a request goes to the request's next job, highest JobPrio first; a
+    match beyond the request's jobs is dropped and logged; rejections are heard."""
+    schedd = make_schedd(tmp_path, {"alice": 3})
+    schedd.queue.set_attributes(JobId(1, 2), {"JobPrio": 5}, NOW)
+    service = Service(schedd)
+    rejection = Writer().put_int(neg.REJECTED_WITH_REASON).put_string("no match found |0|1.2|")
+    replies, result = run(
+        service,
+        [
+            header(AutoClusterAttrs="Requirements,RequestMemory"),
+            ask(10),
+            permission(1, 2, 1),
+            permission(1, 2, 2),
+            permission(1, 2, 3),
+            permission(1, 2, 4),
+            rejection.bytes(),
+            op(neg.END_NEGOTIATE),
+        ],
+    )
+    assert result is True
+    [request, end] = requests(replies)
+    assert end is None and request is not None
+    assert (request.evaluate("ProcId"), neg.request_count(request)) == (2, 3)
+    [taken] = service.taken
+    assert [(m.job_id, m.slot_name) for m in taken] == [
+        ("1.2", "slot1@exec.example.org"),
+        ("1.0", "slot2@exec.example.org"),
+        ("1.1", "slot3@exec.example.org"),
+    ]
+    assert taken[1].job.evaluate("ProcId") == 0
 
 
 def test_matches_the_schedd_must_not_take_are_dropped(tmp_path: Path) -> None:
@@ -231,3 +287,44 @@ def test_allow_negotiator_schedd_decides_who_negotiates(
     else:
         assert isinstance(result, Refused) and replies == []
         assert f"NEGOTIATE from {user}@example.org" in caplog.text
+
+
+def test_the_slot_ads_of_matches_are_read_at_end_negotiate(tmp_path: Path) -> None:
+    """A match's slot ad is read once the round ends, not as it comes (the negotiator's
+    sending is not held by the decoding): the request list asked after a match without its
+    ad is still answered, and the round then fails at END_NEGOTIATE with nothing taken."""
+    service = Service(make_schedd(tmp_path, {"alice": 1}))
+    no_ad = Writer().put_int(neg.PERMISSION_AND_AD).put_string("null").bytes()
+    replies, result = run(service, [header(), no_ad, ask(5), op(neg.END_NEGOTIATE)])
+    assert [None if r is None else r.evaluate("ProcId") for r in requests(replies)] == [0, None]
+    assert isinstance(result, CodecError)
+    assert service.taken == []
+
+
+def test_a_match_skips_the_jobs_of_its_request_that_left_the_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's job that left the queue after it was offered gets no match: the match
+    goes to the request's next job still queued."""
+    schedd = make_schedd(tmp_path, {"alice": 3})
+    get, read_payload = schedd.queue.get, neg.read_payload
+    gone: list[JobId] = []
+
+    def leaving(job_id: JobId) -> ClassAd:
+        if job_id in gone:
+            raise QueueError(f"job {job_id} is not in the queue")
+        return get(job_id)
+
+    def reading(kind: int, reader: Reader) -> neg.Operation:
+        if kind == neg.PERMISSION_AND_AD:  # the match is read: job 1.0 has left by now
+            gone.append(JobId(1, 0))
+        return read_payload(kind, reader)
+
+    monkeypatch.setattr(schedd.queue, "get", leaving)
+    monkeypatch.setattr(neg, "read_payload", reading)
+    service = Service(schedd)
+    messages = [header(AutoClusterAttrs="Requirements,RequestMemory"), ask(10)]
+    _, result = run(service, [*messages, permission(1, 0), op(neg.END_NEGOTIATE)])
+    assert result is True
+    [taken] = service.taken
+    assert [m.job_id for m in taken] == ["1.1"]
