@@ -53,7 +53,7 @@ def _new_key(name: str) -> str:
 # one shared node each, as nodes are immutable, instead of one per attribute per build.
 _TRUE: Final = ast.Literal(True)
 _FALSE: Final = ast.Literal(False)
-_SMALL_INTS: Final = tuple(ast.Literal(n) for n in range(1024))
+_SMALL_INTS: Final = tuple(ast.Literal(n) for n in range(256))
 
 
 @cache
@@ -218,7 +218,7 @@ def to_node(value: object) -> ast.Node:
         return value.node
     # The common cases when daemons build ads: no checks needed.
     if type(value) is int:
-        if 0 <= value < 1024:
+        if 0 <= value < 256:
             return _SMALL_INTS[value]
         if -(1 << 63) <= value < (1 << 63):
             return ast.Literal(value)
