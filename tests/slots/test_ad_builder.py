@@ -282,9 +282,9 @@ def test_unfolded_requirements_are_start_itself() -> None:
 
 
 def test_dynamic_slots_claimed_alike_share_all_bindings_but_their_names() -> None:
-    """The ads of dynamic slots of the same size in the same state share every binding but
-    those of the values that are each slot's own (Name, the start of the claim), before and
-    after the clock moves on, so that a startd's memory grows little per dynamic slot."""
+    """The ads of dynamic slots of the same size claimed at the same moment share every
+    binding but their Name's, before and after the clock moves on, so that a startd's memory
+    grows little per dynamic slot."""
     children = [resources(cpus=1, memory_mb=1024) for _ in range(3)]
     layout = partitionable_with_dynamic(children)
     claimed = SlotStatus("Claimed", "Busy", NOW - 900, NOW - 600, claim=CLAIM)
