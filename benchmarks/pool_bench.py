@@ -6,6 +6,7 @@ Run from the project root, as root (cgroups need it), after
     python3 benchmarks/pool_bench.py              # 1,000 jobs of /bin/true; 1,000 d-slots
     python3 benchmarks/pool_bench.py --quick      # 100 jobs; 100 d-slots: a smoke test
     python3 benchmarks/pool_bench.py --memory-only  # only the startd's memory
+    python3 benchmarks/pool_bench.py --jobs-only    # only the jobs through ep run
 
 Throughput: an ``ep run`` subprocess with the personal pool's configuration on this machine
 (one partitionable slot with every core, cgroup tracking under a BASE_CGROUP made for the
@@ -280,6 +281,7 @@ def main() -> int:
     parser.add_argument(
         "--memory-only", action="store_true", help="only the startd's memory (no jobs run)"
     )
+    parser.add_argument("--jobs-only", action="store_true", help="only the jobs (no startd memory)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("pool_bench needs root (cgroups)", file=sys.stderr)
@@ -304,6 +306,8 @@ def main() -> int:
                     f" {split.zygote:.1f}, starters and supervisors {split.starters:.1f},"
                     f" jobs' cgroups {split.jobs:.1f})"
                 )
+        if args.jobs_only:
+            return 0
         empty, full = startd_memory(count, root)
         print(f"startd resident memory with {count} dynamic slots")
         print(f"  no claim:          {empty:8.1f} MB")

@@ -12,7 +12,7 @@ UNDEFINED
 from __future__ import annotations
 
 from epcore.classad.calls import EvalContext, FunctionCall, FunctionTable
-from epcore.classad.classad import ClassAd, Expr
+from epcore.classad.classad import ClassAd, Expr, SharedBindings
 from epcore.classad.formats import format_old, from_json, parse_ad, parse_ads, parse_expr, to_json
 from epcore.classad.match import rank, symmetric_match
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value
@@ -29,6 +29,7 @@ __all__ = [
     "FunctionCall",
     "FunctionTable",
     "RelTime",
+    "SharedBindings",
     "Value",
     "format_old",
     "from_json",

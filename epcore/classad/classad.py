@@ -8,8 +8,10 @@ without a target), and an unscoped name that the ad lacks is looked up in the ta
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from functools import cache
+from math import copysign
 from typing import Any, Final
 
 from epcore.classad import ast, interpreter
@@ -28,6 +30,30 @@ from epcore.classad.unparse import attribute_name, old_literal, unparse, unparse
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value, _Error, _Undefined
 
 _DEFAULT_CONTEXT: Final = EvalContext()
+
+# Each ad keys its bindings by the lowered name. Lowering makes a new string for every
+# attribute set, and a daemon's ads hold the same hundred names over and over (a startd's
+# slot ads about 95 each, rebuilt at every change): the key of a spelling is made once and
+# interned, so that all ads share one string per name (5 KB per dynamic slot). Emptied when
+# full, as ads with ever new names (a collector's) would otherwise grow it for good.
+_KEYS: Final[dict[str, str]] = {}
+_MAX_KEYS: Final = 8192
+
+
+def _new_key(name: str) -> str:
+    """The binding key of ``name``, remembered for the next ad that sets it."""
+    key = sys.intern(name.lower())
+    if len(_KEYS) >= _MAX_KEYS:
+        _KEYS.clear()
+    _KEYS[name] = key
+    return key
+
+
+# The literals daemons set most when they build ads (booleans, small counts and sizes):
+# one shared node each, as nodes are immutable, instead of one per attribute per build.
+_TRUE: Final = ast.Literal(True)
+_FALSE: Final = ast.Literal(False)
+_SMALL_INTS: Final = tuple(ast.Literal(n) for n in range(256))
 
 
 @cache
@@ -190,9 +216,15 @@ def to_node(value: object) -> ast.Node:
     """The expression tree for a Python value, an Expr or a ClassAd."""
     if type(value) is Expr:
         return value.node
-    if type(value) is bool or type(value) is float:
-        return ast.Literal(value)  # the common case when daemons build ads: no checks needed
-    if type(value) is int and -(1 << 63) <= value < (1 << 63):
+    # The common cases when daemons build ads: no checks needed.
+    if type(value) is int:
+        if 0 <= value < 256:
+            return _SMALL_INTS[value]
+        if -(1 << 63) <= value < (1 << 63):
+            return ast.Literal(value)
+    if type(value) is bool:
+        return _TRUE if value else _FALSE
+    if type(value) is float:
         return ast.Literal(value)
     if isinstance(value, ClassAd):
         return ast.AdExpr(tuple((b.name, b.node) for b in value._bindings.values()))
@@ -235,7 +267,9 @@ class ClassAd(MutableMapping[str, Expr]):
         ad = cls()
         bindings = ad._bindings
         for name, node in entries:
-            key = name.lower()
+            key = _KEYS.get(name)
+            if key is None:
+                key = _new_key(name)
             old = bindings.get(key)
             bindings[key] = Binding(old.name if old is not None else name, node)
         return ad
@@ -255,7 +289,9 @@ class ClassAd(MutableMapping[str, Expr]):
     def __setitem__(self, name: str, value: object) -> None:
         if not isinstance(name, str) or not name:
             raise TypeError(f"ClassAd attribute names are non-empty strings, not {name!r}")
-        key = name.lower()
+        key = _KEYS.get(name)
+        if key is None:
+            key = _new_key(name)
         old = self._bindings.get(key)
         spelled = old.name if old is not None else name
         self._bindings[key] = Binding(spelled, to_node(value))
@@ -345,3 +381,65 @@ class ClassAd(MutableMapping[str, Expr]):
         ad = ClassAd()
         ad._bindings = dict(self._bindings)
         return ad
+
+
+class SharedBindings:
+    """Attribute values that many ads set alike, each bound once and the binding shared.
+
+    A startd's slot ads set the same values over and over (``Cpus = 1``, ``State =
+    "Claimed"``, the machine's strings and sizes: all but a handful of a dynamic slot's 86
+    attributes are the same in every dynamic slot), and each ``ad[name] = value`` makes a
+    binding and a literal of its own: about 12 KB per slot ad. Policy expressions set from
+    the configuration are one tree each, bound again in every slot's ad. :meth:`set` gives every ad
+    that sets the same spelling to the same scalar the same binding, as copies of an ad
+    share theirs (a binding is immutable; its unparsed line and compiled code are made once
+    for all). Other values (expressions, lists, ads) are set as ``ad[name] = value`` does.
+    The table holds ``limit`` bindings at most and is emptied when full, so that values that
+    never come back (times) cannot grow it for good.
+    """
+
+    __slots__ = ("_limit", "_table")
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._table: dict[tuple[str, type, object], Binding] = {}
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def set(self, ad: ClassAd, name: str, value: object) -> None:
+        """``ad[name] = value``, with the binding shared when ``value`` is a plain scalar
+        or an :class:`Expr`."""
+        node: ast.Node | None = None
+        entry: tuple[str, type, object]
+        if type(value) is Expr:
+            # By the tree's identity: the table's binding holds the tree, so the id stays
+            # its own while the entry lives (comparing trees would walk them).
+            node = value.node
+            entry = (name, Expr, id(node))
+        elif type(value) is float:
+            if value != value or (value == 0.0 and copysign(1.0, value) < 0):
+                # NaN equals no key, and -0.0 would find 0.0's literal.
+                ad[name] = value
+                return
+            entry = (name, float, value)
+        elif type(value) is str or type(value) is int or type(value) is bool:
+            entry = (name, type(value), value)
+        else:
+            ad[name] = value
+            return
+        table = self._table
+        binding = table.get(entry)
+        if binding is None:
+            binding = Binding(name, to_node(value) if node is None else node)
+            if len(table) >= self._limit:
+                table.clear()
+            table[entry] = binding
+        key = _KEYS.get(name)
+        if key is None:
+            key = _new_key(name)
+        bindings = ad._bindings
+        old = bindings.get(key)
+        if old is not None and old.name != name:
+            binding = Binding(old.name, binding.node)  # the first spelling stays, as ad[name]
+        bindings[key] = binding

@@ -26,6 +26,7 @@ each layer with the one it used last time and sets only the attributes that chan
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -90,7 +91,9 @@ class Layer:
         self.values: dict[str, Entry] = {}
 
     def __setitem__(self, name: str, value: object) -> None:
-        self.values[name.lower()] = (name, value, type(value))
+        # Interned: every slot's layers hold the same names, rebuilt at every change; one
+        # string per name rather than one per slot and layer.
+        self.values[sys.intern(name.lower())] = (name, value, type(value))
 
 
 def changed_names(old: dict[str, Entry], new: dict[str, Entry]) -> set[str]:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from epcore.classad import ERROR, UNDEFINED, ClassAd, EvalContext
+from epcore.classad import ERROR, UNDEFINED, ClassAd, EvalContext, SharedBindings
 from epcore.config import Config
 from epcore.slots.ad_layers import Entry, Layer, LayerMaker, SlotAttributes, changed_names
 from epcore.slots.config_attrs import ExprCache, slot_attr_names, slot_prefix, startd_attrs
@@ -113,6 +113,8 @@ class SlotAdBuilder:
         # The policy, machine and configured layers of each configured key, assembled: a new
         # slot's ad starts as a copy (the machine layer changing clears them).
         self._templates: dict[tuple[int, int, str, str], ClassAd] = {}
+        # The slots' ads share the bindings of the values they set alike (most of them).
+        self._shared = SharedBindings()
         self._names: dict[tuple[int, int | None], tuple[str, str]] = {}
         # Each slot's cron attributes as a layer, with the tuple they were made from.
         self._cron: dict[str, tuple[SlotCronAttributes, _Values]] = {}
@@ -257,27 +259,28 @@ class SlotAdBuilder:
     def _assemble(self, entry: _SlotAd, cross: _Values) -> None:
         """Build the slot's ad anew: a copy of its template, then its own layers."""
         template = self._templates.get(entry.configured_key)
+        shared = self._shared.set
         if template is None:
             template = ClassAd()
             for layer in (entry.policy, self._machine, entry.configured):
                 for name, value, _ in layer.values():
-                    template[name] = value
+                    shared(template, name, value)
             self._templates[entry.configured_key] = template
         ad = entry.ad = template.copy()
         for layer in (entry.cron, entry.own, entry.clock, cross):
             for name, value, _ in layer.values():
-                ad[name] = value
+                shared(ad, name, value)
         entry.requirements_key = entry.unfolded_for = None
 
     def _apply(self, entry: _SlotAd, changed: set[str], cross: _Values) -> None:
         if not changed:
             return
-        ad, stack = entry.ad, self._stack(entry, cross)
+        ad, stack, shared = entry.ad, self._stack(entry, cross), self._shared.set
         for key in changed:
             for layer in stack:
                 found = layer.get(key)
                 if found is not None:
-                    ad[found[0]] = found[1]
+                    shared(ad, found[0], found[1])
                     break
             else:
                 if key in ad:
@@ -288,10 +291,10 @@ class SlotAdBuilder:
         """Bring the clock attributes of an unchanged slot up to ``now``, in place."""
         clock, ticked = self.layers.clock(entry.status, share, since, now, into=entry.clock)
         if ticked:
-            ad = entry.ad
+            ad, shared = entry.ad, self._shared.set
             for key in ticked:
                 name, value, _ = clock[key]
-                ad[name] = value
+                shared(ad, name, value)
             entry.requirements_key = None
 
     def _cross_slot(
@@ -370,25 +373,25 @@ class SlotAdBuilder:
             if entry.unfolded_for is not unavailable:
                 entry.unfolded_for, entry.requirements_key = unavailable, None
                 if unavailable:
-                    ad["Requirements"] = False
+                    self._shared.set(ad, "Requirements", False)
                 elif self.layers.slot_config(slot).limits is None:
-                    ad["Requirements"] = _START
+                    self._shared.set(ad, "Requirements", _START)
                 else:
-                    ad["Requirements"] = _START_AND_LIMITS
+                    self._shared.set(ad, "Requirements", _START_AND_LIMITS)
             return
         key = (context.now, unavailable)
         if entry.requirements_key == key:
             return
         entry.requirements_key, entry.unfolded_for = key, None
         if unavailable:
-            ad["Requirements"] = False
+            self._shared.set(ad, "Requirements", False)
             return
         limits = self.layers.slot_config(slot).limits
         locally_true = ad.evaluate("Start", context=context) is True
         if limits is None:
-            ad["Requirements"] = True if locally_true else _START
+            self._shared.set(ad, "Requirements", True if locally_true else _START)
         else:
-            ad["Requirements"] = _LIMITS if locally_true else _START_AND_LIMITS
+            self._shared.set(ad, "Requirements", _LIMITS if locally_true else _START_AND_LIMITS)
 
 
 def build_slot_ads(

@@ -18,7 +18,6 @@ import abc
 import os
 import time
 from typing import ClassVar
-from xml.sax.saxutils import escape, quoteattr
 
 import attrs
 
@@ -365,7 +364,14 @@ def _xml_value(value: XmlValue) -> str:
         return f"<i>{value}</i>"
     if isinstance(value, float):
         return f"<r>{value!r}</r>"
-    return f"<s>{escape(_xml_safe(value))}</s>"
+    return f"<s>{_xml_text(_xml_safe(value))}</s>"
+
+
+def _xml_text(text: str) -> str:
+    """``text`` with XML's three markup characters escaped. Written here rather than taken
+    from ``xml.sax.saxutils``, which imports ``urllib.request`` and so ``ssl`` and
+    ``http.client``: about 6 MB of resident memory in every startd, zygote and starter."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _xml_safe(text: str) -> str:
@@ -395,7 +401,7 @@ def format_xml(event: JobEvent) -> str:
         ("Subproc", event.job.subproc),
     ]
     attributes = [
-        f"    <a n={quoteattr(name)}>{_xml_value(value)}</a>"
+        f'    <a n="{_xml_text(name)}">{_xml_value(value)}</a>'
         for name, value in [*common, *event.fields()]
     ]
     return "<c>\n" + "\n".join(attributes) + "\n</c>\n"

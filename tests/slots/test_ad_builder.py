@@ -279,3 +279,20 @@ def test_unfolded_requirements_are_start_itself() -> None:
         folded[0].evaluate("Requirements") is True
         and str(folded[0].lookup("Requirements")) == "true"
     )
+
+
+def test_dynamic_slots_claimed_alike_share_all_bindings_but_their_names() -> None:
+    """The ads of dynamic slots of the same size claimed at the same moment share every
+    binding but their Name's, before and after the clock moves on, so that a startd's memory
+    grows little per dynamic slot."""
+    children = [resources(cpus=1, memory_mb=1024) for _ in range(3)]
+    layout = partitionable_with_dynamic(children)
+    claimed = SlotStatus("Claimed", "Busy", NOW - 900, NOW - 600, claim=CLAIM)
+    statuses = {f"slot1_{n}": claimed for n in range(1, 4)}
+    builder = SlotAdBuilder(config_of(), inventory_of(), host_name=HOST, started_at=NOW - 1000)
+    for now in (NOW, NOW + 60):
+        dynamic = builder.build(layout, QUIET, statuses, float(now))[1:]
+        keys = set(dynamic[0]._bindings)
+        assert len(keys) > 60
+        own = {key for key in keys if len({id(ad._bindings[key]) for ad in dynamic}) > 1}
+        assert own == {"name"}

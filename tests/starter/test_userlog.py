@@ -314,3 +314,15 @@ def test_any_hold_reason_survives(tmp_path_factory: pytest.TempPathFactory, reas
     assert read.type == htcondor2.JobEventType.JOB_HELD
     assert read["HoldReasonCode"] == 6
     assert read.get("HoldReason") == (one_line(reason) or None)
+
+
+def test_xml_records_escape_markup_in_strings(tmp_path: Path) -> None:
+    """A string value with XML's markup characters is escaped and reads back unchanged."""
+    path = tmp_path / "job.xml"
+    reason = "a<b & c>d \"quoted\" 'single'"
+    EventLogWriter(str(path), xml=True).write(
+        JobHeldEvent(job=JOB, when=WHEN, reason=reason, code=6)
+    )
+    root = ET.fromstring(f"<classads>{path.read_text()}</classads>")
+    values = {a.get("n"): a[0] for a in root[0]}
+    assert values["HoldReason"].text == reason

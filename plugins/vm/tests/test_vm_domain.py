@@ -72,6 +72,22 @@ def test_the_xml_carries_memory_vcpus_disks_console_and_key(sandbox: Path) -> No
     assert root.find("os/boot") is not None
 
 
+def test_attribute_values_with_markup_read_back_unchanged(tmp_path: Path) -> None:
+    """A sandbox path with quotes, markup characters and a tab reaches the domain XML's
+    attributes escaped: the XML parses and gives the paths back."""
+    odd = tmp_path / "a\"b'c&d<e>f\tg"
+    odd.mkdir()
+    for name in ("in.img", "out.img"):
+        (odd / name).write_bytes(b"\0" * 512)
+    plan = plan_domain(_job(), Config.from_text(BASE), "key", str(odd))
+    root = ET.fromstring(domain_xml(plan))
+    disks = root.findall("devices/disk")
+    assert [d.find("source").get("file") for d in disks] == [  # type: ignore[union-attr]
+        str(odd / "in.img"),
+        str(odd / "out.img"),
+    ]
+
+
 def test_networking_and_a_direct_kernel(sandbox: Path) -> None:
     """vm_networking gives a NAT interface with the job's MAC; VM_KVM_KERNEL boots that
     kernel with its initrd and command line."""
