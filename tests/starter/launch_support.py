@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def fake_starter(tmp_path: Path, start: Callable[[LaunchSpec], LaunchedJob]) -> 
     returns, so both are waited for; each is written whole by a rename)."""
     pids = tmp_path / "pids"
     script = f"sleep 1000 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; sleep 1000"
+    failed = tmp_path / "starter_failed"
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the fake starter
         try:
@@ -37,10 +39,16 @@ def fake_starter(tmp_path: Path, start: Callable[[LaunchSpec], LaunchedJob]) -> 
             (tmp_path / "supervisor.tmp").write_text(str(job.supervisor_pid))
             (tmp_path / "supervisor.tmp").rename(tmp_path / "supervisor")
             signal.pause()
+        except BaseException:
+            failed.write_text(traceback.format_exc())
         finally:
             os._exit(1)
     written = (tmp_path / "pids", tmp_path / "supervisor")
-    assert wait_until(lambda: all(path.exists() for path in written), PATIENCE)
+    # Three times the usual patience: a loaded CI machine has taken over ten seconds here.
+    wait_until(lambda: failed.exists() or all(path.exists() for path in written), 3 * PATIENCE)
+    assert not failed.exists(), f"the fake starter failed:\n{failed.read_text()}"
+    missing = [path.name for path in written if not path.exists()]
+    assert not missing, f"after {3 * PATIENCE} s the fake starter has not written {missing}"
     return pid
 
 
