@@ -179,20 +179,25 @@ class ChildSetup:
     """What the job's first process must do between fork and exec, merged over backends.
 
     ``extra_groups`` join its supplementary groups (a tracking GID), it writes its own PID to
-    each of ``join_files`` (``cgroup.procs`` files), and with ``new_pid_namespace`` it is
-    started as the init of a new PID namespace. Everything it starts inherits all three.
+    each of ``join_files`` (``cgroup.procs`` files), with ``new_pid_namespace`` it is
+    started as the init of a new PID namespace, and with ``mount_namespace`` (a
+    ``/proc/<pid>/task/<tid>/ns/mnt`` file) it enters that mount namespace first: the
+    starter's private one, where a hidden scratch filesystem is mounted. Everything it starts
+    inherits all four.
     """
 
     extra_groups: tuple[int, ...] = ()
     join_files: tuple[str, ...] = ()
     new_pid_namespace: bool = False
+    mount_namespace: str = ""
 
     def merged(self, other: ChildSetup) -> ChildSetup:
-        """Both setups at once."""
+        """Both setups at once (``other``'s mount namespace when both name one)."""
         return ChildSetup(
             self.extra_groups + other.extra_groups,
             self.join_files + other.join_files,
             self.new_pid_namespace or other.new_pid_namespace,
+            other.mount_namespace or self.mount_namespace,
         )
 
 
@@ -671,12 +676,15 @@ class ScratchRequest:
 @attrs.frozen
 class ScratchVolume:
     """A job's scratch filesystem once made: its backend's ``name`` for it (the volume), the
-    ``path`` it is mounted on, the block ``device`` and the ``size_kib`` the job may fill."""
+    ``path`` it is mounted on, the block ``device`` and the ``size_kib`` the job may fill.
+    ``mount_namespace`` names the private mount namespace it is mounted in (LVM_HIDE_MOUNT),
+    which the job then enters; empty when it is mounted where every process sees it."""
 
     name: str
     path: str
     device: str
     size_kib: int
+    mount_namespace: str = ""
 
 
 @attrs.frozen
