@@ -148,9 +148,11 @@ class Startd:
         # The runtimes' attributes first: a site plugin's ep_machine_attributes may replace them.
         self.extra_attributes = [*namespaces.host_attributes(self.log)]
         self.extra_attributes += backends.runtime_attributes(self.containers, self.log)
-        if self.scratch is not None:
-            self.extra_attributes += self.scratch.machine_attributes()
         self.extra_attributes += self.plugins.machine_attributes(config, self.inventory)
+        if self.scratch is not None:
+            # Last: a hidden scratch mount prohibits docker and VM jobs whatever their
+            # runtimes say (HasDocker = false with the reason).
+            self.extra_attributes += self.scratch.machine_attributes()
         # The plugins have just tested their universes again.
         self.offline.clear()
         engine = Engine(

@@ -32,7 +32,6 @@ from epcore.starter.transfer import (
     transfer_out,
 )
 from epcore.types import (
-    ChildSetup,
     ContainerJob,
     ContainerRuntime,
     RunningContainer,
@@ -150,7 +149,7 @@ def launch_container(
         argv += command.arguments
     before = stamps(sandbox.path)
     environment = starter.environment(attrs.evolve(command, iwd=sandbox.path))
-    setup = ChildSetup()
+    setup = starter.scratch_setup()
     if tracked_by_starter(runtime):
         # The job is the starter's child: tracked by the isolation backends as a vanilla job
         # (its prepared groups when the startd made them), which the runtime's process joins.

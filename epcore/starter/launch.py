@@ -58,6 +58,7 @@ __all__ = [
 
 
 _SUPERVISOR_STEPS = {
+    "setns": "enter the starter's mount namespace (its hidden scratch filesystem)",
     "subreaper": "make the job's supervisor a child subreaper",
     "unshare": "create a PID namespace for the job",
     "private": "make the mounts of the job's namespace private",

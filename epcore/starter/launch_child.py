@@ -128,6 +128,18 @@ class Libc:
     def mount(self, source: bytes, target: bytes, fstype: bytes | None, flags: int) -> None:
         self._check(self._libc.mount(source, target, fstype, ctypes.c_ulong(flags), None))
 
+    def setns(self, fd: int, nstype: int) -> None:
+        self._check(self._libc.setns(fd, nstype))
+
+
+def enter_mount_namespace(libc: Libc, path: str) -> None:
+    """Enter the mount namespace ``path`` names (a ``/proc/.../ns/mnt`` file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        libc.setns(fd, _CLONE_NEWNS)
+    finally:
+        os.close(fd)
+
 
 def set_subreaper() -> None:
     """Make the calling process a child subreaper (orphaned descendants are reparented to it)."""
@@ -481,6 +493,12 @@ def _supervisor_body(
             signal.signal(signum, signal.SIG_DFL)
         step = "subreaper"
         try:
+            if spec.setup.mount_namespace:
+                # Before anything else: the job's cwd and files are under the scratch
+                # filesystem, mounted only in the starter's private namespace.
+                step = "setns"
+                enter_mount_namespace(libc, spec.setup.mount_namespace)
+                step = "subreaper"
             libc.set_subreaper()
             if spec.setup.new_pid_namespace:
                 step = "unshare"

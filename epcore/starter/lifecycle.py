@@ -55,7 +55,6 @@ from epcore.starter.userlog import (
     ResourceUsage,
 )
 from epcore.transfer import plan
-from epcore.types import ChildSetup
 
 if TYPE_CHECKING:
     from epcore.starter.fetch import RemoteTransfer
@@ -134,7 +133,7 @@ def _launch(starter: Starter, command: JobCommand) -> LaunchedJob:
         )
     environment = starter.environment(command)
     starter.start_tracking()
-    setup = ChildSetup()
+    setup = starter.scratch_setup()
     for tracking in starter.trackings:
         setup = setup.merged(tracking.child_setup())
     as_root = os.geteuid() == 0

@@ -50,6 +50,7 @@ from epcore.starter.sandbox import (
 )
 from epcore.starter.usage import JobUsage, combine
 from epcore.types import (
+    ChildSetup,
     ContainerRuntime,
     IsolationBackend,
     JobTracking,
@@ -519,6 +520,13 @@ class Starter:
         self.log.info(
             "scratch filesystem %s (%d KiB) on %s", self.volume.name, self.volume.size_kib, path
         )
+
+    def scratch_setup(self) -> ChildSetup:
+        """What the job's first process needs for its scratch filesystem: the starter's
+        private mount namespace when the volume is hidden there (LVM_HIDE_MOUNT)."""
+        if self.volume is None or not self.volume.mount_namespace:
+            return ChildSetup()
+        return ChildSetup(mount_namespace=self.volume.mount_namespace)
 
     def check_scratch(self) -> ScratchVerdict | None:
         """Ask the scratch filesystem about the job's volume; a verdict is kept for

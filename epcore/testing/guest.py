@@ -79,6 +79,11 @@ mkdir -p /share /checkout
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /share
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro checkout /checkout
 hostname epguest
+# ep run's daemons talk over 127.0.0.1 and look their host's name up: the loopback interface
+# up (no iproute2 in the image: SIOCSIFFLAGS, IFF_UP|IFF_LOOPBACK|IFF_RUNNING), a hosts file.
+printf '127.0.0.1 localhost\n127.0.1.1 epguest\n' > /etc/hosts
+python3 -c 'import fcntl, socket, struct
+fcntl.ioctl(socket.socket(), 0x8914, struct.pack("16sH22x", b"lo", 0x49))'
 echo 1 > /proc/sys/kernel/sysrq
 # Not /checkout: python would import epcore from the sources instead of the venv's wheel.
 cd /root

@@ -42,20 +42,25 @@ class ChildSetup:
     """What the job's first process must do between fork and exec, merged over backends.
 
     ``extra_groups`` join its supplementary groups (a tracking GID), it writes its own PID to
-    each of ``join_files`` (``cgroup.procs`` files), and with ``new_pid_namespace`` it is
-    started as the init of a new PID namespace. Everything it starts inherits all three.
+    each of ``join_files`` (``cgroup.procs`` files), with ``new_pid_namespace`` it is
+    started as the init of a new PID namespace, and with ``mount_namespace`` (a
+    ``/proc/<pid>/task/<tid>/ns/mnt`` file) it enters that mount namespace first: the
+    starter's private one, where a hidden scratch filesystem is mounted. Everything it starts
+    inherits all four.
     """
 
     extra_groups: tuple[int, ...] = ()
     join_files: tuple[str, ...] = ()
     new_pid_namespace: bool = False
+    mount_namespace: str = ""
 
     def merged(self, other: ChildSetup) -> ChildSetup:
-        """Both setups at once."""
+        """Both setups at once (``other``'s mount namespace when both name one)."""
         return ChildSetup(
             self.extra_groups + other.extra_groups,
             self.join_files + other.join_files,
             self.new_pid_namespace or other.new_pid_namespace,
+            other.mount_namespace or self.mount_namespace,
         )
 
 

@@ -39,12 +39,15 @@ class ScratchRequest:
 @attrs.frozen
 class ScratchVolume:
     """A job's scratch filesystem once made: its backend's ``name`` for it (the volume), the
-    ``path`` it is mounted on, the block ``device`` and the ``size_kib`` the job may fill."""
+    ``path`` it is mounted on, the block ``device`` and the ``size_kib`` the job may fill.
+    ``mount_namespace`` names the private mount namespace it is mounted in (LVM_HIDE_MOUNT),
+    which the job then enters; empty when it is mounted where every process sees it."""
 
     name: str
     path: str
     device: str
     size_kib: int
+    mount_namespace: str = ""
 
 
 @attrs.frozen

@@ -7,6 +7,7 @@ import os
 import select
 import signal
 import stat
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -630,3 +631,32 @@ def test_a_killed_starter_leaves_no_supervisor_and_no_job(tmp_path: Path, namesp
         return launch(attrs.evolve(spec, setup=ChildSetup(new_pid_namespace=namespace)))
 
     kill_starter_and_check_the_job_ends(tmp_path, fake_starter(tmp_path, start))
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("namespace", [False, True], ids=["plain", "pidns"])
+def test_the_job_enters_the_mount_namespace_its_setup_names(
+    tmp_path: Path, run_job: Launcher, as_root: None, namespace: bool
+) -> None:
+    """With ``mount_namespace`` the job runs in that mount namespace (a hidden scratch
+    filesystem's): it sees a mount made only there, which this process does not."""
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    ready = tmp_path / "ready"
+    holder = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         f"mount -t tmpfs none {hidden} && touch {hidden}/marker {ready} && sleep 60"]
+    )  # fmt: skip
+    try:
+        assert wait_until(ready.exists, PATIENCE), "the namespace's mount was not made"
+        assert not (hidden / "marker").exists()
+        setup = ChildSetup(
+            new_pid_namespace=namespace, mount_namespace=f"/proc/{holder.pid}/ns/mnt"
+        )
+        found = tmp_path / "found"
+        spec = shell(f"ls {hidden} > {found}", tmp_path, setup=setup)
+        assert finished(run_job(spec)).code == 0
+        assert found.read_text().split() == ["marker"]
+    finally:
+        holder.kill()
+        holder.wait()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import time
 from collections.abc import Callable
@@ -21,7 +22,8 @@ from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
 from epcore.types import MachineAttribute, ScratchRequest, ScratchVerdict, ScratchVolume
-from epcore_lvm.commands import TAG, Commands, LvmError, load_module
+from epcore_lvm.commands import ENCRYPTED_TAG, TAG, Commands, LvmError, load_module
+from epcore_lvm.namespace import private_mount_namespace
 from epcore_lvm.settings import LvmSettings, read_settings
 
 NAME = "lvm"
@@ -30,8 +32,11 @@ DISK_SUBCODE = 104
 #: The smallest volume and the step of volume sizes (KiB): LVM's default extent, 4 MiB.
 DISK_QUANTUM_KIB = 4096
 FULL_POOL_REASON = "Underlying thin pool is out of space and not recovering"
-#: A job volume's name: the slot's id and the starter's PID (who holds it).
-_VOLUME = re.compile(r"^slot(\d+)_(\d+)$")
+_HIDDEN = "LVM configured to hide scratch dir via LVM_HIDE_MOUNT, which prohibits {} jobs"
+#: A job volume's name: the slot's id, the starter's PID and its start time (clock ticks
+#: since boot): who holds it, and never the name of another starter's volume, of this startd
+#: or another, before or after a restart. Volumes of epcore before 0.2 lack the start time.
+_VOLUME = re.compile(r"^slot(\d+)_(\d+)(?:_(\d+))?$")
 
 
 def device_mapper_problem() -> str | None:
@@ -53,6 +58,21 @@ def _bytes(size: int) -> str:
         if size >= scale:
             return f"{size / scale:.2f} {unit}"
     return f"{size} B"
+
+
+def start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), or None when there is no such
+    process or it is a zombie (dead, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            text = stat.read()
+    except OSError:
+        return None
+    # The command name, in parentheses, may hold spaces: the fields follow the last ")".
+    fields = text[text.rindex(")") + 2 :].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[19])
 
 
 def hide_mount_compatible(job: ClassAd) -> bool:
@@ -77,12 +97,16 @@ class LvmScratch:
         commands: Commands | None = None,
         problem: Callable[[], str | None] = device_mapper_problem,
         clock: Callable[[], float] = time.monotonic,
+        hide: Callable[[], str] = private_mount_namespace,
+        started: Callable[[int], int | None] = start_ticks,
     ) -> None:
         self.config = config
         self.settings: LvmSettings = read_settings(config)
         self.commands = commands or Commands(self.settings.timeout, self.settings.lvm_config)
         self.problem = problem
         self.clock = clock
+        self.hide = hide
+        self.started = started
         self.check_interval = self.settings.check_interval
         self.group = self.settings.group(config)
         self.pool = self.settings.pool(config)
@@ -92,6 +116,9 @@ class LvmScratch:
         self.loop_device = ""
         #: Since when (clock) the thin pool has been full, while it is.
         self.full_since: float | None = None
+        #: Bytes of the group (thick) or pool (thin), and what volumes other than the jobs'
+        #: take of them, as the startd found them at its start (None: not known).
+        self.detected: tuple[int, int] | None = None
 
     # -- the startd ---------------------------------------------------------------------------
 
@@ -115,6 +142,31 @@ class LvmScratch:
             self.sweep()
         except (LvmError, OSError) as error:
             self.reason = f"cannot set up LVM: {error}"
+            return
+        try:
+            self.detected = self._detect()
+        except (LvmError, ValueError, IndexError):
+            # A report not as expected: only two attributes depend on it, volumes still work.
+            self.detected = None
+
+    def _detect(self) -> tuple[int, int]:
+        """LvmDetectedDisk and LvmNonCondorDiskUsage: the group's size (thick) or the pool's
+        (thin), and the bytes the volumes not tagged as jobs' take of it."""
+        rows = self.commands.report(
+            "lvs", "lv_name,lv_size,lv_tags,pool_lv,data_percent", self.group
+        )
+        if self.settings.thin:
+            (size,) = [int(row[1]) for row in rows if row[0] == self.pool]
+            others = sum(
+                int(int(row[1]) * float(row[4] or 0) / 100.0)
+                for row in rows
+                if row[3] == self.pool and TAG not in row[2].split(",")
+            )
+            return size, others
+        ((group_size,),) = self.commands.report("vgs", "vg_size", self.group)
+        # A thin volume takes nothing of the group: its pool does.
+        others = sum(int(row[1]) for row in rows if TAG not in row[2].split(",") and not row[3])
+        return int(group_size), others
 
     def machine_attributes(self) -> list[MachineAttribute]:
         if self.reason is not None:
@@ -123,13 +175,29 @@ class LvmScratch:
                 MachineAttribute("LvmUnavailableReason", self.reason),
             ]
         store = f"{self.group}/{self.pool}" if self.settings.thin else self.group
-        return [
+        found = [
             MachineAttribute("IsEnforcingDiskUsage", True),
             MachineAttribute("LvmIsThinProvisioning", self.settings.thin),
             MachineAttribute("LvmUsingLoopback", self.settings.loopback),
             MachineAttribute("LvmBackingStore", store),
             MachineAttribute("DiskQuantum", DISK_QUANTUM_KIB),
         ]
+        if self.detected is not None:
+            found += [
+                MachineAttribute("LvmDetectedDisk", self.detected[0]),
+                MachineAttribute("LvmNonCondorDiskUsage", self.detected[1]),
+            ]
+        if not self.settings.encryption_disabled and shutil.which("dmsetup") is not None:
+            found.append(MachineAttribute("HasEncryptExecuteDirectory", True))
+        if self.settings.hide_mount == "true":
+            # HTCondor's starter probe says the same: such jobs would fail their LV setup.
+            found += [
+                MachineAttribute("HasDocker", False),
+                MachineAttribute("DockerOfflineReason", _HIDDEN.format("docker universe")),
+                MachineAttribute("HasVM", False),
+                MachineAttribute("VMOfflineReason", _HIDDEN.format("VM universe")),
+            ]
+        return found
 
     def _make_loopback(self) -> None:
         path = self.settings.backing_file
@@ -180,12 +248,23 @@ class LvmScratch:
         rows = self.commands.report("lvs", "lv_name", "--select", f"lv_tags={TAG}", self.group)
         removed = []
         for name, *_rest in rows:
-            match = _VOLUME.match(name)
-            if match is not None and _alive(int(match.group(2))):
+            if self.held(name):
                 continue
             self._destroy(name)
             removed.append(name)
         return removed
+
+    def held(self, name: str) -> bool:
+        """True while the starter named in volume ``name`` runs: its PID is a live process
+        (not a zombie) that started when the starter did, not a later process given the
+        same PID."""
+        match = _VOLUME.match(name)
+        if match is None:
+            return False
+        started = self.started(int(match.group(2)))
+        if started is None:
+            return False
+        return match.group(3) is None or int(match.group(3)) == started
 
     def disk_kib(self) -> int:
         """The free KiB jobs' volumes come from: the thin pool's free data, else the VG's."""
@@ -199,13 +278,19 @@ class LvmScratch:
     # -- a starter ----------------------------------------------------------------------------
 
     def prepare(self, request: ScratchRequest) -> ScratchVolume:
-        if self.settings.hide_mount == "true" and not hide_mount_compatible(request.job):
+        compatible = hide_mount_compatible(request.job)
+        encrypted = self.encrypts(request.job)
+        tags = ["--addtag", TAG] + (["--addtag", ENCRYPTED_TAG] if encrypted else [])
+        if self.settings.hide_mount == "true" and not compatible:
             raise JobSetupError(
                 "Failed to create LV for scratch dir: LVM_HIDE_MOUNT is true, which this job "
                 "(docker, VM or transfer shadow) cannot run with",
                 VacateCode.SCRATCH_DIR_ERROR,
             )
-        name = f"slot{request.slot_id}_{request.starter_id}"
+        # auto hides the jobs that can be hidden; true refused the others above.
+        hidden = self.settings.hide_mount != "false" and compatible
+        namespace = ""
+        name = f"slot{request.slot_id}_{request.starter_id}_{self.started(request.starter_id) or 0}"
         quanta = max(1, -(-request.disk_kib // DISK_QUANTUM_KIB))
         size = quanta * DISK_QUANTUM_KIB
         device = f"/dev/{self.group}/{name}"
@@ -213,18 +298,22 @@ class LvmScratch:
             if self.settings.thin:
                 virtual = size + self.settings.thin_extra_mb * 1024
                 self.commands.lvm(
-                    "lvcreate", "--autobackup", "n", "-n", name, "--addtag", TAG,
+                    "lvcreate", "--autobackup", "n", "-n", name, *tags,
                     "-V", f"{virtual}k", "-T", f"{self.group}/{self.pool}",
                 )  # fmt: skip
             else:
                 self.commands.lvm(
-                    "lvcreate", "--autobackup", "n", "--yes", "-n", name, "--addtag", TAG,
+                    "lvcreate", "--autobackup", "n", "--yes", "-n", name, *tags,
                     "-L", f"{size}k", self.group,
                 )  # fmt: skip
+            if encrypted:
+                device = self._open_encrypted(name, device)
             self.commands.run(
                 ["mke2fs", "-q", "-F", "-t", "ext4", "-O", "^has_journal",
                  "-E", "lazy_itable_init=1", "-m", "0", "-L", "HTCondorLV_FS", device]
             )  # fmt: skip
+            if hidden:
+                namespace = self.hide()
             self.commands.run(
                 ["mount", "-t", "ext4", "-o", "noatime,nodev,nosuid,barrier=0,discard",
                  device, request.path]
@@ -238,7 +327,31 @@ class LvmScratch:
             raise JobSetupError(
                 f"Failed to create LV for scratch dir: {error}", VacateCode.SCRATCH_DIR_ERROR
             ) from error
-        return ScratchVolume(name, request.path, device, size)
+        return ScratchVolume(name, request.path, device, size, mount_namespace=namespace)
+
+    def encrypts(self, job: ClassAd) -> bool:
+        """Whether ``job``'s volume is encrypted: ENCRYPT_EXECUTE_DIRECTORY or the job's
+        encrypt_execute_directory, unless DISABLE_EXECUTE_DIRECTORY_ENCRYPTION."""
+        if self.settings.encryption_disabled:
+            return False
+        return self.settings.encrypt or job.evaluate("EncryptExecuteDirectory") is True
+
+    def _open_encrypted(self, name: str, device: str) -> str:
+        """dm-crypt over the volume with a random key only the kernel keeps; the device to
+        format and mount. HTCondor runs ``cryptsetup open --type plain`` with a key file in
+        /dev/shm; the same plain mapping is made here with dmsetup (lvm2's, always there),
+        the table on its standard input so that the key is in no file and no command line."""
+        load_module("dm_crypt", "/sys/module/dm_crypt")
+        sectors = self.commands.run(["blockdev", "--getsz", device]).strip()
+        # AES-256 in XTS mode takes two 256-bit keys.
+        key = secrets.token_hex(64)
+        mapped = _crypt_name(self.group, name)
+        table = f"0 {sectors} crypt aes-xts-plain64 {key} 0 {device} 0\n"
+        self.commands.run(["dmsetup", "create", "--noudevsync", mapped], stdin=table)
+        if not os.path.exists(f"/dev/mapper/{mapped}"):
+            # No udev made the node.
+            self.commands.run(["dmsetup", "mknodes", mapped])
+        return f"/dev/mapper/{mapped}"
 
     def check(self, volume: ScratchVolume) -> ScratchVerdict | None:
         stats = os.statvfs(volume.path)
@@ -279,33 +392,31 @@ class LvmScratch:
         self._destroy(volume.name)
 
     def _destroy(self, name: str) -> None:
-        """Unmount the volume wherever it is mounted, then remove it."""
-        device = os.path.realpath(f"/dev/{self.group}/{name}")
-        for where in _mount_points(device):
+        """Unmount the volume wherever it is mounted, close its encryption, remove it."""
+        mapped = f"/dev/mapper/{_crypt_name(self.group, name)}"
+        devices = {os.path.realpath(f"/dev/{self.group}/{name}"), os.path.realpath(mapped)}
+        for where in _mount_points(devices):
             try:
                 self.commands.run(["umount", where])
             except LvmError:
                 # Busy (a process of the job still in it): detach now, freed when it goes.
                 self.commands.run(["umount", "-l", where])
+        if os.path.exists(mapped):
+            self.commands.run(["dmsetup", "remove", "--noudevsync", os.path.basename(mapped)])
         self.commands.lvm("lvremove", "--autobackup", "n", "-f", f"{self.group}/{name}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _crypt_name(group: str, name: str) -> str:
+    """The device-mapper name of volume ``name``'s encryption, as HTCondor's."""
+    return f"{group}-{name}-enc"
 
 
-def _mount_points(device: str) -> list[str]:
-    """Where ``device`` (resolved) is mounted in this process's namespace."""
+def _mount_points(devices: set[str]) -> list[str]:
+    """Where any of ``devices`` (resolved) is mounted in this process's namespace."""
     found = []
     with open("/proc/self/mounts") as mounts:
         for line in mounts:
             source, target = line.split()[:2]
-            if source.startswith("/dev/") and os.path.realpath(source) == device:
+            if source.startswith("/dev/") and os.path.realpath(source) in devices:
                 found.append(target.replace("\\040", " "))
     return found

@@ -15,6 +15,8 @@ from epcore.errors import EpError
 
 #: The tag every job volume carries: a startd's start removes the tagged volumes no job holds.
 TAG = "htcondor_lv"
+#: The second tag of an encrypted job volume (HTCondor's).
+ENCRYPTED_TAG = "lv_is_encrypted"
 
 
 def load_module(module: str, node: str) -> None:
@@ -36,8 +38,9 @@ class Commands:
         self.timeout = timeout
         self.lvm_config = lvm_config
 
-    def run(self, argv: Sequence[str]) -> str:
-        """The standard output of ``argv``; LvmError when it fails or times out."""
+    def run(self, argv: Sequence[str], stdin: str | None = None) -> str:
+        """The standard output of ``argv`` given ``stdin``; LvmError when it fails or times
+        out."""
         environment = dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1", LC_ALL="C")
         try:
             done = subprocess.run(
@@ -46,7 +49,7 @@ class Commands:
                 text=True,
                 timeout=self.timeout,
                 env=environment,
-                stdin=subprocess.DEVNULL,
+                input=stdin if stdin is not None else "",
             )
         except subprocess.TimeoutExpired as error:
             raise LvmError(f"{' '.join(argv)}: no answer in {self.timeout:.0f} s") from error

@@ -61,6 +61,10 @@ class LvmSettings:
     check_interval: float
     full_grace: float
     lvm_config: str
+    #: ENCRYPT_EXECUTE_DIRECTORY, and DISABLE_EXECUTE_DIRECTORY_ENCRYPTION (which wins over
+    #: it and over a job's encrypt_execute_directory).
+    encrypt: bool = False
+    encryption_disabled: bool = False
 
     @property
     def loopback(self) -> bool:
@@ -119,4 +123,6 @@ def read_settings(config: Config) -> LvmSettings:
         check_interval=float(max(config.get_int("LVM_CHECK_INTERVAL", 10), 1)),
         full_grace=float(config.get_int("LVM_THINPOOL_FULL_GRACE", 60)),
         lvm_config=config.get("LVM_COMMAND_CONFIG") or "",
+        encrypt=config.get_bool("ENCRYPT_EXECUTE_DIRECTORY", False),
+        encryption_disabled=config.get_bool("DISABLE_EXECUTE_DIRECTORY_ENCRYPTION", False),
     )

@@ -5,12 +5,13 @@ checks (over the request: hold 34/104; a full thin pool: vacate after the grace)
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 import pytest
-from epcore_lvm.backend import LvmScratch
+from epcore_lvm.backend import LvmScratch, start_ticks
 from epcore_lvm.commands import Commands, LvmError
 
 from epcore.classad import parse_ad
@@ -29,10 +30,18 @@ class FakeCommands(Commands):
         self.answers = answers or {}
         self.failing = failing
         self.lines: list[str] = []
+        self.inputs: dict[str, str] = {}
 
-    def run(self, argv: Sequence[str]) -> str:
+    def hide(self) -> str:
+        """Stands for the starter's move into a mount namespace of its own."""
+        self.lines.append("unshare mount namespace")
+        return "/proc/77/task/77/ns/mnt"
+
+    def run(self, argv: Sequence[str], stdin: str | None = None) -> str:
         line = " ".join(argv)
         self.lines.append(line)
+        if stdin is not None:
+            self.inputs[line] = stdin
         if any(line.startswith(prefix) for prefix in self.failing):
             raise LvmError(f"{line}: failed")
         for prefix, answer in self.answers.items():
@@ -47,7 +56,14 @@ def _scratch(tmp_path: Path, text: str, commands: FakeCommands, clock: float = 0
         f"SPOOL = {tmp_path}\nSTARTD_ENFORCE_DISK_LIMITS = True\n" + text,
         defaults=plugins.config_defaults(),
     )
-    return LvmScratch(config, commands, problem=lambda: None, clock=lambda: clock)
+    return LvmScratch(
+        config,
+        commands,
+        problem=lambda: None,
+        clock=lambda: clock,
+        hide=commands.hide,
+        started=lambda pid: 5000 if pid == 77 else start_ticks(pid),
+    )
 
 
 def _request(tmp_path: Path, disk_kib: int = 10_000) -> ScratchRequest:
@@ -86,7 +102,9 @@ def test_without_a_group_the_startd_makes_a_loop_backed_one(tmp_path: Path) -> N
 def test_thin_provisioning_makes_a_pool_that_errors_when_full(tmp_path: Path) -> None:
     """Thin without a pool: the startd's group gets <vg>_THINPOOL, set to error when full."""
     commands = FakeCommands({"losetup --find": "/dev/loop3\n"})
-    scratch = _scratch(tmp_path, "LVM_USE_THIN_PROVISIONING = True\n", commands)
+    # A small backing file: the default (10 GiB) would be allocated for real in tmp_path.
+    text = "LVM_USE_THIN_PROVISIONING = True\nLVM_BACKING_FILE_SIZE_MB = 16\n"
+    scratch = _scratch(tmp_path, text, commands)
     scratch.start()
     assert any(
         "--type thin-pool" in line and "-n condor_STARTD_THINPOOL" in line
@@ -108,14 +126,72 @@ def test_a_configured_group_that_is_missing_makes_lvm_unavailable(tmp_path: Path
 
 
 def test_the_sweep_removes_the_volumes_of_dead_starters_only(tmp_path: Path) -> None:
-    """At start, tagged volumes whose starter is gone are removed; a live one's is kept."""
+    """At start, tagged volumes whose starter is gone are removed: a dead PID's, and a PID
+    now used by a process that started at another time (a reused PID); a live starter's is
+    kept, as is one of an older epcore named without the start time."""
     live, dead = os.getpid(), 2**22 + 12345
-    commands = FakeCommands({"lvm vgs": "site_vg\n", "lvm lvs": f"slot1_{live}\nslot2_{dead}\n"})
+    ticks = start_ticks(live)
+    names = f"slot1_{live}_{ticks}\nslot2_{dead}_7\nslot3_{live}_1\nslot4_{live}\n"
+    commands = FakeCommands({"lvm vgs": "site_vg\n", "lvm lvs": names})
     scratch = _scratch(tmp_path, "LVM_VOLUME_GROUP_NAME = site_vg\n", commands)
     scratch.start()
     assert scratch.available(), scratch.reason
     removals = [line for line in commands.lines if line.startswith("lvm lvremove")]
-    assert removals == [f"lvm lvremove --autobackup n -f site_vg/slot2_{dead}"]
+    assert removals == [
+        f"lvm lvremove --autobackup n -f site_vg/slot2_{dead}_7",
+        f"lvm lvremove --autobackup n -f site_vg/slot3_{live}_1",
+    ]
+
+
+def test_a_zombie_holds_no_volume() -> None:
+    """A starter that died but is not yet reaped (a zombie) holds nothing: no start time."""
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 10
+        while start_ticks(child) is not None:
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.01)
+    finally:
+        os.waitpid(child, 0)
+    assert start_ticks(os.getpid()) is not None
+
+
+@pytest.mark.parametrize("thin", [False, True])
+def test_the_detected_disk_and_what_other_volumes_use_are_advertised(
+    tmp_path: Path, thin: bool
+) -> None:
+    """LvmDetectedDisk is the group's size (thick) or the pool's (thin); LvmNonCondorDiskUsage
+    what the volumes other than the jobs' take of it (a thin one: its data in use)."""
+    rows = (
+        "pool|1000000||| 5.00\n"
+        "home|200000|||\n"
+        "thinvol|400000||pool|25.00\n"
+        "slot1_1_1|300000|htcondor_lv|pool|50.00\n"
+    )
+    report = "--noheadings --nosuffix --units b --separator | -o"
+    commands = FakeCommands(
+        {
+            f"lvm vgs {report} vg_size": "4000000\n",
+            "lvm vgs": "vg\n",
+            f"lvm lvs {report} lv_name,lv_size,lv_tags": rows,
+            "lvm lvs": "pool\n",
+        }
+    )
+    text = "LVM_VOLUME_GROUP_NAME = vg\nLVM_THINPOOL_NAME = pool\n"
+    if thin:
+        text += "LVM_USE_THIN_PROVISIONING = True\n"
+    scratch = _scratch(tmp_path, text, commands)
+    scratch.start()
+    assert scratch.available(), scratch.reason
+    attributes = {a.name: a.value for a in scratch.machine_attributes()}
+    if thin:
+        assert attributes["LvmDetectedDisk"] == 1000000
+        assert attributes["LvmNonCondorDiskUsage"] == 100000
+    else:
+        assert attributes["LvmDetectedDisk"] == 4000000
+        assert attributes["LvmNonCondorDiskUsage"] == 1000000 + 200000
 
 
 def test_a_thick_volume_is_the_slots_disk_rounded_to_4_mib(tmp_path: Path) -> None:
@@ -125,9 +201,9 @@ def test_a_thick_volume_is_the_slots_disk_rounded_to_4_mib(tmp_path: Path) -> No
     scratch = _scratch(tmp_path, "LVM_VOLUME_GROUP_NAME = site_vg\n", commands)
     volume = scratch.prepare(_request(tmp_path, disk_kib=10_000))
     assert volume.size_kib == 12288
-    assert volume.device == "/dev/site_vg/slot1_77"
+    assert volume.device == "/dev/site_vg/slot1_77_5000"
     assert (
-        "lvm lvcreate --autobackup n --yes -n slot1_77 --addtag htcondor_lv -L 12288k site_vg"
+        "lvm lvcreate --autobackup n --yes -n slot1_77_5000 --addtag htcondor_lv -L 12288k site_vg"
         in commands.lines
     )
     assert any(line.startswith("mke2fs -q -F -t ext4 -O ^has_journal") for line in commands.lines)
@@ -146,7 +222,7 @@ def test_a_thin_volume_gets_the_extra_size(tmp_path: Path) -> None:
     scratch = _scratch(tmp_path, text + "LVM_THIN_LV_EXTRA_SIZE_MB = 10\n", commands)
     scratch.prepare(_request(tmp_path, disk_kib=4096))
     assert (
-        "lvm lvcreate --autobackup n -n slot1_77 --addtag htcondor_lv -V 14336k -T vg/pool"
+        "lvm lvcreate --autobackup n -n slot1_77_5000 --addtag htcondor_lv -V 14336k -T vg/pool"
         in commands.lines
     )
 
@@ -160,7 +236,7 @@ def test_a_volume_that_cannot_be_made_requeues_the_job(tmp_path: Path) -> None:
         scratch.prepare(_request(tmp_path))
     assert raised.value.hold_code == 1024
     assert raised.value.reason.startswith("Failed to create LV for scratch dir")
-    assert "lvm lvremove --autobackup n -f vg/slot1_77" in commands.lines
+    assert "lvm lvremove --autobackup n -f vg/slot1_77_5000" in commands.lines
 
 
 def test_hide_mount_true_refuses_a_docker_job(tmp_path: Path) -> None:
@@ -220,3 +296,103 @@ def test_a_volume_that_cannot_be_removed_is_an_error(tmp_path: Path) -> None:
     )
     with pytest.raises(LvmError):
         scratch.remove(ScratchVolume("slot1_77", str(tmp_path), "/dev/vg/slot1_77", 4096))
+
+
+@pytest.mark.parametrize(
+    ("mode", "job", "hidden"),
+    [
+        ("auto", "[ JobUniverse = 5 ]", True),
+        ("auto", "[ JobUniverse = 5; WantDocker = true ]", False),
+        ("auto", "[ JobUniverse = 13 ]", False),
+        ("true", "[ JobUniverse = 5 ]", True),
+        ("false", "[ JobUniverse = 5 ]", False),
+    ],
+)
+def test_hide_mount_mounts_the_volume_in_the_starters_own_namespace(
+    tmp_path: Path, mode: str, job: str, hidden: bool
+) -> None:
+    """LVM_HIDE_MOUNT: true, and auto for a job that allows it, move the starter into a
+    mount namespace of its own before the mount and name it in the volume (the job enters
+    it); false, and auto for a docker or VM job, mount where every process sees it."""
+    commands = FakeCommands()
+    scratch = _scratch(tmp_path, f"LVM_VOLUME_GROUP_NAME = vg\nLVM_HIDE_MOUNT = {mode}\n", commands)
+    request = attrs.evolve(_request(tmp_path), job=parse_ad(job))
+    volume = scratch.prepare(request)
+    if hidden:
+        assert volume.mount_namespace == "/proc/77/task/77/ns/mnt"
+        unshared = commands.lines.index("unshare mount namespace")
+        mounted = next(i for i, line in enumerate(commands.lines) if line.startswith("mount "))
+        assert unshared < mounted, commands.lines
+    else:
+        assert volume.mount_namespace == ""
+        assert "unshare mount namespace" not in commands.lines
+
+
+@pytest.mark.parametrize("mode", ["true", "auto", "false"])
+def test_hide_mount_true_advertises_no_docker_and_no_vm_with_the_reason(
+    tmp_path: Path, mode: str
+) -> None:
+    """With LVM_HIDE_MOUNT = true the slot ads say HasDocker and HasVM false with HTCondor's
+    reason (such jobs would fail their volume's setup); auto and false say nothing of them."""
+    scratch = _scratch(
+        tmp_path,
+        f"LVM_VOLUME_GROUP_NAME = vg\nLVM_HIDE_MOUNT = {mode}\n",
+        FakeCommands({"lvm vgs": "vg\n"}),
+    )
+    scratch.start()
+    assert scratch.available(), scratch.reason
+    attributes = {a.name: a.value for a in scratch.machine_attributes()}
+    if mode == "true":
+        assert attributes["HasDocker"] is False
+        assert attributes["HasVM"] is False
+        assert attributes["VMOfflineReason"] == (
+            "LVM configured to hide scratch dir via LVM_HIDE_MOUNT, which prohibits VM "
+            "universe jobs"
+        )
+        assert "LVM_HIDE_MOUNT" in str(attributes["DockerOfflineReason"])
+    else:
+        assert "HasDocker" not in attributes
+        assert "HasVM" not in attributes
+
+
+@pytest.mark.parametrize(
+    ("knobs", "job", "encrypted"),
+    [
+        ("ENCRYPT_EXECUTE_DIRECTORY = True\n", "[ JobUniverse = 5 ]", True),
+        ("", "[ JobUniverse = 5; EncryptExecuteDirectory = true ]", True),
+        ("", "[ JobUniverse = 5 ]", False),
+        (
+            "ENCRYPT_EXECUTE_DIRECTORY = True\nDISABLE_EXECUTE_DIRECTORY_ENCRYPTION = True\n",
+            "[ JobUniverse = 5; EncryptExecuteDirectory = true ]",
+            False,
+        ),
+    ],
+)
+def test_an_encrypted_volume_is_a_dm_crypt_mapping_with_a_key_in_no_command_line(
+    tmp_path: Path, knobs: str, job: str, encrypted: bool
+) -> None:
+    """ENCRYPT_EXECUTE_DIRECTORY or the job's encrypt_execute_directory (unless
+    DISABLE_EXECUTE_DIRECTORY_ENCRYPTION): the volume is tagged lv_is_encrypted and a plain
+    dm-crypt mapping over it, with a random key given on dmsetup's standard input, is what is
+    formatted and mounted."""
+    commands = FakeCommands({"blockdev --getsz": "24576\n"})
+    scratch = _scratch(tmp_path, "LVM_VOLUME_GROUP_NAME = vg\n" + knobs, commands)
+    request = attrs.evolve(_request(tmp_path), job=parse_ad(job))
+    volume = scratch.prepare(request)
+    (create,) = [line for line in commands.lines if line.startswith("lvm lvcreate")]
+    mapped = "/dev/mapper/vg-slot1_77_5000-enc"
+    if not encrypted:
+        assert "lv_is_encrypted" not in create
+        assert not any(line.startswith("dmsetup") for line in commands.lines)
+        assert volume.device == "/dev/vg/slot1_77_5000"
+        return
+    assert "--addtag htcondor_lv --addtag lv_is_encrypted" in create
+    table = commands.inputs["dmsetup create --noudevsync vg-slot1_77_5000-enc"]
+    start, sectors, target, cipher, key, offset, device, skip = table.split()
+    assert (start, sectors, target, cipher) == ("0", "24576", "crypt", "aes-xts-plain64")
+    assert len(key) == 128 and int(key, 16) >= 0
+    assert (offset, device, skip) == ("0", "/dev/vg/slot1_77_5000", "0")
+    assert not any(key in line for line in commands.lines)
+    assert volume.device == mapped
+    assert any(line.startswith("mke2fs") and line.endswith(mapped) for line in commands.lines)
+    assert any(line.startswith("mount ") and mapped in line for line in commands.lines)
