@@ -21,6 +21,23 @@ def qemu_pid(name: str) -> int | None:
     return None
 
 
+def join_cgroups(pid: int, files: tuple[str, ...]) -> tuple[str, ...]:
+    """Move qemu process ``pid`` (all its threads: ``cgroup.procs`` moves a whole process)
+    into the job's groups, ``files`` being their ``cgroup.procs``; the files it could not
+    be written to, each with the kernel's answer."""
+    failed: list[str] = []
+    for path in files:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, str(pid).encode())
+            finally:
+                os.close(fd)
+        except OSError as error:
+            failed.append(f"{path}: {error.strerror}")
+    return tuple(failed)
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
