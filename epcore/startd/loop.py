@@ -32,6 +32,7 @@ from epcore.runtime.loop import EventLoop, LoopHandle, ReadyEvent, register_chan
 from epcore.startd.control import dispatch
 from epcore.startd.startd import Startd
 from epcore.starter import protocol
+from epcore.types import MachineAttribute
 
 _STARTERS = "starters"
 _STARTER = "starter"
@@ -270,10 +271,26 @@ class StartdService:
                 startd.sample_load(now)
             startd.take(startd.engine.poll(startd.state, now), now)
             self.next_poll = tick + self._interval("POLLING_INTERVAL", 5.0)
+            if startd.offline.marks:
+                recheck_offline(startd, now)
         if tick >= self.next_update or startd.publish_wanted:
             startd.publish(now)
             if tick >= self.next_update:
                 self.next_update = tick + self._interval("UPDATE_INTERVAL", 300.0)
+
+
+def recheck_offline(startd: Startd, now: float) -> None:
+    """Test the offline universes again when their ``<U>_RECHECK_INTERVAL`` has passed, and
+    advertise again those the plugins now say work (HTCondor re-tests VM support so)."""
+
+    def test() -> list[MachineAttribute]:
+        return startd.plugins.machine_attributes(startd.config, startd.inventory)
+
+    cleared = startd.offline.recheck(startd.config, now, test)
+    for universe in cleared:
+        startd.log.info("the %s universe works again: no longer offline", universe)
+    if cleared:
+        startd.attributes_changed(now, publish=True)
 
 
 class StartdLoop(EventLoop):

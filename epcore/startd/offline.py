@@ -4,18 +4,22 @@ HTCondor's starter tells its startd ``HasVM = false`` with ``VMOfflineReason`` w
 hypervisor failed a VM job (not the job's fault); the startd then advertises on all slots
 ``<Universe>OfflineReason``, ``<Universe>OfflineTime`` and ``OfflineUniverses`` (the name and
 the JobUniverse of each), so that no further job of that universe matches. The mark lasts
-until the startd restarts or is reconfigured (the plugins test the universe again then:
-HTCondor's VM_RECHECK_INTERVAL re-test).
+until the startd restarts or is reconfigured (the plugins test the universe again then), or
+until a re-test every ``<U>_RECHECK_INTERVAL`` seconds (HTCondor's VM_RECHECK_INTERVAL, 600 by
+default) finds ``Has<U>`` true again.
 
 The starter's report is its FINISHED message's ``protocol.OFFLINE_*`` attributes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import attrs
 
 from epcore.classad import ClassAd
 from epcore.classad.unparse import quote_string
+from epcore.config import Config
 from epcore.starter import protocol
 from epcore.types import MachineAttribute
 
@@ -28,6 +32,15 @@ class OfflineMark:
     number: int
     reason: str
     since: float
+
+
+#: HTCondor's VM_RECHECK_INTERVAL default, for every universe's ``<U>_RECHECK_INTERVAL``.
+RECHECK_SECONDS = 600.0
+
+
+def recheck_interval(config: Config, universe: str) -> float:
+    """Seconds between two re-tests of an offline ``universe`` (``VM_RECHECK_INTERVAL``)."""
+    return max(config.get_float(f"{universe.upper()}_RECHECK_INTERVAL", RECHECK_SECONDS), 1.0)
 
 
 def reported(message: ClassAd, now: float) -> OfflineMark | None:
@@ -47,14 +60,46 @@ class OfflineUniverses:
 
     def __init__(self) -> None:
         self.marks: dict[str, OfflineMark] = {}
+        #: When each marked universe was last tested (its mark's time at first).
+        self.tested: dict[str, float] = {}
 
     def mark(self, mark: OfflineMark) -> None:
         """Turn ``mark.universe`` off (again: the latest reason and time win)."""
         self.marks[mark.universe] = mark
+        self.tested[mark.universe] = mark.since
 
     def clear(self) -> None:
         """Every universe back on (a reconfiguration tests them again)."""
         self.marks.clear()
+        self.tested.clear()
+
+    def due(self, config: Config, now: float) -> list[str]:
+        """The marked universes whose re-test time has come."""
+        return [
+            universe
+            for universe in self.marks
+            if now - self.tested[universe] >= recheck_interval(config, universe)
+        ]
+
+    def recheck(
+        self, config: Config, now: float, test: Callable[[], Sequence[MachineAttribute]]
+    ) -> list[str]:
+        """Re-test the universes that are due with ``test`` (the plugins' machine
+        attributes, as at a reconfiguration) and clear those it says ``Has<U> = true``;
+        the universes cleared. The test runs only when one is due (it may ask a daemon)."""
+        due = self.due(config, now)
+        if not due:
+            return []
+        found = {attribute.name.lower(): attribute for attribute in test()}
+        cleared: list[str] = []
+        for universe in due:
+            self.tested[universe] = now
+            has = found.get(f"has{universe.lower()}")
+            if has is not None and not has.expression and has.value is True:
+                del self.marks[universe]
+                del self.tested[universe]
+                cleared.append(universe)
+        return cleared
 
     def attributes(self) -> list[MachineAttribute]:
         """What every slot advertises: ``Has<U> = false``, ``<U>OfflineReason``,

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from epcore.classad import ClassAd
+from epcore.config import Config
 from epcore.startd import starter_events
+from epcore.startd.loop import recheck_offline
 from epcore.startd.offline import OfflineMark, OfflineUniverses, reported
 from epcore.startd.startd import Startd
 from epcore.startd.starters import StarterHandle
 from epcore.starter import protocol
+from epcore.types import MachineAttribute
 
 
 def _finished(**extra: object) -> ClassAd:
@@ -77,3 +82,43 @@ def test_a_starter_s_report_turns_the_universe_off_on_every_slot(startd: Startd)
     startd.reconfig()
     ads = startd.ads(startd.state, startd.clock())
     assert all(ad.lookup("VMOfflineReason") is None for ad in ads.values())
+
+
+def test_an_offline_universe_is_tested_again_each_recheck_interval() -> None:
+    """The re-test runs only once VM_RECHECK_INTERVAL has passed since the mark or the last
+    test; a failing test keeps the mark for another interval, a passing one clears it."""
+    config = Config.from_text("VM_RECHECK_INTERVAL = 60\n")
+    offline = OfflineUniverses()
+    offline.mark(OfflineMark("VM", 13, "libvirt failed", 100.0))
+    answers: list[list[MachineAttribute]] = []
+
+    def test() -> list[MachineAttribute]:
+        return answers.pop(0)
+
+    assert offline.recheck(config, 159.0, test) == []  # not due: the test is not run
+    answers.append([MachineAttribute("HasVM", False)])
+    assert offline.recheck(config, 160.0, test) == [] and not answers
+    assert offline.recheck(config, 219.0, test) == [] and "VM" in offline.marks
+    answers.append([MachineAttribute("HasVM", True)])
+    assert offline.recheck(config, 220.0, test) == ["VM"]
+    assert offline.attributes() == [] and offline.due(config, 1e9) == []
+
+
+@pytest.mark.parametrize("works", [True, False])
+def test_the_startd_advertises_a_universe_again_when_its_recheck_passes(
+    startd: Startd, monkeypatch: pytest.MonkeyPatch, works: bool
+) -> None:
+    """Once the default 600 s have passed, the startd asks the plugins again: HasVM true
+    clears VMOfflineReason and OfflineUniverses from every slot ad, HasVM false keeps them."""
+    now = startd.clock()
+    handle = StarterHandle("claim-1", "slot1", 999999, None, stage="running")
+    starter_events.finished(startd, handle, _vm_offline(), now - 601)
+    monkeypatch.setattr(
+        startd.plugins,
+        "machine_attributes",
+        lambda config, inventory: [MachineAttribute("HasVM", works)],
+    )
+    recheck_offline(startd, now)
+    ads = startd.ads(startd.state, startd.clock()).values()
+    assert all((ad.lookup("VMOfflineReason") is None) is works for ad in ads)
+    assert all((ad.lookup("OfflineUniverses") is None) is works for ad in ads)

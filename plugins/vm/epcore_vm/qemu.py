@@ -21,6 +21,36 @@ def qemu_pid(name: str) -> int | None:
     return None
 
 
+def memory_limited(procs: str) -> bool:
+    """True for a group (its ``cgroup.procs``) that limits memory: the slot's limit is the
+    guest's memory, which qemu's own overhead always passes, so qemu stays out of it (its
+    memory is read from its RSS; on cgroup v2 one group holds both, so it stays out of all)."""
+    group = os.path.dirname(procs)
+    return any(
+        os.path.exists(os.path.join(group, name))
+        for name in ("memory.limit_in_bytes", "memory.max")
+    )
+
+
+def join_cgroups(pid: int, files: tuple[str, ...]) -> tuple[str, ...]:
+    """Move qemu process ``pid`` (all its threads: ``cgroup.procs`` moves a whole process)
+    into the job's groups but the memory-limited ones, ``files`` being their
+    ``cgroup.procs``; the files it could not be written to, each with the kernel's answer."""
+    failed: list[str] = []
+    for path in files:
+        if memory_limited(path):
+            continue
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, str(pid).encode())
+            finally:
+                os.close(fd)
+        except OSError as error:
+            failed.append(f"{path}: {error.strerror}")
+    return tuple(failed)
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:

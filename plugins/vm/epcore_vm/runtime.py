@@ -38,7 +38,7 @@ from epcore_vm.domain import (
     plan_domain,
     script_xml,
 )
-from epcore_vm.qemu import alive, qemu_pid, rss
+from epcore_vm.qemu import alive, join_cgroups, qemu_pid, rss
 from epcore_vm.settings import read_settings
 from epcore_vm.status import STATUS_FAILED, StatusErrors, guest_gone, status_errors
 
@@ -84,6 +84,9 @@ class VmRuntime:
     every method opens its own connection)."""
 
     name = "vm"
+    # libvirtd starts qemu, but the starter makes the job's cgroups all the same and the
+    # started qemu is moved into them, so that the slot's usage and limits include it.
+    tracked_by_starter = True
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -124,7 +127,7 @@ class VmRuntime:
         log.info("domain %s started (%d MiB, %d vCPUs)", name, plan.memory_mb, plan.vcpus)
         soft = self.config.get_bool("VM_SOFT_SUSPEND", False)
         target = os.path.join(request.sandbox, checkpoint_name(request.job)) if checkpoint else None
-        return RunningVm(
+        running = RunningVm(
             connection,
             domain,
             name,
@@ -134,6 +137,8 @@ class VmRuntime:
             checkpoint=target,
             status=status_errors(self.config),
         )
+        running.join_job_cgroups()
+        return running
 
     def sweep(self, keep: Collection[str], prefixes: Collection[str]) -> tuple[str, ...]:
         """Destroy the domains of this startd's jobs that no running job holds; their keys."""
@@ -372,6 +377,18 @@ class RunningVm:
                     os.unlink(path)
         return None
 
+    def join_job_cgroups(self) -> None:
+        """Move the guest's qemu into the job's cgroups (libvirtd made it in its own
+        machine.slice); a move that fails leaves the usage to libvirt's numbers."""
+        files = self.request.child_setup.join_files
+        if self._qemu is None or not files:
+            return
+        for failure in join_cgroups(self._qemu, files):
+            self.log.warning(
+                "qemu %d of %s stays out of a job cgroup: %s", self._qemu, self.name, failure
+            )
+        self.log.info("qemu %d of %s moved into the job's cgroups", self._qemu, self.name)
+
     # JobTracking
 
     def child_setup(self) -> ChildSetup:
@@ -433,6 +450,9 @@ class RunningVm:
                 self.log.warning("restoring %s failed: %s", self.name, error)
                 return False
             self.saved = None
+            # The restore started a new qemu, in libvirt's groups again.
+            self._qemu = qemu_pid(self.name)
+            self.join_job_cgroups()
         with contextlib.suppress(OSError):
             os.unlink(path)
         self.log.info("domain %s restored", self.name)
