@@ -487,19 +487,8 @@ class Schedd:
         now: float,
         history: Callable[[set[str]], Iterable[ClassAd]] = lambda claims: (),
     ) -> None:
-        """After a restart: adopt the running jobs whose claims the startds took back
-        (``claims``: the startd's address, the claim id and the job ad), and put every other
-        job marked running back to idle (its claim is gone with the previous process), unless
-        the startds' history (``history``: the recent results of the claims with these public
-        ids) has its end:
-        the previous process was killed between that record and the queue's, and the job
-        must not run again.
-
-        A claim's job may still be idle in the queue (the previous process was killed after
-        its starter started and before the queue was written): it runs, so it is marked
-        running, never offered again. A claim whose job is no longer wanted (removed, held,
-        gone from the queue) is given back, which stops the job.
-        """
+        """After a restart: adopt the running jobs the startds took back, requeue the rest
+        (:func:`epcore.schedd.recovery.recover`)."""
         recover(self, claims, now, history)
 
     def hold_idle(self, job_id: JobId, reason: str, code: int, now: float) -> None:
