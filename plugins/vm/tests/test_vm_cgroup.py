@@ -99,8 +99,10 @@ def test_a_running_guests_qemu_is_in_the_jobs_cgroup_and_its_usage_grows(
     submit_vm(pool, user, home)
     pool.wait_for(lambda: bool(domains(libvirt_uri, shared_dir.name)), JOB_DEADLINE, "the VM")
     (name,) = domains(libvirt_uri, shared_dir.name)
+    # libvirt can list a domain a moment before its qemu's command line is readable.
+    pool.wait_for(lambda: qemu_pid(name) is not None, 30, "the guest's qemu process")
     pid = qemu_pid(name)
-    assert pid is not None
+    assert pid is not None, f"{name}'s qemu is gone: {domains(libvirt_uri, shared_dir.name)}"
 
     def moved() -> bool:
         return "/condor_" in _cpuacct_group(pid)
