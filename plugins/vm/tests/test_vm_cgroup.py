@@ -20,6 +20,7 @@ from vm_guest import Guest
 from vm_pool import JOB_DEADLINE, domains, submit_vm, vm_config, write_disks
 
 from epcore.testing.pool import user_home
+from epcore.testing.system import missing
 from epcore.types import ChildSetup
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
@@ -54,7 +55,7 @@ def test_the_guests_process_joins_the_jobs_cgroup_it_is_given(tmp_path: Path) ->
     """RunningVm writes the process libvirtd started for the guest (found by its guest= name)
     into the job's cgroup.procs files: the group then lists it and counts its CPU time."""
     if os.geteuid() != 0 or not (CPUACCT / "cgroup.procs").exists():
-        pytest.skip("needs root and a cgroup v1 cpuacct hierarchy")
+        missing("needs root and a cgroup v1 cpuacct hierarchy")
     name = f"epcore-standin-{os.getpid()}"
     group = CPUACCT / name
     group.mkdir()
@@ -91,7 +92,7 @@ def test_a_running_guests_qemu_is_in_the_jobs_cgroup_and_its_usage_grows(
     (named condor_..., not libvirt's), that group's CPU time grows, and the job is not held
     for the slot's memory limit (qemu stays out of the memory group)."""
     if not (CPUACCT / "cgroup.procs").exists():
-        pytest.skip("no cgroup v1 cpuacct hierarchy on this host")
+        missing("no cgroup v1 cpuacct hierarchy on this host")
     pool = pool_factory(vm_config(libvirt_uri, vm_guest, "MachineMaxVacateTime = 4\n"))
     user = slot_users[0]
     home = user_home(shared_dir, user)
