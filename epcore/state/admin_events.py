@@ -9,11 +9,11 @@ import attrs
 
 from epcore.classad import parse_expr
 from epcore.errors import ClassAdSyntaxError
-from epcore.state import rules
+from epcore.state import preemption, timers
 from epcore.state.engine_base import EngineBase, EngineError
 from epcore.state.policy import evaluate
 from epcore.state.records import ActionKind, Drain, EngineState, VacateReason
-from epcore.state.rules import (
+from epcore.state.states import (
     BACKFILL_BUSY,
     BACKFILL_IDLE,
     BACKFILL_KILLING,
@@ -23,8 +23,8 @@ from epcore.state.rules import (
     OWNER,
     RETIRING,
     SUSPENDED,
+    State,
 )
-from epcore.state.states import State
 from epcore.state.work import Outcome, Work
 
 DRAIN_KINDS = ("graceful", "quick", "fast")
@@ -56,19 +56,19 @@ class AdminEvents(EngineBase):
         deadline = None if retire else w.now
         if record.place == CLAIMED_IDLE:
             w.update(name, fast=fast, preempting=None)
-            rules.preempt(w, name, 10, cause, policy)
+            preemption.preempt(w, name, 10, cause, policy)
         elif record.place in (BUSY, SUSPENDED, RETIRING):
             w.update(
                 name,
                 fast=fast,
                 preempting=None,
                 preempt_deadline=deadline,
-                retire_reason=rules.RETIRE_FOR_EVICTION,
+                retire_reason=preemption.RETIRE_FOR_EVICTION,
             )
             if record.place == BUSY:
                 w.move(name, RETIRING, 13, cause, retire_from=w.now)
             elif record.place == SUSPENDED and not retire:
-                rules.preempt(w, name, 17, cause, policy)
+                preemption.preempt(w, name, 17, cause, policy)
             elif record.place == SUSPENDED:
                 w.update(name, retire_from=w.now)
         elif record.place == BACKFILL_BUSY:
@@ -127,7 +127,7 @@ class AdminEvents(EngineBase):
             if w.slots[name].place.state in (State.CLAIMED, State.BACKFILL, State.MATCHED):
                 self._evict(w, name, how == "fast", f"draining ({how})", retire=how == "graceful")
         ends = [
-            rules.retirement_end(r, self._policy_of(w, r.name), w.ad(r.name), now)
+            timers.retirement_end(r, self._policy_of(w, r.name), w.ad(r.name), now)
             for r in w.slots.values()
             if r.place.state is State.CLAIMED and r.job_start is not None
         ]
@@ -169,7 +169,7 @@ class AdminEvents(EngineBase):
                     13,
                     "peaceful shutdown",
                     retire_from=now,
-                    retire_reason=rules.RETIRE_FOR_EVICTION,
+                    retire_reason=preemption.RETIRE_FOR_EVICTION,
                 )
             else:
                 retire_from = record.retire_from if record.retire_from is not None else now
@@ -177,6 +177,6 @@ class AdminEvents(EngineBase):
                     name,
                     preempt_deadline=math.inf,
                     retire_from=retire_from,
-                    retire_reason=rules.RETIRE_FOR_EVICTION,
+                    retire_reason=preemption.RETIRE_FOR_EVICTION,
                 )
         return self._finish(w)

@@ -8,12 +8,12 @@ import attrs
 
 from epcore.classad import ClassAd
 from epcore.slots.dynamic import NoFit, carve_in
-from epcore.state import rules
+from epcore.state import preemption, rules, timers
 from epcore.state.claims import Claim, lease_seconds, new_claim_id, public_part
 from epcore.state.engine_base import EngineBase, EngineError, short_name
 from epcore.state.policy import SlotPolicy, evaluate, is_true, knob_value, number, truth
 from epcore.state.records import ActionKind, EngineState, SlotRecord, initial_record
-from epcore.state.rules import (
+from epcore.state.states import (
     BACKFILL_BUSY,
     BACKFILL_IDLE,
     BACKFILL_KILLING,
@@ -24,8 +24,8 @@ from epcore.state.rules import (
     RETIRING,
     SUSPENDED,
     UNCLAIMED,
+    State,
 )
-from epcore.state.states import State
 from epcore.state.work import Outcome, Work
 
 
@@ -174,14 +174,19 @@ class ClaimEvents(EngineBase):
         else:
             cause = "a preempting claim for a user with a better priority"
         if record.place == CLAIMED_IDLE:
-            rules.preempt(w, name, 10, cause, policy)
+            preemption.preempt(w, name, 10, cause, policy)
         elif record.place == BUSY:
             w.move(
-                name, RETIRING, 13, cause, retire_from=w.now, retire_reason=rules.RETIRE_FOR_CLAIM
+                name,
+                RETIRING,
+                13,
+                cause,
+                retire_from=w.now,
+                retire_reason=preemption.RETIRE_FOR_CLAIM,
             )
         elif record.place == SUSPENDED and record.retire_from is None:
             # A suspended job that was not retiring retires for this claim (and may unretire).
-            w.update(name, retire_from=w.now, retire_reason=rules.RETIRE_FOR_CLAIM)
+            w.update(name, retire_from=w.now, retire_reason=preemption.RETIRE_FOR_CLAIM)
         # A slot already retiring for another reason keeps it: that retirement is not taken
         # back when this claim goes away.
         return self._finish(w, claim.claim_id)
@@ -200,7 +205,7 @@ class ClaimEvents(EngineBase):
         if record.place != CLAIMED_IDLE:
             return self._refuse(state, f"{record.name} is {record.place}: cannot activate")
         policy = self._policy_of(w, record.name)
-        if rules.worklife_expired(record, policy, now):
+        if timers.worklife_expired(record, policy, now):
             # Seed 000: after CLAIM_WORKLIFE a claim "will stop accepting additional jobs".
             return self._refuse(state, f"{record.name}: the claim has outlived CLAIM_WORKLIFE")
         if job is not None and record.claim is not None:
@@ -288,7 +293,7 @@ class ClaimEvents(EngineBase):
         policy = self._policy_of(w, name)
         cause = "the schedd released the claim"
         if record.place == CLAIMED_IDLE:
-            rules.preempt(w, name, 10, cause, policy)
+            preemption.preempt(w, name, 10, cause, policy)
         elif record.place == BUSY:
             w.move(
                 name,
@@ -296,13 +301,13 @@ class ClaimEvents(EngineBase):
                 13,
                 cause,
                 preempt_deadline=now,
-                retire_reason=rules.RETIRE_FOR_EVICTION,
+                retire_reason=preemption.RETIRE_FOR_EVICTION,
             )
         elif record.place == SUSPENDED:
-            w.update(name, preempt_deadline=now, retire_reason=rules.RETIRE_FOR_EVICTION)
-            rules.preempt(w, name, 17, cause, policy)
+            w.update(name, preempt_deadline=now, retire_reason=preemption.RETIRE_FOR_EVICTION)
+            preemption.preempt(w, name, 17, cause, policy)
         else:
-            w.update(name, preempt_deadline=now, retire_reason=rules.RETIRE_FOR_EVICTION)
+            w.update(name, preempt_deadline=now, retire_reason=preemption.RETIRE_FOR_EVICTION)
         return self._finish(w)
 
     def backfill_exit(self, state: EngineState, slot: str, now: float) -> Outcome:

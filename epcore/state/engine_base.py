@@ -17,10 +17,10 @@ from epcore.classad import ClassAd, Expr
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.slots.model import Slot, SlotLayout
-from epcore.state import rules
+from epcore.state import rules, timers
 from epcore.state.policy import SlotPolicy, load_policy, published_expressions
 from epcore.state.records import EngineState, SlotRecord, initial_record
-from epcore.state.rules import BENCHMARKING, UNCLAIMED
+from epcore.state.states import BENCHMARKING, UNCLAIMED
 from epcore.state.work import AdSource, Outcome, Work
 from epcore.types import MachineInventory
 
@@ -150,7 +150,7 @@ class EngineBase:
             def ad_of(name: str = name) -> ClassAd:
                 return self.ads(state, now)[name]
 
-            soonest = min(soonest, rules.next_deadline(record, policy, ad_of, now))
+            soonest = min(soonest, timers.next_deadline(record, policy, ad_of, now))
         if state.drain is not None and state.drain.start is not None and state.drain.deadline > now:
             soonest = min(soonest, state.drain.deadline)
         return None if soonest == math.inf else soonest

@@ -19,7 +19,7 @@ from epcore.slots.dynamic import NoFit, carve_in
 from epcore.state.claims import Claim
 from epcore.state.engine import Engine, job_id_of, short_name
 from epcore.state.records import EngineState, initial_record
-from epcore.state.rules import BUSY
+from epcore.state.states import BUSY
 from epcore.state.work import Outcome, Work
 
 

@@ -29,138 +29,90 @@ repeats it until nothing moves. The rules follow seed 000 ("State and Activity T
   (jobs admitted by ``start`` meanwhile are retired at that deadline).
 - Drained/Retiring -> Drained/Idle (33) when no slot is claimed or preempting any more, and
   -> Owner (34) when the drain finalizes.
+
+The named places are :mod:`epcore.state.states`'s, the timers (retirement, vacating, claim
+lease and worklife) :mod:`epcore.state.timers`'s, and the moves the events share with the
+rules (to Preempting and out of it) :mod:`epcore.state.preemption`'s.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-
 import attrs
 
 from epcore.classad import ClassAd, parse_expr
-from epcore.state.policy import SlotPolicy, evaluate, is_false, is_true, knob_value, number
-from epcore.state.records import ActionKind, SlotRecord
-from epcore.state.states import Activity, Place, State
+from epcore.state.policy import SlotPolicy, evaluate, is_false, is_true
+from epcore.state.preemption import (
+    RETIRE_FOR_CLAIM,
+    RETIRE_FOR_EVICTION,
+    RETIRE_FOR_PREEMPT,
+    after_preempting,
+    preempt,
+)
+from epcore.state.records import ActionKind
+from epcore.state.states import (
+    BACKFILL_BUSY,
+    BACKFILL_IDLE,
+    BACKFILL_KILLING,
+    BENCHMARKING,
+    BUSY,
+    CLAIMED_IDLE,
+    DRAINED_IDLE,
+    DRAINED_RETIRING,
+    KILLING,
+    MATCHED,
+    OWNER,
+    RETIRING,
+    SUSPENDED,
+    UNCLAIMED,
+    VACATING,
+)
+from epcore.state.states import State as S
+from epcore.state.timers import (
+    fixed_vacate_time,
+    job_of,
+    lease_expired,
+    next_deadline,
+    retirement_end,
+    soft_kill_time,
+    vacate_time,
+    worklife_expired,
+)
 from epcore.state.work import Work
 
-S, A = State, Activity
-OWNER = Place(S.OWNER, A.IDLE)
-UNCLAIMED = Place(S.UNCLAIMED, A.IDLE)
-BENCHMARKING = Place(S.UNCLAIMED, A.BENCHMARKING)
-MATCHED = Place(S.MATCHED, A.IDLE)
-CLAIMED_IDLE = Place(S.CLAIMED, A.IDLE)
-BUSY = Place(S.CLAIMED, A.BUSY)
-SUSPENDED = Place(S.CLAIMED, A.SUSPENDED)
-RETIRING = Place(S.CLAIMED, A.RETIRING)
-VACATING = Place(S.PREEMPTING, A.VACATING)
-KILLING = Place(S.PREEMPTING, A.KILLING)
-BACKFILL_IDLE = Place(S.BACKFILL, A.IDLE)
-BACKFILL_BUSY = Place(S.BACKFILL, A.BUSY)
-BACKFILL_KILLING = Place(S.BACKFILL, A.KILLING)
-DRAINED_RETIRING = Place(S.DRAINED, A.RETIRING)
-DRAINED_IDLE = Place(S.DRAINED, A.IDLE)
-
-#: Why a claimed slot retires: for a preempting claim (the only retirement that can be taken
-#: back, transition 19; seed 000: "If instead the retirement is due to owner activity (PREEMPT)
-#: or the startd is being shut down, no unretirement is possible"), or for anything else.
-RETIRE_FOR_CLAIM = "claim"
-RETIRE_FOR_PREEMPT = "preempt"
-RETIRE_FOR_EVICTION = "eviction"
-
-
-def job_of(record: SlotRecord) -> ClassAd | None:
-    """The job ad of the slot's claim, if any."""
-    return record.claim.job if record.claim is not None else None
-
-
-def retirement_end(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
-    """When the running job's retirement ends (suspended time does not count)."""
-    if record.preempt_deadline is not None:
-        return record.preempt_deadline
-    if record.job_start is None:
-        return now
-    job = job_of(record)
-    allowed = number(knob_value(policy.knob("MAXJOBRETIREMENTTIME"), ad, job, now))
-    own = _job_number(job, "MaxJobRetirementTime")
-    if own is not None:
-        allowed = min(allowed, own)
-    return record.job_start + max(allowed, 0.0) + record.suspended_seconds(now)
-
-
-def _job_number(job: ClassAd | None, name: str) -> float | None:
-    """A numeric attribute of the job ad (booleans are not numbers here), or None."""
-    if job is None:
-        return None
-    value = job.evaluate(name)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
-def _job_vacate_time(job: ClassAd | None) -> float | None:
-    own = _job_number(job, "JobMaxVacateTime")
-    return None if own is None else max(own, 0.0)
-
-
-def _machine_vacate_time(policy: SlotPolicy, ad: ClassAd, job: ClassAd | None, now: float) -> float:
-    return max(number(knob_value(policy.knob("MachineMaxVacateTime"), ad, job, now), 600.0), 0.0)
-
-
-def vacate_time(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
-    """Seconds a job being preempted at ``now`` gets to vacate (seed 000, MachineMaxVacateTime):
-    MachineMaxVacateTime; the job's JobMaxVacateTime when it is smaller; when it is larger,
-    retirement time the job has left is turned into vacating time, up to JobMaxVacateTime."""
-    job = job_of(record)
-    machine = _machine_vacate_time(policy, ad, job, now)
-    own = _job_vacate_time(job)
-    if own is None:
-        return machine
-    if own <= machine:
-        return own
-    remaining = 0.0
-    if record.job_start is not None:
-        remaining = max(retirement_end(record, policy, ad, now) - now, 0.0)
-    return min(own, max(machine, remaining))
-
-
-def soft_kill_time(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
-    """When a retiring job is soft-killed: as many seconds before the end of its retirement as
-    it will get to vacate, "so that the hard-killing of the job will not happen until the end
-    of the retirement time" (seed 000, MAXJOBRETIREMENTTIME)."""
-    job = job_of(record)
-    own = _job_vacate_time(job)
-    lead = _machine_vacate_time(policy, ad, job, now) if own is None else own
-    return retirement_end(record, policy, ad, now) - lead
-
-
-def preempt(w: Work, name: str, number_: int, cause: str, policy: SlotPolicy) -> None:
-    """Move a claimed slot to Preempting: Vacating (soft kill) unless the eviction is fast or
-    WANT_VACATE is not TRUE, else Killing (hard kill)."""
-    record = w.slots[name]
-    job = job_of(record)
-    vacate = not record.fast and is_true(policy.knob("WANT_VACATE", job), w.ad(name), job, w.now)
-    # The vacating time is fixed when the job is soft-killed, from the retirement left then.
-    allowed = vacate_time(record, policy, w.ad(name), w.now)
-    running = record.job_start is not None
-    if running and w.drain is not None and record.job_start is not None:
-        w.draining_badput += w.cpus(name) * (w.now - record.job_start)
-    if vacate:
-        w.move(
-            name,
-            VACATING,
-            number_,
-            cause,
-            vacate_started=w.now,
-            vacate_allowed=allowed,
-            suspended_since=None,
-        )
-        if running:
-            w.act(ActionKind.SOFT_KILL, name, record.claim.claim_id if record.claim else None)
-    else:
-        w.move(name, KILLING, number_, cause, kill_started=w.now, suspended_since=None)
-        if running:
-            w.act(ActionKind.HARD_KILL, name, record.claim.claim_id if record.claim else None)
+# The places, the timers and preemption were defined here before they had modules of their own;
+# code outside the state package still imports them from here.
+__all__ = [
+    "BACKFILL_BUSY",
+    "BACKFILL_IDLE",
+    "BACKFILL_KILLING",
+    "BENCHMARKING",
+    "BUSY",
+    "CLAIMED_IDLE",
+    "DRAINED_IDLE",
+    "DRAINED_RETIRING",
+    "KILLING",
+    "MATCHED",
+    "OWNER",
+    "RETIRE_FOR_CLAIM",
+    "RETIRE_FOR_EVICTION",
+    "RETIRE_FOR_PREEMPT",
+    "RETIRING",
+    "SUSPENDED",
+    "UNCLAIMED",
+    "VACATING",
+    "after_preempting",
+    "drain_admits",
+    "drain_closed",
+    "end_drain_admissions",
+    "job_of",
+    "next_deadline",
+    "preempt",
+    "retirement_end",
+    "soft_kill_time",
+    "step_slot",
+    "vacate_time",
+    "worklife_expired",
+]
 
 
 def drain_closed(w: Work) -> bool:
@@ -193,10 +145,6 @@ def drain_admits(w: Work, policy: SlotPolicy, ad: ClassAd, job: ClassAd) -> bool
     if drain_closed(w) or drain.start is None:
         return False
     return evaluate(parse_expr(drain.start), ad, job, w.now, policy.functions) is True
-
-
-def _lease_expired(record: SlotRecord, now: float) -> bool:
-    return record.claim is not None and now >= record.claim.lease_ends()
 
 
 def _owner_side(w: Work, name: str, policy: SlotPolicy, benchmarks_reported: bool) -> bool:
@@ -245,7 +193,7 @@ def _claimed(w: Work, name: str, policy: SlotPolicy) -> bool:
     job = job_of(record)
     place = record.place
     if place == CLAIMED_IDLE:
-        if _lease_expired(record, now):
+        if lease_expired(record, now):
             w.update(name, fast=True)
             preempt(w, name, 10, "the claim lease expired", policy)
         elif is_false(policy.knob("START"), ad, job, now):
@@ -261,7 +209,7 @@ def _claimed(w: Work, name: str, policy: SlotPolicy) -> bool:
     want_suspend = is_true(policy.knob("WANT_SUSPEND", job), ad, job, now)
     suspend = want_suspend and is_true(policy.knob("SUSPEND", job), ad, job, now)
     if place == BUSY:
-        if _lease_expired(record, now):
+        if lease_expired(record, now):
             w.move(name, RETIRING, 13, "the claim lease expired", preempt_deadline=now, fast=True)
         elif record.preempt_deadline is not None and now >= record.preempt_deadline:
             w.move(
@@ -314,7 +262,7 @@ def _suspended(w: Work, name: str, policy: SlotPolicy, ad: ClassAd, job: ClassAd
     retiring = record.retire_from is not None or record.preempting is not None
     if record.job_start is None:
         preempt(w, name, 17, "the job exited while suspended", policy)
-    elif _lease_expired(record, now):
+    elif lease_expired(record, now):
         w.update(name, fast=True)
         preempt(w, name, 17, "the claim lease expired", policy)
     elif retiring and now >= soft_kill_time(record, policy, ad, now):
@@ -338,50 +286,6 @@ def _suspended(w: Work, name: str, policy: SlotPolicy, ad: ClassAd, job: ClassAd
     return True
 
 
-def worklife_expired(record: SlotRecord, policy: SlotPolicy, now: float) -> bool:
-    """Whether the claim has outlived CLAIM_WORKLIFE (a negative value: it never does)."""
-    worklife = policy.number("CLAIM_WORKLIFE")
-    return record.claim is not None and worklife >= 0 and now >= record.claim.made_at + worklife
-
-
-def after_preempting(w: Work, name: str) -> None:
-    """The job is gone: to Claimed/Idle for a waiting claim (23, 24), else to Owner (22, 25);
-    a dynamic slot whose claim ended is deleted."""
-    record = w.slots[name]
-    vacating = record.place == VACATING
-    clear: dict[str, object] = {
-        "job_start": None,
-        "job_id": None,
-        "vacate_started": None,
-        "vacate_allowed": None,
-        "kill_started": None,
-        "preempt_deadline": None,
-        "retire_from": None,
-        "fast": False,
-        "suspended_total": 0.0,
-        "vacate_reason": None,
-    }
-    if record.preempting is not None and not w.shutting_down:
-        number_ = 23 if vacating else 24
-        w.move(
-            name,
-            CLAIMED_IDLE,
-            number_,
-            "the job left; the preempting claim takes the slot",
-            claim=record.preempting,
-            preempting=None,
-            retire_reason=None,
-            **clear,
-        )
-        return
-    number_ = 22 if vacating else 25
-    w.move(name, OWNER, number_, "the job left; the claim ended", claim=None, **clear)
-    w.update(name, preempting=None, retire_reason=None)
-    if record.kind == "dynamic":
-        w.act(ActionKind.DELETE_SLOT, name)
-        w.release_dynamic(name)
-
-
 def _preempting(w: Work, name: str, policy: SlotPolicy) -> bool:
     record, ad, now = w.slots[name], w.ad(name), w.now
     job = job_of(record)
@@ -392,7 +296,7 @@ def _preempting(w: Work, name: str, policy: SlotPolicy) -> bool:
         assert record.vacate_started is not None
         if is_true(policy.knob("KILL", job), ad, job, now):
             w.move(name, KILLING, 21, "KILL is TRUE", kill_started=now)
-        elif now >= record.vacate_started + _allowed(record, policy, ad, now):
+        elif now >= record.vacate_started + fixed_vacate_time(record, policy, ad, now):
             w.move(name, KILLING, 21, "the vacate time ran out", kill_started=now)
         else:
             return False
@@ -406,13 +310,6 @@ def _preempting(w: Work, name: str, policy: SlotPolicy) -> bool:
         after_preempting(w, name)
         return True
     return False
-
-
-def _allowed(record: SlotRecord, policy: SlotPolicy, ad: ClassAd, now: float) -> float:
-    """The vacating time fixed when the job was soft-killed."""
-    if record.vacate_allowed is not None:
-        return record.vacate_allowed
-    return vacate_time(record, policy, ad, now)
 
 
 def _backfill(w: Work, name: str, policy: SlotPolicy) -> bool:
@@ -508,32 +405,3 @@ def step_slot(w: Work, name: str, policy: SlotPolicy, *, benchmarks_reported: bo
     if state is S.BACKFILL:
         return _backfill(w, name, policy)
     return _drained(w, name)
-
-
-def next_deadline(
-    record: SlotRecord, policy: SlotPolicy, ad_of: Callable[[], ClassAd], now: float
-) -> float:
-    """The next time a timer of this slot fires (inf when none is running). ``ad_of`` gives
-    the slot's ad, which only the retirement and vacating timers read (building every
-    slot's ad to find out that no timer runs was most of a daemon loop's turn)."""
-    times = [math.inf]
-    place = record.place
-    if place == MATCHED:
-        times.append(record.entered_state + policy.number("MATCH_TIMEOUT"))
-    if record.claim is not None and place.state is S.CLAIMED:
-        times.append(record.claim.lease_ends())
-        worklife = policy.number("CLAIM_WORKLIFE")
-        if place == CLAIMED_IDLE and worklife >= 0:
-            times.append(record.claim.made_at + worklife)
-    if place == BUSY and record.preempt_deadline is not None:
-        times.append(record.preempt_deadline)
-    retiring_suspended = place == SUSPENDED and (
-        record.retire_from is not None or record.preempting is not None
-    )
-    if place == RETIRING or retiring_suspended:
-        times.append(soft_kill_time(record, policy, ad_of(), now))
-    if place == VACATING and record.vacate_started is not None:
-        times.append(record.vacate_started + _allowed(record, policy, ad_of(), now))
-    if place == KILLING and record.kill_started is not None:
-        times.append(record.kill_started + policy.number("KILLING_TIMEOUT"))
-    return min(times)

@@ -93,6 +93,25 @@ class Place:
         return cls(state, activity)
 
 
+# The places the policy rules and the events name, so that a rule reads as the seed's text
+# ("Claimed/Busy -> Claimed/Retiring") rather than as pairs of enum members.
+OWNER = Place(S.OWNER, A.IDLE)
+UNCLAIMED = Place(S.UNCLAIMED, A.IDLE)
+BENCHMARKING = Place(S.UNCLAIMED, A.BENCHMARKING)
+MATCHED = Place(S.MATCHED, A.IDLE)
+CLAIMED_IDLE = Place(S.CLAIMED, A.IDLE)
+BUSY = Place(S.CLAIMED, A.BUSY)
+SUSPENDED = Place(S.CLAIMED, A.SUSPENDED)
+RETIRING = Place(S.CLAIMED, A.RETIRING)
+VACATING = Place(S.PREEMPTING, A.VACATING)
+KILLING = Place(S.PREEMPTING, A.KILLING)
+BACKFILL_IDLE = Place(S.BACKFILL, A.IDLE)
+BACKFILL_BUSY = Place(S.BACKFILL, A.BUSY)
+BACKFILL_KILLING = Place(S.BACKFILL, A.KILLING)
+DRAINED_RETIRING = Place(S.DRAINED, A.RETIRING)
+DRAINED_IDLE = Place(S.DRAINED, A.IDLE)
+
+
 @attrs.frozen
 class Edge:
     """One transition: its number in the seeds, the state-level letter, where it goes, and why."""
