@@ -32,7 +32,7 @@ from epcore.analysis.analysis_report import (
 )
 from epcore.classad import UNDEFINED, ClassAd, EvalContext, Value, ast
 from epcore.classad.classad import Expr
-from epcore.state.explain import (
+from epcore.state.expression_explain import (
     Explanation,
     conjuncts,
     explain_expression,
