@@ -9,9 +9,10 @@ import attrs
 
 from epcore.classad import parse_expr
 from epcore.errors import ClassAdSyntaxError
-from epcore.state import preemption, timers
+from epcore.state import timers
 from epcore.state.engine_base import EngineBase, EngineError
 from epcore.state.policy import evaluate
+from epcore.state.preemption import RETIRE_FOR_EVICTION, preempt
 from epcore.state.records import ActionKind, Drain, EngineState, VacateReason
 from epcore.state.states import (
     BACKFILL_BUSY,
@@ -56,19 +57,19 @@ class AdminEvents(EngineBase):
         deadline = None if retire else w.now
         if record.place == CLAIMED_IDLE:
             w.update(name, fast=fast, preempting=None)
-            preemption.preempt(w, name, 10, cause, policy)
+            preempt(w, name, 10, cause, policy)
         elif record.place in (BUSY, SUSPENDED, RETIRING):
             w.update(
                 name,
                 fast=fast,
                 preempting=None,
                 preempt_deadline=deadline,
-                retire_reason=preemption.RETIRE_FOR_EVICTION,
+                retire_reason=RETIRE_FOR_EVICTION,
             )
             if record.place == BUSY:
                 w.move(name, RETIRING, 13, cause, retire_from=w.now)
             elif record.place == SUSPENDED and not retire:
-                preemption.preempt(w, name, 17, cause, policy)
+                preempt(w, name, 17, cause, policy)
             elif record.place == SUSPENDED:
                 w.update(name, retire_from=w.now)
         elif record.place == BACKFILL_BUSY:
@@ -169,7 +170,7 @@ class AdminEvents(EngineBase):
                     13,
                     "peaceful shutdown",
                     retire_from=now,
-                    retire_reason=preemption.RETIRE_FOR_EVICTION,
+                    retire_reason=RETIRE_FOR_EVICTION,
                 )
             else:
                 retire_from = record.retire_from if record.retire_from is not None else now
@@ -177,6 +178,6 @@ class AdminEvents(EngineBase):
                     name,
                     preempt_deadline=math.inf,
                     retire_from=retire_from,
-                    retire_reason=preemption.RETIRE_FOR_EVICTION,
+                    retire_reason=RETIRE_FOR_EVICTION,
                 )
         return self._finish(w)

@@ -8,10 +8,11 @@ import attrs
 
 from epcore.classad import ClassAd
 from epcore.slots.dynamic import NoFit, carve_in
-from epcore.state import preemption, rules, timers
+from epcore.state import rules, timers
 from epcore.state.claims import Claim, lease_seconds, new_claim_id, public_part
 from epcore.state.engine_base import EngineBase, EngineError, short_name
 from epcore.state.policy import SlotPolicy, evaluate, is_true, knob_value, number, truth
+from epcore.state.preemption import RETIRE_FOR_CLAIM, RETIRE_FOR_EVICTION, preempt
 from epcore.state.records import ActionKind, EngineState, SlotRecord, initial_record
 from epcore.state.states import (
     BACKFILL_BUSY,
@@ -174,19 +175,12 @@ class ClaimEvents(EngineBase):
         else:
             cause = "a preempting claim for a user with a better priority"
         if record.place == CLAIMED_IDLE:
-            preemption.preempt(w, name, 10, cause, policy)
+            preempt(w, name, 10, cause, policy)
         elif record.place == BUSY:
-            w.move(
-                name,
-                RETIRING,
-                13,
-                cause,
-                retire_from=w.now,
-                retire_reason=preemption.RETIRE_FOR_CLAIM,
-            )
+            w.move(name, RETIRING, 13, cause, retire_from=w.now, retire_reason=RETIRE_FOR_CLAIM)
         elif record.place == SUSPENDED and record.retire_from is None:
             # A suspended job that was not retiring retires for this claim (and may unretire).
-            w.update(name, retire_from=w.now, retire_reason=preemption.RETIRE_FOR_CLAIM)
+            w.update(name, retire_from=w.now, retire_reason=RETIRE_FOR_CLAIM)
         # A slot already retiring for another reason keeps it: that retirement is not taken
         # back when this claim goes away.
         return self._finish(w, claim.claim_id)
@@ -293,7 +287,7 @@ class ClaimEvents(EngineBase):
         policy = self._policy_of(w, name)
         cause = "the schedd released the claim"
         if record.place == CLAIMED_IDLE:
-            preemption.preempt(w, name, 10, cause, policy)
+            preempt(w, name, 10, cause, policy)
         elif record.place == BUSY:
             w.move(
                 name,
@@ -301,13 +295,13 @@ class ClaimEvents(EngineBase):
                 13,
                 cause,
                 preempt_deadline=now,
-                retire_reason=preemption.RETIRE_FOR_EVICTION,
+                retire_reason=RETIRE_FOR_EVICTION,
             )
         elif record.place == SUSPENDED:
-            w.update(name, preempt_deadline=now, retire_reason=preemption.RETIRE_FOR_EVICTION)
-            preemption.preempt(w, name, 17, cause, policy)
+            w.update(name, preempt_deadline=now, retire_reason=RETIRE_FOR_EVICTION)
+            preempt(w, name, 17, cause, policy)
         else:
-            w.update(name, preempt_deadline=now, retire_reason=preemption.RETIRE_FOR_EVICTION)
+            w.update(name, preempt_deadline=now, retire_reason=RETIRE_FOR_EVICTION)
         return self._finish(w)
 
     def backfill_exit(self, state: EngineState, slot: str, now: float) -> Outcome:
