@@ -64,6 +64,12 @@ def pool_options(function: F) -> F:
             " collector of any HTCondor-compatible pool, reached over CEDAR."
         ),
     )(function)
+    return config_option(function)
+
+
+def config_option(function: F) -> F:
+    """Add ``--config FILE`` to a click command: the file read instead of the configuration
+    HTCondor would read (:func:`epcore.pool.personal.config_file_for` finds that one)."""
     return click.option(
         "--config",
         "config_file",

@@ -16,6 +16,7 @@ import click
 
 from epcore.cli.pool_access import (
     PoolCommandError,
+    config_option,
     connect,
     daemon_name_option,
     is_remote,
@@ -33,13 +34,7 @@ _SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
 @click.command(name="run", context_settings=_SETTINGS)
-@click.option(
-    "--config",
-    "config_file",
-    default=None,
-    metavar="FILE",
-    help="Read FILE instead of the configuration HTCondor would read.",
-)
+@config_option
 @click.option(
     "--role",
     type=click.Choice(list(ROLES)),

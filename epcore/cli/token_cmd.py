@@ -16,6 +16,7 @@ from typing import IO, Any
 
 import click
 
+from epcore.cli.pool_access import config_option
 from epcore.config import Config
 from epcore.errors import EpError
 
@@ -85,13 +86,7 @@ def _write(path: Path, token: str) -> None:
     "-token", "--token", "token_name", default=None, metavar="NAME", help="Save in tokens.d."
 )
 @click.option("-file", "--file", "file_name", default=None, metavar="PATH", help="Save to PATH.")
-@click.option(
-    "--config",
-    "config_file",
-    default=None,
-    metavar="FILE",
-    help="Read FILE instead of the configuration HTCondor would read.",
-)
+@config_option
 def create_command(
     identity: str,
     authz: tuple[str, ...],
