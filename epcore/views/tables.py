@@ -66,15 +66,24 @@ def _integer(ad: ClassAd, name: str) -> int | None:
     return value if type(value) is int else None
 
 
+def _local_time(epoch: float | None, utc_offset: int) -> tuple[int, int, int, int, int] | None:
+    """Year, month, day, hour and minute of ``epoch`` at ``utc_offset``; None when there is no
+    time to show (unset, or too far out for a calendar date)."""
+    if epoch is None or abs(epoch) > 1e15:
+        return None
+    days, seconds = divmod(int(epoch) + utc_offset, 86400)
+    year, month, day = civil_from_days(days)
+    hours, rest = divmod(seconds, 3600)
+    return year, month, day, hours, rest // 60
+
+
 def month_day_time(epoch: float | None, utc_offset: int = 0) -> str:
     """``11/22 03:10`` (month, day left-aligned in 2, hours and minutes), or ``???``."""
-    if epoch is None or abs(epoch) > 1e15:
+    local = _local_time(epoch, utc_offset)
+    if local is None:
         return _UNKNOWN_DATE
-    local = int(epoch) + utc_offset
-    days, seconds = divmod(local, 86400)
-    _, month, day = civil_from_days(days)
-    hours, rest = divmod(seconds, 3600)
-    return f"{month}/{day:<2} {hours:02d}:{rest // 60:02d}"
+    _, month, day, hours, minutes = local
+    return f"{month}/{day:<2} {hours:02d}:{minutes:02d}"
 
 
 def run_time(seconds: float) -> str:
@@ -232,13 +241,11 @@ def _centred(text: str, width: int) -> str:
 
 def date_with_year(epoch: float | None, utc_offset: int = 0) -> str:
     """``11/22/2026 03:10`` (month right-aligned in 2), as condor_userprio -all's times."""
-    if epoch is None or abs(epoch) > 1e15:
+    local = _local_time(epoch, utc_offset)
+    if local is None:
         return _UNKNOWN_DATE
-    local = int(epoch) + utc_offset
-    days, seconds = divmod(local, 86400)
-    year, month, day = civil_from_days(days)
-    hours, rest = divmod(seconds, 3600)
-    return f"{month:2d}/{day:02d}/{year:<4d} {hours:02d}:{rest // 60:02d}"
+    year, month, day, hours, minutes = local
+    return f"{month:2d}/{day:02d}/{year:<4d} {hours:02d}:{minutes:02d}"
 
 
 def _user_cells(ad: ClassAd, now: float, utc_offset: int) -> dict[str, str]:
