@@ -2,8 +2,8 @@
 v2 (this host keeps its controllers on v1). A job allocating past its slot's memory is killed
 by the kernel in its v2 group and held with code 34; a job forking past CGROUP_PIDS_LIMIT is
 refused forks in its group (memory.max and pids.max are the slot's); a busy job shows its
-CPU in the slot's CondorLoadAvg and the job's ad, is suspended by freezing its group and
-vacated by killing it, which leaves no process and no group. ``test_cgroup_v2_real.py`` runs
+group's CPU in its slot's CondorLoadAvg, is suspended by freezing its group and vacated by
+killing it, which leaves no process and no group. ``test_cgroup_v2_real.py`` runs
 this module in the guest, in the same boot as its own tests.
 
 The jobs ask for 1 MB of disk: the guest's EXECUTE is on a 480 MB tmpfs, and HTCondor's
@@ -185,8 +185,8 @@ def test_oom_hold_pids_limit_suspend_vacate_and_usage_through_ep_run(tmp_path: P
     """Through ``ep run`` on cgroup v2: the memory hog is held with 34/0 and HTCondor's reason
     naming the slot's 128 MB; the forking job completes with memory.max and pids.max of its
     slot on its group and forks refused past the limit; the busy job's CPU reaches its slot's
-    CondorLoadAvg and its ad, its group is frozen while suspended (its CPU stands still),
-    and a vacate kills every process of it and removes its group."""
+    CondorLoadAvg, its group is frozen while suspended (its CPU stands still), and a vacate
+    kills every process of it and removes its group."""
     open_up(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
@@ -226,8 +226,11 @@ def test_oom_hold_pids_limit_suspend_vacate_and_usage_through_ep_run(tmp_path: P
         assert isinstance(load, float) and load > 0.01, slot
         group = (ROOT / (home / "busy.leaf").read_text().strip().lstrip("/")).parent
         assert group.parent == ROOT / BASE
-        assert _keyed(group / "cgroup.events")["frozen"] == 1
+        # The slot's state is published when the startd decides; the starter freezes after.
+        frozen = group / "cgroup.events"
+        _until(pool, lambda: _keyed(frozen)["frozen"] == 1, 30, f"{group} to freeze")
         before = _keyed(group / "cpu.stat")["usage_usec"]
+        assert before > 0
         time.sleep(1.0)
         assert _keyed(group / "cpu.stat")["usage_usec"] == before
         pids = [int(p) for p in (group / "job" / "cgroup.procs").read_text().split()]
