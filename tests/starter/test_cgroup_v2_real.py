@@ -1,6 +1,7 @@
 """The cgroup backend on a real cgroup v2 with its controllers (memory, pids, cpu): the guest's
-(this host keeps them on v1). On the host, one test runs this module in the guest
-(epcore.testing.guest); the others run only where /sys/fs/cgroup has the controllers."""
+(this host keeps them on v1). On the host, one test runs this module and
+test_cgroup_v2_pool.py (the same through ``ep run``) in the guest (epcore.testing.guest), in
+one boot; the others run only where /sys/fs/cgroup has the controllers."""
 
 from __future__ import annotations
 
@@ -148,12 +149,13 @@ def test_freeze_thaw_kill_and_usage(backend: CgroupBackend) -> None:
 
 @pytest.mark.system
 def test_these_tests_pass_in_the_guest(guest: Guest) -> None:
-    """This module's real-v2 tests all run and pass under the guest's cgroup v2."""
+    """This module's real-v2 tests and test_cgroup_v2_pool.py's (a real startd and starter
+    under ``ep run``) all run and pass under the guest's cgroup v2, in one boot."""
     result = guest.run(
         "python -m pytest -q -p no:cacheprovider -o addopts='' -o testpaths='' "
         "--rootdir=/checkout /checkout/tests/starter/test_cgroup_v2_real.py "
-        "-k 'not in_the_guest' -rA",
+        "/checkout/tests/starter/test_cgroup_v2_pool.py -k 'not in_the_guest' -rA --durations=5",
         timeout=600,
     )
     assert result.status == 0, result.output[-4000:] + result.console[-2000:]
-    assert "4 passed" in result.output
+    assert "5 passed" in result.output, result.output[-4000:]
