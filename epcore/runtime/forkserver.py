@@ -12,10 +12,12 @@ and forks the children.
 
 The wire: a message is a 4-byte length and a pickle, with descriptors passed beside it
 (SCM_RIGHTS). Pickle is safe here because the socket pair reaches nobody else: it has no name,
-the server closes the daemon's end and every child closes the server's. A request carries a
-number; its reply carries the same number and the handler's result (or the error it raised,
-as text). The server also sends *notes* of its own: a reported child has exited (with its
-wait status). The server exits when the daemon's end closes (the daemon exited or closed it);
+the server closes the daemon's end and every child closes the server's. A request is a tuple
+``(number, operation, argument)``; its reply ``(number, result, error)`` carries the same
+number and the handler's result (or the error it raised, as text). The server also sends
+*notes* of its own, ``(0, note, None)``: a reported child has exited (with its wait status).
+Plain tuples, not records: a spawn's request and reply are pickled and unpickled once per
+job on each side. The server exits when the daemon's end closes (the daemon exited or closed it);
 its children are not killed with it (a starter outlives its startd).
 """
 
@@ -74,18 +76,8 @@ class WithFds:
     fds: tuple[int, ...]
 
 
-@attrs.frozen
-class _Request:
-    number: int
-    operation: str
-    argument: object
-
-
-@attrs.frozen
-class _Reply:
-    number: int
-    value: object
-    error: str | None
+#: The number of a message that answers no request: a note of the server's own.
+_NOTE = 0
 
 
 def encode(message: object) -> bytes:
@@ -104,9 +96,22 @@ def send_message(sock: socket.socket, message: object, fds: Sequence[int] = ()) 
         sent += sock.send(payload[sent:])
 
 
-def _receive_exactly(sock: socket.socket, size: int) -> bytes | None:
+def _wait_readable(sock: socket.socket, deadline: float | None) -> None:
+    """Return once ``sock`` has something to read (at once without ``deadline``, a
+    ``time.monotonic()``); TimeoutError when the deadline passes first."""
+    if deadline is None:
+        return
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    while not poller.poll(max(deadline - time.monotonic(), 0.0) * 1000):
+        if time.monotonic() >= deadline:
+            raise TimeoutError("the fork server's socket stayed silent")
+
+
+def _receive_exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes | None:
     chunks = []
     while size:
+        _wait_readable(sock, deadline)
         chunk = sock.recv(min(size, 1 << 20))
         if not chunk:
             return None
@@ -115,26 +120,31 @@ def _receive_exactly(sock: socket.socket, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def receive_message(sock: socket.socket) -> tuple[object, list[int]] | None:
-    """The next message on ``sock`` and the descriptors that came with it; None at the end.
+def receive_message(
+    sock: socket.socket, deadline: float | None = None
+) -> tuple[object, list[int]] | None:
+    """The next message on the blocking ``sock`` and the descriptors that came with it; None
+    at the end. With ``deadline`` (a ``time.monotonic()``), TimeoutError when a part of it
+    has not come by then.
 
     The sender writes a whole message at once, so once its first byte is here the rest
     follows at once: a blocking read of the remainder does not wait on the sender's mood.
     """
+    _wait_readable(sock, deadline)
     header, fds, _flags, _address = socket.recv_fds(sock, _HEADER.size, MAX_FDS)
     if not header:
         for fd in fds:
             os.close(fd)
         return None
     if len(header) < _HEADER.size:
-        rest = _receive_exactly(sock, _HEADER.size - len(header))
+        rest = _receive_exactly(sock, _HEADER.size - len(header), deadline)
         if rest is None:
             return None
         header += rest
     (size,) = _HEADER.unpack(header)
     if size > MAX_MESSAGE:
         raise ForkServerError(f"a fork server message claims {size} bytes")
-    data = _receive_exactly(sock, size)
+    data = _receive_exactly(sock, size, deadline)
     if data is None:
         for fd in fds:
             os.close(fd)
@@ -161,7 +171,7 @@ class ServerSide:
 
     def note(self, message: object) -> None:
         """Send the daemon a note of the server's own (read by :meth:`ForkServer.notes`)."""
-        send_message(self._sock, message)
+        send_message(self._sock, (_NOTE, message, None))
 
     def fork(self, child: Callable[[], int], *, report: bool = False) -> int:
         """Fork a child that runs ``child()`` and exits with its result; with ``report``, its
@@ -199,7 +209,7 @@ class ServerSide:
                 return
             if pid in self._reported:
                 self._reported.discard(pid)
-                send_message(self._sock, ChildExited(pid, status))
+                send_message(self._sock, (_NOTE, ChildExited(pid, status), None))
 
 
 def serve(
@@ -261,20 +271,21 @@ def _answer(
     request: object,
     fds: list[int],
 ) -> None:
-    if not isinstance(request, _Request):
+    if not (isinstance(request, tuple) and len(request) == 3):
         for fd in fds:
             os.close(fd)
         return
-    handler = handlers.get(request.operation)
+    number, operation, argument = request
+    handler = handlers.get(operation)
     value: object = None
     error = None
     if handler is None:
-        error = f"the fork server has no operation {request.operation!r}"
+        error = f"the fork server has no operation {operation!r}"
         for fd in fds:
             os.close(fd)
     else:
         try:
-            value = handler(server, request.argument, fds)
+            value = handler(server, argument, fds)
         except Exception as failure:  # a request's failure is its reply, not the server's end
             error = f"{type(failure).__name__}: {failure}"
     fds_out: tuple[int, ...] = ()
@@ -282,8 +293,8 @@ def _answer(
         fds_out = value.fds
         value = value.value
     try:
-        if request.number:
-            send_message(sock, _Reply(request.number, value, error), fds_out)
+        if number:
+            send_message(sock, (number, value, error), fds_out)
     finally:
         for fd in fds_out:
             os.close(fd)
@@ -308,7 +319,7 @@ class ForkServer:
 
     def post(self, operation: str, argument: object, fds: Sequence[int] = ()) -> None:
         """Send a request whose reply nobody waits for (a failure is the server's to log)."""
-        self._send(_Request(0, operation, argument), fds)
+        self._send((_NOTE, operation, argument), fds)
 
     def call(self, operation: str, argument: object, fds: Sequence[int] = ()) -> object:
         """Send a request and wait for its reply; ForkServerError when the handler failed
@@ -324,22 +335,22 @@ class ForkServer:
         """As :meth:`call`, and the descriptors that came with the reply (the caller's)."""
         self._numbers += 1
         number = self._numbers
-        self._send(_Request(number, operation, argument), fds)
+        self._send((number, operation, argument), fds)
         while True:
             received = self._receive(REPLY_SECONDS)
             if received is None:
                 self._gone()
                 raise ForkServerError(f"the fork server {self.pid} went away during {operation}")
-            message, extra = received
-            if isinstance(message, _Reply) and message.number == number:
-                if message.error is not None:
+            (answers, value, error), extra = received
+            if answers == number:
+                if error is not None:
                     for fd in extra:
                         os.close(fd)
-                    raise ForkServerError(f"{operation}: {message.error}")
-                return message.value, extra
+                    raise ForkServerError(f"{operation}: {error}")
+                return value, extra
             for fd in extra:
                 os.close(fd)
-            self._notes.append(message)
+            self._notes.append(value)
 
     def notes(self) -> Iterator[object]:
         """The notes waiting (children's ends), without blocking; a server that went away
@@ -360,26 +371,28 @@ class ForkServer:
             if received is None:
                 self._gone()
                 return
-            message, extra = received
+            (_number, note, _error), extra = received
             for fd in extra:
                 os.close(fd)
-            yield message
+            yield note
 
-    def _send(self, request: _Request, fds: Sequence[int]) -> None:
+    def _send(self, request: tuple[int, str, object], fds: Sequence[int]) -> None:
         """Send ``request``, taking in the server's notes whenever the socket is full: the
-        server may be blocked sending them, and neither side must wait for the other."""
+        server may be blocked sending them, and neither side must wait for the other.
+
+        The socket stays blocking; each send alone does not wait (MSG_DONTWAIT), which saves
+        switching the socket's mode twice per request."""
         if self.closed:
             raise ForkServerError(f"the fork server {self.pid} is gone")
         payload = memoryview(encode(request))
         extra = list(fds)
-        self.sock.setblocking(False)
         try:
             while payload:
                 try:
                     sent = (
-                        socket.send_fds(self.sock, [payload], extra)
+                        socket.send_fds(self.sock, [payload], extra, socket.MSG_DONTWAIT)
                         if extra
-                        else (self.sock.send(payload))
+                        else self.sock.send(payload, socket.MSG_DONTWAIT)
                     )
                 except BlockingIOError:
                     self._take_notes_while_full()
@@ -389,32 +402,26 @@ class ForkServer:
         except OSError as error:
             self._gone()
             raise ForkServerError(f"the fork server {self.pid} is gone: {error}") from error
-        finally:
-            if not self.closed:
-                self.sock.setblocking(True)
 
     def _take_notes_while_full(self) -> None:
         """Wait until the socket takes more or a note comes; keep the notes that came."""
-        readable, writable, _ = select.select([self.sock], [self.sock], [], 1.0)
-        if writable or not readable:
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN | select.POLLOUT)
+        events = poller.poll(1000)
+        if not events or events[0][1] & select.POLLOUT or not events[0][1] & select.POLLIN:
             return
-        self.sock.setblocking(True)
-        try:
-            received = self._receive(REPLY_SECONDS)
-        finally:
-            if not self.closed:
-                self.sock.setblocking(False)
+        received = self._receive(REPLY_SECONDS)
         if received is None:
             raise BrokenPipeError("the fork server closed its end")
-        message, unexpected = received
+        (_number, note, _error), unexpected = received
         for fd in unexpected:
             os.close(fd)
-        self._notes.append(message)
+        self._notes.append(note)
 
-    def _receive(self, timeout: float) -> tuple[object, list[int]] | None:
-        self.sock.settimeout(timeout)
+    def _receive(self, timeout: float) -> tuple[tuple[int, object, str | None], list[int]] | None:
+        """The server's next message: a reply or a note, ``(number, value, error)``."""
         try:
-            return receive_message(self.sock)
+            received = receive_message(self.sock, time.monotonic() + timeout)
         except TimeoutError as error:
             self.kill()
             raise ForkServerError(
@@ -422,9 +429,14 @@ class ForkServer:
             ) from error
         except OSError:
             return None
-        finally:
-            if not self.closed:
-                self.sock.settimeout(None)
+        if received is None:
+            return None
+        message, fds = received
+        if not (isinstance(message, tuple) and len(message) == 3):
+            for fd in fds:
+                os.close(fd)
+            raise ForkServerError(f"the fork server {self.pid} sent {message!r}")
+        return message, fds
 
     def _gone(self) -> None:
         if not self.closed:

@@ -11,7 +11,7 @@ import re
 
 import attrs
 
-from epcore.classad import ERROR, UNDEFINED, ClassAd, Value, format_old, parse_expr
+from epcore.classad import ERROR, UNDEFINED, ClassAd, Value, ast, format_old, parse_expr
 from epcore.errors import ClassAdSyntaxError, PoolError
 
 _OPEN = "$$("
@@ -68,7 +68,14 @@ def expand_match_references(job: ClassAd, slot: ClassAd) -> ClassAd:
     """
     expanded = job.copy()
     for name in list(job):
-        text = str(job[name])
+        expr = job[name]
+        node = expr.node
+        # A literal holds a reference only as a string's text: the numbers and plain strings
+        # that make most of a job's attributes are not unparsed (this runs for every job a
+        # claim runs, in the schedd's loop).
+        if type(node) is ast.Literal and not (isinstance(node.value, str) and _OPEN in node.value):
+            continue
+        text = str(expr)
         if _OPEN not in text:
             continue
         pieces: list[str] = []

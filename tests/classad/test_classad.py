@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from epcore.classad import ClassAd, SharedBindings, parse_expr
+from epcore.classad import ClassAd, SharedBindings, parse_ad, parse_expr
 
 
 def test_ads_setting_the_same_name_share_one_key_string() -> None:
@@ -90,3 +90,31 @@ def test_shared_bindings_empty_the_table_when_full() -> None:
         shared.set(ad, "N", 1000 + number)
     assert len(shared) == 2
     assert [ad.evaluate("N") for ad in ads] == [1000, 1001, 1002, 1003, 1004]
+
+
+def test_line_is_the_ads_text_and_follows_its_changes() -> None:
+    """``ClassAd.line`` gives the same text as ``str`` for ads of every kind of value, empty
+    ones included, and again after an attribute is replaced, added or removed."""
+    ad = parse_ad(
+        '[ Name = "slot1@h"; Cpus = 4; Load = 0.25; Start = TARGET.RequestCpus <= Cpus && '
+        'MY.Memory > 10; L = { 1, "a\\"b", [ x = 1 ] }; U = undefined ]'
+    )
+    assert ad.line() == str(ad)
+    ad["Cpus"] = 2
+    ad["Added"] = parse_expr("Cpus * 2")
+    del ad["U"]
+    assert ad.line() == str(ad)
+    assert "Cpus = 2" in ad.line() and "U = " not in ad.line()
+    assert ClassAd().line() == str(ClassAd())
+
+
+def test_line_reuses_the_text_of_bindings_an_ad_shares() -> None:
+    """A copy that shares its bindings gets each attribute's text from the binding, made
+    once; only a binding set afresh is unparsed again."""
+    ad = parse_ad("[ A = 1 + 2; B = Foo ]")
+    ad.line()
+    copy = ad.copy()
+    copy["B"] = parse_expr("Bar")
+    assert copy._bindings["a"]._piece is ad._bindings["a"]._piece is not None
+    assert copy._bindings["b"]._piece is None
+    assert copy.line() == "[ A = 1 + 2; B = Bar ]"

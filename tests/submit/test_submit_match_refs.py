@@ -23,6 +23,8 @@ EXPANSION_CASES = [
     ('"$$([Cpus * 2])"', "8", {"MATCH_EXP_Value": "8"}),
     ('"$$([strcat(Name, \\"!\\")])"', "slot1@ep!", {"MATCH_EXP_Value": "slot1@ep!"}),
     ('"plain"', "plain", {}),
+    # Inside an expression rather than a string literal: found in the expression's text.
+    ('strcat("$$(OpSys)", "-", 7)', "LINUX-7", {"MATCH_OpSys": "LINUX"}),
 ]
 
 
