@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from epcore.types.backfill import BackfillBackend, BackfillBackendSpec, BackfillStatus
 from epcore.types.containers import (
+    AdmitsActivation,
     ContainerJob,
     ContainerRuntime,
     ContainerRuntimeSpec,
     RunningContainer,
+    activation_refusal,
     tracked_by_starter,
 )
 from epcore.types.extensions import ClassAdFunction, FetchWorkSource, PythonCronJob
@@ -53,6 +55,7 @@ from epcore.types.scratch import (
 __all__ = [
     "STANDARD_RESOURCES",
     "WAKE_MAGIC",
+    "AdmitsActivation",
     "BackfillBackend",
     "BackfillBackendSpec",
     "BackfillStatus",
@@ -86,5 +89,6 @@ __all__ = [
     "TrackedUsage",
     "TrackingRequest",
     "WakeOnLanFacts",
+    "activation_refusal",
     "tracked_by_starter",
 ]

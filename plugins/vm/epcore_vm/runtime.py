@@ -26,6 +26,7 @@ from typing import Any
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.types import ChildSetup, ContainerJob, MachineAttribute, TrackedUsage
+from epcore_vm.admission import refuse_activation
 from epcore_vm.checkpoint import bring_in, checkpoint_name, forget, restore, wants_checkpoint
 from epcore_vm.detect import CONNECT_TIMEOUT
 from epcore_vm.domain import (
@@ -101,6 +102,10 @@ class VmRuntime:
         """True for a VM universe job."""
         del machine
         return job.evaluate("JobUniverse") == VM_UNIVERSE
+
+    def refuse_activation(self, job: ClassAd, running: Sequence[ClassAd]) -> str | None:
+        """canCreateVM (epcore_vm.admission): VM_MAX_NUMBER and VM_MEMORY at activation."""
+        return refuse_activation(self.settings, job, running)
 
     def start(self, request: ContainerJob, log: logging.Logger) -> RunningVm:
         """Create and start the job's domain; holds the job (code 6) for what its ad gets
