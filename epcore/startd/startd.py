@@ -443,8 +443,12 @@ class Startd:
                     return record.name
         return None
 
-    def release(self, claim_id: str) -> None:
-        self._claim_event(self.engine.release, claim_id)
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
+        now = self.clock()
+        try:
+            self._run(self.engine.release(self.state, claim_id, now, removed=removed), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
 
     def alive(self, claim_id: str) -> None:
         self._claim_event(self.engine.alive, claim_id)

@@ -20,8 +20,10 @@ from epcore.types.containers import (
     ContainerJob,
     ContainerRuntime,
     ContainerRuntimeSpec,
+    KnowsRemoval,
     RunningContainer,
     activation_refusal,
+    announce_removal,
     tracked_by_starter,
 )
 from epcore.types.extensions import ClassAdFunction, FetchWorkSource, PythonCronJob
@@ -72,6 +74,7 @@ __all__ = [
     "JobFinished",
     "JobStarted",
     "JobTracking",
+    "KnowsRemoval",
     "MachineAttribute",
     "MachineHost",
     "MachineInventory",
@@ -90,5 +93,6 @@ __all__ = [
     "TrackingRequest",
     "WakeOnLanFacts",
     "activation_refusal",
+    "announce_removal",
     "tracked_by_starter",
 ]

@@ -163,6 +163,26 @@ def activation_refusal(
     return refusal if isinstance(refusal, str) and refusal else None
 
 
+class KnowsRemoval(Protocol):
+    """The optional part of a :class:`RunningContainer` that hears that its job is being
+    removed (condor_rm), not vacated, just before the starter stops it: whatever the runtime
+    would keep of a vacated job for its next run (a VM's checkpoint) is not worth keeping."""
+
+    def removing(self) -> None:
+        """The job is removed: keep nothing of it for a next run."""
+        ...
+
+
+def announce_removal(container: RunningContainer) -> bool:
+    """Tell ``container`` that its job is being removed; False when it does not listen (an
+    optional method, so that containers written before it still conform)."""
+    removing = getattr(container, "removing", None)
+    if removing is None:
+        return False
+    removing()
+    return True
+
+
 def tracked_by_starter(runtime: ContainerRuntime) -> bool:
     """True when ``runtime``'s jobs are the starter's children, tracked like vanilla jobs
     (an optional attribute, so that a runtime written before it still conforms)."""
