@@ -1,6 +1,7 @@
 """canCreateVM at activation: the startd refuses a VM job's activation when VM_MAX_NUMBER VMs
 run already or the VM memory left is below JobVMMemory (no libvirt: the running VMs are the
-startd's busy VM claims, made busy without a starter)."""
+startd's busy VM claims, made busy without a starter; and a real pool, whose second guest
+waits for the first)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from pathlib import Path
 import pytest
 from epcore_vm.admission import REFUSAL, refuse_activation, vm_memory
 from epcore_vm.settings import read_settings
+from vm_guest import Guest
+from vm_pool import JOB_DEADLINE, domains, submit_vm, vm_config, write_disks
 
 from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
 from epcore.errors import EpError
+from epcore.testing.pool import user_home
 from epcore.testing.startd import InProcessStartd
 
 MakeStartd = Callable[[str], InProcessStartd]
@@ -132,3 +136,39 @@ def test_refuse_activation_follows_cancreatevm() -> None:
     assert "asks for 0 MB" in (refuse_activation(on, _vm_job(1, 0), []) or "")
     assert vm_memory(parse_ad("[ RequestMemory = 96 ]")) == 96
     assert vm_memory(parse_ad("[ JobVMMemory = 48; RequestMemory = 96 ]")) == 48
+
+
+@pytest.mark.xdist_group("libvirtd")
+def test_a_pool_runs_its_vm_jobs_one_at_a_time_under_vm_max_number_1(
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
+) -> None:
+    """VM_MAX_NUMBER = 1 with two slots and VM_AvailNum left stale (VM_USAGE_INTERVAL 600 s):
+    the second job of a pair is matched while the first guest runs, its activation refused
+    with canCreateVM's reason in the StartLog, and it stays idle, then runs once the first is
+    done: both complete, and never two guests at once."""
+    extra = "VM_MAX_NUMBER = 1\nVM_USAGE_INTERVAL = 600\nNUM_SLOTS = 2\n"
+    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
+    user = slot_users[0]
+    home = user_home(shared_dir, user)
+    write_disks(home, user)
+    submit_vm(pool, user, home, "queue 1")  # with the template's own queue: two jobs
+    most = 0
+
+    def done() -> bool:
+        nonlocal most
+        most = max(most, len(domains(libvirt_uri, shared_dir.name)))
+        return not pool.jobs()
+
+    pool.wait_for(done, 2 * JOB_DEADLINE, "both VM jobs to leave the queue")
+    history = pool.jobs(history=True)
+    assert sorted(j.evaluate("JobStatus") for j in history) == [4, 4], history
+    assert most <= 1
+    startd_log = pool.log("StartLog")
+    assert f"refused: {REFUSAL}: 1 VMs run already, VM_MAX_NUMBER allows 1" in startd_log, (
+        startd_log[-3000:]
+    )
