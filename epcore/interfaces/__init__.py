@@ -15,9 +15,10 @@ from epcore.interfaces.negotiator import PriorityQuery
 from epcore.interfaces.records import Match, Significance, SubmitterJobs
 from epcore.interfaces.requests import Requester, RequestHandler, RequestHandlers
 from epcore.interfaces.schedd import JobResults, JobSource
-from epcore.interfaces.startd import ClaimPending, StartdLink
+from epcore.interfaces.startd import RELEASE_REMOVED, ClaimPending, StartdLink
 
 __all__ = [
+    "RELEASE_REMOVED",
     "AdQuery",
     "AdSink",
     "ClaimPending",

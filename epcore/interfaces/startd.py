@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Final, Protocol
 
 from epcore.classad import ClassAd
 from epcore.errors import EpError
+
+#: What follows the claim id in RELEASE_CLAIM when the claim goes back because its job was
+#: removed (epcore's own addition: HTCondor's schedd sends the id alone).
+RELEASE_REMOVED: Final = "removed"
 
 
 class ClaimPending(EpError):
@@ -32,8 +36,9 @@ class StartdLink(Protocol):
         """Start the claim's job (``job``: the next job on a reused claim)."""
         ...
 
-    def release(self, claim_id: str) -> None:
-        """Give the claim back (its job, if any, is stopped)."""
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
+        """Give the claim back (its job, if any, is stopped); ``removed``: because the job
+        was removed, so that its starter keeps nothing of it (no VM checkpoint)."""
         ...
 
     def alive(self, claim_id: str) -> None:

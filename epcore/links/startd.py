@@ -12,9 +12,10 @@ the startd's CEDAR commands (:mod:`epcore.startd.claim_commands`, :mod:`epcore.s
   startd's ads); a claim found ready keeps its slot's name here, so that the schedd's
   questions about its slot cost nothing.
 - :meth:`~RemoteStartd.alive` (ALIVE, 441), :meth:`~RemoteStartd.release` (RELEASE_CLAIM,
-  443) and :meth:`~RemoteStartd.vacate` (VACATE_CLAIM(_FAST)) are never answered when they
-  succeed, so they are queued for a worker thread and the caller goes on at once; a failure
-  is logged by the worker (the claim's lease ends it on the startd's side).
+  443; a removed job's claim has ``"removed"`` after the id, epcore's own) and
+  :meth:`~RemoteStartd.vacate` (VACATE_CLAIM(_FAST)) are never answered when they succeed, so
+  they are queued for a worker thread and the caller goes on at once; a failure is logged by
+  the worker (the claim's lease ends it on the startd's side).
 - :meth:`~RemoteStartd.drain` and :meth:`~RemoteStartd.cancel_drain` are DRAIN_JOBS and
   CANCEL_DRAIN_JOBS (they need ADMINISTRATOR, which a schedd's DAEMON credentials may not
   have); :meth:`~RemoteStartd.vacate_slots` is VACATE_ALL_CLAIMS(_FAST) or VACATE_CLAIM(_FAST),
@@ -55,7 +56,7 @@ from typing import Final, TypeVar
 from epcore.classad import ClassAd, parse_expr
 from epcore.config import Config
 from epcore.errors import EpError
-from epcore.interfaces import ClaimPending, PeerUnreachable
+from epcore.interfaces import RELEASE_REMOVED, ClaimPending, PeerUnreachable
 from epcore.links.connection import FAILURES, open_connection, tcp_address
 from epcore.net import commands
 from epcore.net.client import ClientSession, resume_command, start_command
@@ -274,9 +275,15 @@ class RemoteStartd:
         if self._call(commands.ACTIVATE_CLAIM, body, _int) != OK:
             raise EpError(f"the startd at {self.address} refused to activate the claim")
 
-    def release(self, claim_id: str) -> None:
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
         self._slots.pop(claim_id, None)
-        self._later(commands.RELEASE_CLAIM, lambda writer: writer.put_string(claim_id))
+
+        def body(writer: Writer) -> None:
+            writer.put_string(claim_id)
+            if removed:
+                writer.put_string(RELEASE_REMOVED)
+
+        self._later(commands.RELEASE_CLAIM, body)
 
     def alive(self, claim_id: str) -> None:
         self._later(commands.ALIVE, lambda writer: writer.put_string(claim_id))

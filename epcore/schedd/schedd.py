@@ -410,7 +410,7 @@ class Schedd:
         running = job_id in self.busy_jobs()
         self.queue.change_status(job_id, JobStatus.REMOVED, now, reason=reason)
         if running:
-            self.stop_running(job_id)
+            self.stop_running(job_id, removed=True)
         if job_id not in {r.job_id for r in self.running.values()}:
             self.queue.finish(job_id, now)
 
@@ -439,12 +439,13 @@ class Schedd:
         if running is not None:
             self.startds.link(running.startd).vacate(slot)
 
-    def stop_running(self, job_id: JobId) -> None:
-        """Have the startd stop ``job_id`` (rm or hold of a running job): its claim goes back."""
+    def stop_running(self, job_id: JobId, *, removed: bool = False) -> None:
+        """Have the startd stop ``job_id`` (rm or hold of a running job): its claim goes back
+        (``removed``: told that the job was removed)."""
         for claim_id, running in list(self.running.items()):
             if running.job_id == job_id:
                 try:
-                    self.startds.link(running.startd).release(claim_id)
+                    self.startds.link(running.startd).release(claim_id, removed=removed)
                 except EpError as error:
                     self.log.warning("job %s: cannot release its claim: %s", job_id, error)
         pending = self.pending.pop(job_id, None)

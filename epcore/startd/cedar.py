@@ -32,7 +32,7 @@ from typing import Final
 
 from epcore.classad import ClassAd, EvalContext, Expr
 from epcore.errors import EpError
-from epcore.interfaces import Requester, StartdLink
+from epcore.interfaces import RELEASE_REMOVED, Requester, StartdLink
 from epcore.net import commands
 from epcore.net.commands import Command
 from epcore.net.conversation import Step, send
@@ -240,13 +240,16 @@ def cedar_handlers(
         name = commands.describe(context.peer.command)
         reader = yield from context.receive("the claim id")
         claim_id = reader.get_string("the claim id")
+        release = context.peer.command == commands.RELEASE_CLAIM.number
+        # epcore's schedd adds why it releases a removed job's claim; HTCondor's sends the id
+        # alone (its shadow stops the job before).
+        cause = reader.get_string("the release's cause") if release and not reader.at_end else ""
         reader.expect_end("the claim id")
         # The public part only: the whole id is the secret that proves ownership.
         public = public_part(claim_id)
-        release = context.peer.command == commands.RELEASE_CLAIM.number
         try:
             if release:
-                startd.release(claim_id)
+                startd.release(claim_id, removed=cause == RELEASE_REMOVED)
             else:
                 startd.alive(claim_id)
         except EpError as error:

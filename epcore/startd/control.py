@@ -17,7 +17,6 @@ it with :class:`~epcore.runtime.connections.RequestServer`, within the STARTD_CO
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 from epcore.classad import ClassAd
@@ -56,7 +55,7 @@ class StartdControl(Protocol):
 
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None: ...
 
-    def release(self, claim_id: str) -> None: ...
+    def release(self, claim_id: str, *, removed: bool = False) -> None: ...
 
     def alive(self, claim_id: str) -> None: ...
 
@@ -88,12 +87,10 @@ def dispatch(startd: StartdControl, request: ClassAd) -> ClassAd:
             next_job = argument(request, "Job", ClassAd, required=False)
             assert next_job is None or isinstance(next_job, ClassAd)
             startd.activate(text_argument(request, "ClaimId"), next_job)
-        elif command in ("Release", "Alive"):
-            actions: dict[object, Callable[[str], None]] = {
-                "Release": startd.release,
-                "Alive": startd.alive,
-            }
-            actions[command](text_argument(request, "ClaimId"))
+        elif command == "Release":
+            startd.release(text_argument(request, "ClaimId"), removed=flag(request, "Removed"))
+        elif command == "Alive":
+            startd.alive(text_argument(request, "ClaimId"))
         elif command == "Vacate":
             startd.vacate(text_argument(request, "Slot"), flag(request, "Fast"))
         elif command == "Drain":
@@ -130,8 +127,8 @@ class StartdClient(ControlClient):
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
         self.call("Activate", ClaimId=claim_id, Job=job)
 
-    def release(self, claim_id: str) -> None:
-        self.call("Release", ClaimId=claim_id)
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
+        self.call("Release", ClaimId=claim_id, Removed=removed)
 
     def alive(self, claim_id: str) -> None:
         self.call("Alive", ClaimId=claim_id)

@@ -46,8 +46,8 @@ class LocalStartdLink:
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
         self.startd.activate(claim_id, job)
 
-    def release(self, claim_id: str) -> None:
-        self.startd.release(claim_id)
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
+        self.startd.release(claim_id, removed=removed)
 
     def alive(self, claim_id: str) -> None:
         self.startd.alive(claim_id)

@@ -27,7 +27,7 @@ from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
-from epcore.startd import backends, namespaces, recovery, starter_events
+from epcore.startd import admission, backends, namespaces, recovery, starter_events
 from epcore.startd.backfill import Backfill
 from epcore.startd.condor_load import CondorLoad, sample_startd
 from epcore.startd.cron import StartdCron
@@ -39,6 +39,7 @@ from epcore.startd.publish import MemorySink
 from epcore.startd.setup import StartdPaths, make_state_private, restart_changes
 from epcore.startd.starters import StarterHandle, StarterPool
 from epcore.startd.zygote import PrepareFailed, Zygote, ZygoteWork
+from epcore.state.claims import public_part
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, EngineState, StatusMemo, VacateReason
 from epcore.state.work import Outcome
@@ -407,6 +408,10 @@ class Startd:
 
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
         now = self.clock()
+        refused = admission.refusal(self, claim_id, job, now)
+        if refused is not None:
+            self.log.warning("activation of claim %s refused: %s", public_part(claim_id), refused)
+            raise ControlError(refused)
         try:
             self._run(self.engine.activate(self.state, claim_id, now, job), now)
         except EngineError as error:
@@ -438,8 +443,12 @@ class Startd:
                     return record.name
         return None
 
-    def release(self, claim_id: str) -> None:
-        self._claim_event(self.engine.release, claim_id)
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
+        now = self.clock()
+        try:
+            self._run(self.engine.release(self.state, claim_id, now, removed=removed), now)
+        except EngineError as error:
+            raise ControlError(str(error)) from error
 
     def alive(self, claim_id: str) -> None:
         self._claim_event(self.engine.alive, claim_id)

@@ -61,6 +61,10 @@ def act(startd: Startd, action: Action, now: float) -> None:
             payload["VacateReason"] = why.reason
             payload["VacateReasonCode"] = why.code
             payload["VacateReasonSubCode"] = why.subcode
+        if record is not None and record.removed:
+            # epcore's own: HTCondor's shadow and starter know a removal themselves; here the
+            # schedd's release says it, so that a VM checkpoint is not saved for nothing.
+            payload[protocol.REMOVED] = True
         if startd.starters.send(handle.claim_id, command, payload):
             startd.log.info("%s: told the starter to %s", action.slot, kind.replace("_", " "))
         else:

@@ -35,6 +35,7 @@ from epcore.types import (
     ContainerJob,
     ContainerRuntime,
     RunningContainer,
+    announce_removal,
     tracked_by_starter,
 )
 
@@ -125,6 +126,12 @@ class ContainerLaunch:
             "stopping the container with %s, then SIGKILL after %.0f s", name, self.vacate
         )
         self.container.stop(signum, self.vacate)
+
+    def removing(self) -> None:
+        """The job is being removed, not vacated (the startd's kill says so): the runtime
+        need keep nothing of it for a next run."""
+        if announce_removal(self.container):
+            self.log.info("the job is removed: the container keeps nothing for a next run")
 
     def close(self) -> None:
         """Nothing to reap: the container goes with its tracking (release)."""

@@ -197,6 +197,13 @@ def _suspend(starter: Starter, logs: JobLogs, on: bool) -> None:
         logs.write(JobUnsuspendedEvent(job=logs.ids, when=now))
 
 
+def _removing(run: _Supervision) -> None:
+    """The startd's kill is for a removed job: a container job's runtime keeps nothing of it
+    (a VM's checkpoint); a plain job has nothing to keep."""
+    if isinstance(run.launched, ContainerLaunch):
+        run.launched.removing()
+
+
 def _soft_kill(starter: Starter, logs: JobLogs, run: _Supervision, why: str) -> None:
     starter.stopped_by = why
     _suspend(starter, logs, False)
@@ -252,6 +259,9 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
         code, subcode = ad.evaluate("VacateReasonCode"), ad.evaluate("VacateReasonSubCode")
         if isinstance(code, int) and command in (protocol.SOFT_KILL, protocol.HARD_KILL):
             starter.vacate_code = (code, subcode if isinstance(subcode, int) else 0)
+        killing = command in (protocol.SOFT_KILL, protocol.HARD_KILL)
+        if killing and ad.evaluate(protocol.REMOVED) is True:
+            _removing(run)
         if command == protocol.SUSPEND:
             _suspend(starter, logs, True)
         elif command == protocol.CONTINUE:

@@ -21,6 +21,8 @@ FINISHED = "Finished"
 SUSPEND = "Suspend"
 CONTINUE = "Continue"
 SOFT_KILL = "SoftKill"
+#: In a SoftKill or HardKill: true when the job is being removed, not vacated.
+REMOVED = "Removed"
 HARD_KILL = "HardKill"
 ACK = "Ack"
 

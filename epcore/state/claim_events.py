@@ -274,9 +274,12 @@ class ClaimEvents(EngineBase):
         w.update(record.name, job_start=None, suspended_since=None)
         return self._finish(w)
 
-    def release(self, state: EngineState, claim_id: str, now: float) -> Outcome:
+    def release(
+        self, state: EngineState, claim_id: str, now: float, *, removed: bool = False
+    ) -> Outcome:
         """The schedd gives up ``claim_id``: its job (if any) is vacated without retirement;
-        a preempting claim that is given up just goes away (the slot may unretire, 19)."""
+        a preempting claim that is given up just goes away (the slot may unretire, 19).
+        ``removed``: the job was removed (condor_rm), which its starter is told with the kill."""
         w = Work(state, now, self.ads)
         for waiting in list(w.slots.values()):
             if waiting.preempting is not None and waiting.preempting.claim_id == claim_id:
@@ -286,6 +289,9 @@ class ClaimEvents(EngineBase):
         name = record.name
         policy = self._policy_of(w, name)
         cause = "the schedd released the claim"
+        if removed and record.job_start is not None:
+            cause = "the schedd released the claim: its job was removed"
+            w.update(name, removed=True)
         if record.place == CLAIMED_IDLE:
             preempt(w, name, 10, cause, policy)
         elif record.place == BUSY:

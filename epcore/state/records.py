@@ -99,7 +99,8 @@ class SlotRecord:
     caused the retirement (which then ends if the claim goes away, 19), else ``"preempt"`` or
     ``"eviction"`` (vacate, release, drain, shutdown), which nothing takes back.
     ``vacate_reason`` is the reason and code an eviction gave (hibernation), carried to the
-    starter with the kill and cleared when the job has left.
+    starter with the kill and cleared when the job has left; ``removed`` says the same of a
+    release because the job was removed (the starter then keeps nothing of it).
     ``backfill_reason`` says why the backfill client is being killed: ``"evict"``
     (EVICT_BACKFILL: to Owner, 30), ``"match"`` (to Matched, 32), anything else (back to
     Backfill/Idle, 29, or to the waiting claim, 31).
@@ -128,6 +129,7 @@ class SlotRecord:
     backfill_running: bool = False
     backfill_reason: str | None = None
     vacate_reason: VacateReason | None = None
+    removed: bool = False
     totals: Mapping[str, float] = attrs.field(factory=dict)
 
     def suspended_seconds(self, now: float) -> float:

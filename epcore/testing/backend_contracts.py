@@ -53,6 +53,7 @@ from epcore.types import (
     RunningContainer,
     TrackedUsage,
     TrackingRequest,
+    activation_refusal,
 )
 
 #: How long a contract job may take to start its processes, or to die of SIGKILL.
@@ -334,6 +335,23 @@ class ContainerRuntimeContract(PluginContract):
         for runtime in runtimes:
             assert runtime.sweep(keep=(), prefixes=(key,)) == (), runtime.name
             assert runtime.reclaim(key) is False, runtime.name
+
+    def test_activation_check_answers_a_reason_or_none(
+        self, runtimes: Sequence[ContainerRuntime]
+    ) -> None:
+        """A runtime's optional activation check (:class:`~epcore.types.AdmitsActivation`)
+        answers None or a non-empty reason without raising, for a job it does not run too,
+        and :func:`~epcore.types.activation_refusal` passes that on (None for a runtime
+        without the check)."""
+        for runtime in runtimes:
+            check = getattr(runtime, "refuse_activation", None)
+            if check is None:
+                assert activation_refusal(runtime, ClassAd(), ()) is None
+                continue
+            assert callable(check), f"{runtime.name}.refuse_activation is not a method"
+            answer = check(ClassAd(), ())
+            assert answer is None or (isinstance(answer, str) and answer), (runtime.name, answer)
+            assert activation_refusal(runtime, ClassAd(), ()) == answer
 
     @pytest.fixture
     def runtime(self, runtimes: Sequence[ContainerRuntime]) -> ContainerRuntime:

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 from epcore.types.backfill import BackfillBackend, BackfillBackendSpec, BackfillStatus
 from epcore.types.containers import (
+    AdmitsActivation,
     ContainerJob,
     ContainerRuntime,
     ContainerRuntimeSpec,
+    KnowsRemoval,
     RunningContainer,
+    activation_refusal,
+    announce_removal,
     tracked_by_starter,
 )
 from epcore.types.extensions import ClassAdFunction, FetchWorkSource, PythonCronJob
@@ -53,6 +57,7 @@ from epcore.types.scratch import (
 __all__ = [
     "STANDARD_RESOURCES",
     "WAKE_MAGIC",
+    "AdmitsActivation",
     "BackfillBackend",
     "BackfillBackendSpec",
     "BackfillStatus",
@@ -69,6 +74,7 @@ __all__ = [
     "JobFinished",
     "JobStarted",
     "JobTracking",
+    "KnowsRemoval",
     "MachineAttribute",
     "MachineHost",
     "MachineInventory",
@@ -86,5 +92,7 @@ __all__ = [
     "TrackedUsage",
     "TrackingRequest",
     "WakeOnLanFacts",
+    "activation_refusal",
+    "announce_removal",
     "tracked_by_starter",
 ]

@@ -137,6 +137,52 @@ class ContainerRuntime(Protocol):
         ...
 
 
+class AdmitsActivation(Protocol):
+    """The optional part of a :class:`ContainerRuntime` that may refuse a claim's activation
+    for a machine-wide limit the slot ads cannot enforce at once (the VM universe's
+    VM_MAX_NUMBER and VM_MEMORY: HTCondor's startd asks its VMUniverseMgr, ``canCreateVM``,
+    at every VM job's activation). A runtime without it admits every job it runs."""
+
+    def refuse_activation(self, job: ClassAd, running: Sequence[ClassAd]) -> str | None:
+        """Why ``job`` may not start now, or None when it may; ``running`` holds the ads of
+        the jobs this runtime runs on the machine's other slots (started, not yet gone).
+        Called in the startd's loop: it must answer at once, without asking a daemon."""
+        ...
+
+
+def activation_refusal(
+    runtime: ContainerRuntime, job: ClassAd, running: Sequence[ClassAd]
+) -> str | None:
+    """Why ``runtime`` refuses to start ``job`` beside ``running`` (its other jobs), or None
+    (also for a runtime that offers no :class:`AdmitsActivation` check: an optional method,
+    so that runtimes written before it still conform)."""
+    check = getattr(runtime, "refuse_activation", None)
+    if check is None:
+        return None
+    refusal = check(job, running)
+    return refusal if isinstance(refusal, str) and refusal else None
+
+
+class KnowsRemoval(Protocol):
+    """The optional part of a :class:`RunningContainer` that hears that its job is being
+    removed (condor_rm), not vacated, just before the starter stops it: whatever the runtime
+    would keep of a vacated job for its next run (a VM's checkpoint) is not worth keeping."""
+
+    def removing(self) -> None:
+        """The job is removed: keep nothing of it for a next run."""
+        ...
+
+
+def announce_removal(container: RunningContainer) -> bool:
+    """Tell ``container`` that its job is being removed; False when it does not listen (an
+    optional method, so that containers written before it still conform)."""
+    removing = getattr(container, "removing", None)
+    if removing is None:
+        return False
+    removing()
+    return True
+
+
 def tracked_by_starter(runtime: ContainerRuntime) -> bool:
     """True when ``runtime``'s jobs are the starter's children, tracked like vanilla jobs
     (an optional attribute, so that a runtime written before it still conforms)."""

@@ -105,6 +105,33 @@ def test_a_claim_is_made_asked_about_activated_and_released_over_cedar(
     assert link.resumed == link.connections - 1
 
 
+class _RecordingRelease(LocalStartdLink):
+    """The startd's link, noting whether each release was for a removal."""
+
+    def __init__(self, startd: Startd) -> None:
+        super().__init__(startd)
+        self.releases: list[tuple[str, bool]] = []
+
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
+        self.releases.append((claim_id, removed))
+        super().release(claim_id, removed=removed)
+
+
+def test_a_removed_job_s_release_says_so_over_cedar(startd: Startd) -> None:
+    """RemoteStartd.release(removed=True) reaches the startd as a release for a removal, a
+    plain release as a plain one, and both end their claims."""
+    local = _RecordingRelease(startd)
+    handlers = cedar_handlers(local, lambda: [], logging.getLogger("test.startd"))
+    with serving(handlers, STARTD_CONFIG) as served:
+        link = _link(served.address)
+        first = served.call(lambda: _claim(link, "slot1"))
+        second = served.call(lambda: _claim(link, "slot2"))
+        served.call(lambda: (link.release(first, removed=True), link.background.wait_idle(5)))
+        served.call(lambda: (link.release(second), link.background.wait_idle(5)))
+    assert local.releases == [(first, True), (second, False)]
+    assert not dict(startd.claims())
+
+
 def test_a_refused_claim_is_an_error_with_the_startds_reason(
     startd: Startd, served: Served
 ) -> None:

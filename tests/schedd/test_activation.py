@@ -55,7 +55,7 @@ class _Remote:
     def alive(self, claim_id: str) -> None:
         pass
 
-    def release(self, claim_id: str) -> None:
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
         self.released.append(claim_id)
 
     def claims(self) -> list[tuple[str, ClassAd]]:

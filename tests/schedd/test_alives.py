@@ -38,7 +38,7 @@ class _Startd:
     def alive(self, claim_id: str) -> None:
         self.alives.append(claim_id)
 
-    def release(self, claim_id: str) -> None:
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
         pass
 
     def slot_of(self, claim_id: str) -> str | None:

@@ -48,7 +48,7 @@ class LateStartd:
     def claim_ready(self, claim_id: str) -> bool:
         return True
 
-    def release(self, claim_id: str) -> None:
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
         pass
 
     def alive(self, claim_id: str) -> None:

@@ -39,7 +39,7 @@ class _Startd:
     def alive(self, claim_id: str) -> None:
         pass
 
-    def release(self, claim_id: str) -> None:
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
         self.released.append(claim_id)
 
     def slot_of(self, claim_id: str) -> str | None:

@@ -40,7 +40,7 @@ class _Startd:
     def alive(self, claim_id: str) -> None:
         pass
 
-    def release(self, claim_id: str) -> None:
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
         pass
 
     def slot_of(self, claim_id: str) -> str | None:

@@ -41,7 +41,7 @@ class FakeStartd:
     def activate(self, claim_id: str, job: ClassAd | None = None) -> None:
         self._record("activate", claim_id, job)
 
-    def release(self, claim_id: str) -> None:
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
         self._record("release", claim_id)
 
     def alive(self, claim_id: str) -> None:

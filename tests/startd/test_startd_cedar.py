@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from epcore.classad import ClassAd, parse_ad
+from epcore.interfaces import RELEASE_REMOVED
 from epcore.net import commands
 from epcore.net.codec import Writer
 from epcore.runtime.control import ControlError
@@ -56,10 +57,10 @@ class RecordingLink:
             raise ControlError(f"no claim {claim_id}")
         self.calls.append(("alive", claim_id))
 
-    def release(self, claim_id: str) -> None:
+    def release(self, claim_id: str, *, removed: bool = False) -> None:
         if claim_id != CLAIM:
             raise ControlError(f"no claim {claim_id}")
-        self.calls.append(("release", claim_id))
+        self.calls.append(("release, removed" if removed else "release", claim_id))
 
 
 def _handlers(link: RecordingLink):  # type: ignore[no-untyped-def]
@@ -179,6 +180,18 @@ def test_release_claim_with_the_claim_id_releases_it_without_an_answer() -> None
     handler = _handlers(link)[commands.RELEASE_CLAIM]
     assert drive(handler, commands.RELEASE_CLAIM.number, [_claim_id(CLAIM)]) == []
     assert link.calls == [("release", CLAIM)]
+
+
+def test_release_claim_naming_a_removal_releases_it_for_the_removal() -> None:
+    """RELEASE_CLAIM with the claim's id and then ``"removed"`` (epcore's schedd releasing a
+    removed job's claim) releases it with the removal; another word is a plain release."""
+    link = RecordingLink()
+    handler = _handlers(link)[commands.RELEASE_CLAIM]
+    removed = Writer().put_string(CLAIM).put_string(RELEASE_REMOVED).bytes()
+    assert drive(handler, commands.RELEASE_CLAIM.number, [removed]) == []
+    other = Writer().put_string(CLAIM).put_string("vacated").bytes()
+    assert drive(handler, commands.RELEASE_CLAIM.number, [other]) == []
+    assert link.calls == [("release, removed", CLAIM), ("release", CLAIM)]
 
 
 def test_release_claim_with_a_wrong_claim_id_is_refused_with_not_ok(

@@ -25,7 +25,7 @@ from epcore.starter.containers import (
 from epcore.starter.outcome import EVICTED, HELD, Ending
 from epcore.starter.starter import Starter
 from epcore.starter.transfer import stamps
-from epcore.types import ContainerJob, MachineAttribute, RunningContainer
+from epcore.types import ContainerJob, MachineAttribute, RunningContainer, announce_removal
 
 
 class WantsAttribute:
@@ -169,3 +169,24 @@ def test_an_evicted_job_whose_output_cannot_go_back_is_held(tmp_path: Path) -> N
     ending, _ = _finish(tmp_path, "ON_EXIT_OR_EVICT", evicted, iwd_exists=False)
     assert (ending.outcome, ending.hold_code) == (HELD, HoldCode.DOWNLOAD_FILE_ERROR)
     assert "saved.mem" in ending.reason
+
+
+class ListeningContainer(StoppedContainer):
+    """A container that hears its job's removal."""
+
+    def __init__(self) -> None:
+        self.told = 0
+
+    def removing(self) -> None:
+        self.told += 1
+
+
+def test_a_removal_reaches_a_container_that_listens_and_passes_others_by() -> None:
+    """ContainerLaunch.removing tells a container with ``removing`` (announce_removal says
+    True); one without it is left alone (False) and nothing fails."""
+    listening = ListeningContainer()
+    log = logging.getLogger("test.containers")
+    ContainerLaunch(cast(RunningContainer, listening), 5.0, log).removing()
+    assert listening.told == 1
+    assert announce_removal(cast(RunningContainer, StoppedContainer())) is False
+    ContainerLaunch(cast(RunningContainer, StoppedContainer()), 5.0, log).removing()

@@ -26,6 +26,7 @@ from typing import Any
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.types import ChildSetup, ContainerJob, MachineAttribute, TrackedUsage
+from epcore_vm.admission import refuse_activation
 from epcore_vm.checkpoint import bring_in, checkpoint_name, forget, restore, wants_checkpoint
 from epcore_vm.detect import CONNECT_TIMEOUT
 from epcore_vm.domain import (
@@ -101,6 +102,10 @@ class VmRuntime:
         """True for a VM universe job."""
         del machine
         return job.evaluate("JobUniverse") == VM_UNIVERSE
+
+    def refuse_activation(self, job: ClassAd, running: Sequence[ClassAd]) -> str | None:
+        """canCreateVM (epcore_vm.admission): VM_MAX_NUMBER and VM_MEMORY at activation."""
+        return refuse_activation(self.settings, job, running)
 
     def start(self, request: ContainerJob, log: logging.Logger) -> RunningVm:
         """Create and start the job's domain; holds the job (code 6) for what its ad gets
@@ -246,6 +251,8 @@ class RunningVm:
         self.checkpoint = checkpoint
         #: True while the checkpoint is written (the domain stops when it is done).
         self.checkpointing = False
+        #: The job is removed, not vacated (:meth:`removing`): nothing is kept for a next run.
+        self.removed = False
         #: The startd asked the guest to stop (a power-off is then no completion).
         self.stopping = False
         #: Failed status checks in a row (VM_STATUS_MAX_ERROR), and libvirt's last error
@@ -307,7 +314,7 @@ class RunningVm:
         checkpointing job's guest is saved instead (the save stops it)."""
         del signum  # a guest gets no signal: the power button is HTCondor's graceful stop
         self.stopping = True
-        if self.checkpoint is not None and not self._ended.is_set():
+        if self.checkpoint is not None and not self.removed and not self._ended.is_set():
             # virDomainSave takes seconds: the starter's loop must not wait for it.
             saver = threading.Thread(target=self._save_checkpoint, name="epcore-vm-ckpt")
             saver.daemon = True
@@ -318,6 +325,15 @@ class RunningVm:
             self._killer = threading.Timer(grace_seconds, self._destroy)
             self._killer.daemon = True
             self._killer.start()
+
+    def removing(self) -> None:
+        """The job is removed (``ep rm``), not vacated: a checkpointing guest is not saved,
+        and the checkpoint an earlier vacate left in the Iwd goes. HTCondor saves such a
+        guest into the job's spool, which the removal then deletes; epcore keeps it in the
+        Iwd, where it would stay, so it is neither made nor kept."""
+        self.removed = True
+        if self.checkpoint is not None:
+            forget(self.request)
 
     def _save_checkpoint(self) -> None:
         """Save the guest to the checkpoint file (a hard-suspended one is saved already);
@@ -354,7 +370,12 @@ class RunningVm:
         if self.status_failure is not None:
             # HTCondor's VMError: requeued, and the startd marks the universe offline.
             raise VmInfrastructureError(f"{STATUS_FAILED}: {self.status_failure}")
-        if self.checkpoint is not None and not self.stopping and not self.destroyed:
+        if self.checkpoint is not None and self.removed:
+            # A save that a vacate began before the removal came: its file is not kept.
+            with contextlib.suppress(OSError):
+                os.unlink(self.checkpoint)
+            forget(self.request)
+        elif self.checkpoint is not None and not self.stopping and not self.destroyed:
             forget(self.request)
         if self.request.job.evaluate("VMPARAM_No_Output_VM") is not True:
             # qemu and libvirtd (root) made these files: the job's user sends them back.

@@ -185,6 +185,40 @@ def test_a_checkpointing_guest_that_powers_off_forgets_its_checkpoint(tmp_path: 
     assert not (iwd / "vm_checkpoint.1.0.mem").exists()
 
 
+def test_a_removed_checkpointing_guest_is_shut_down_not_saved(tmp_path: Path) -> None:
+    """``removing`` before the stop (ep rm): the guest is shut down instead of saved, no
+    checkpoint is left in the sandbox, and the one an earlier vacate left in the Iwd goes."""
+    domain = SavingDomain(honours_shutdown=True)
+    vm, iwd = _checkpointing(tmp_path, domain)
+    try:
+        vm.removing()
+        vm.stop(int(signal.SIGTERM), 30)
+        assert _ended(vm, 5)
+        assert domain.calls == ["shutdown"]
+        assert vm.collect_output() is None
+    finally:
+        vm.release()
+    assert not (tmp_path / "vm_checkpoint.1.0.mem").exists()
+    assert not (iwd / "vm_checkpoint.1.0.mem").exists()
+
+
+def test_a_removal_during_a_vacate_s_save_keeps_no_checkpoint(tmp_path: Path) -> None:
+    """A removal that comes after the vacate began saving: the saved file is not kept in the
+    sandbox (so it cannot go back) and the Iwd's goes too."""
+    domain = SavingDomain(honours_shutdown=True)
+    vm, iwd = _checkpointing(tmp_path, domain)
+    try:
+        vm.stop(int(signal.SIGTERM), 30)
+        assert _ended(vm, 5)
+        vm.removing()
+        assert vm.collect_output() is None
+    finally:
+        vm.release()
+    assert domain.calls == ["save"]
+    assert not (tmp_path / "vm_checkpoint.1.0.mem").exists()
+    assert not (iwd / "vm_checkpoint.1.0.mem").exists()
+
+
 class FailingDomain(FakeDomain):
     """A domain libvirt cannot say anything about (libvirtd gone, say)."""
 
