@@ -20,6 +20,7 @@ from epcore.types.containers import (
     ContainerRuntime,
     ContainerRuntimeSpec,
     RunningContainer,
+    container_job_attributes,
     tracked_by_starter,
 )
 from epcore.types.extensions import ClassAdFunction, FetchWorkSource, PythonCronJob
@@ -86,5 +87,6 @@ __all__ = [
     "TrackedUsage",
     "TrackingRequest",
     "WakeOnLanFacts",
+    "container_job_attributes",
     "tracked_by_starter",
 ]

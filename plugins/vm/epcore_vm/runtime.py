@@ -23,6 +23,8 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import attrs
+
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.types import ChildSetup, ContainerJob, MachineAttribute, TrackedUsage
@@ -38,6 +40,7 @@ from epcore_vm.domain import (
     plan_domain,
     script_xml,
 )
+from epcore_vm.guestnet import guest_ips, guest_network
 from epcore_vm.qemu import alive, join_cgroups, qemu_pid, rss
 from epcore_vm.settings import read_settings
 from epcore_vm.status import STATUS_FAILED, StatusErrors, guest_gone, status_errors
@@ -108,7 +111,9 @@ class VmRuntime:
         if self.settings.problem is not None:
             raise VmInfrastructureError(f"the VM universe is off here: {self.settings.problem}")
         user = DiskUser(request.uid, request.gid, request.extra_gids)
-        plan = plan_domain(request.job, self.config, request.job_key, request.sandbox, user)
+        plan = plan_domain(
+            request.job, self.config, request.job_key, request.sandbox, user, request.slot_name
+        )
         xml = script_xml(self.config, request.job, plan, request.sandbox) or domain_xml(plan)
         checkpoint = wants_checkpoint(request.job)
         saved = bring_in(request) if checkpoint else None
@@ -259,6 +264,8 @@ class RunningVm:
         self._lock = threading.Lock()
         self._read, self._write = os.pipe()
         self._qemu = qemu_pid(name)
+        #: The guest's MACs (libvirt's choice when the job named none) and known IPs.
+        self.network = guest_network(domain)
         self._killer: threading.Timer | None = None
         self._watcher = threading.Thread(target=self._watch, name="epcore-vm-watch", daemon=True)
         self._watcher.start()
@@ -335,6 +342,9 @@ class RunningVm:
                     self._ended.set()
                     return
             self.checkpointing = True
+            # The last addresses the guest had go to the job ad with its MAC (VM_CkptIP).
+            ips = guest_ips(self.domain) if self.network.macs else ()
+            self.network = attrs.evolve(self.network, ips=ips or self.network.ips)
             try:
                 self.domain.save(self.checkpoint)
             except Exception as error:
@@ -376,6 +386,19 @@ class RunningVm:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
         return None
+
+    def job_attributes(self) -> ClassAd | None:
+        """For a checkpointing job, its guest's MAC as ``VM_CkptMac`` (and its IP as
+        ``VM_CkptIP``) for the job's ad, as HTCondor's starter reports them: the next run gives
+        the resumed guest the same MAC, and condor_submit's clause keeps the job off a
+        machine where a running guest holds it. None otherwise."""
+        if self.checkpoint is None or not self.network.mac:
+            return None
+        ad = ClassAd()
+        ad["VM_CkptMac"] = self.network.mac
+        if self.network.ip:
+            ad["VM_CkptIP"] = self.network.ip
+        return ad
 
     def join_job_cgroups(self) -> None:
         """Move the guest's qemu into the job's cgroups (libvirtd made it in its own

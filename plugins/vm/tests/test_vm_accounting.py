@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from epcore_vm.accounting import running_domains, usage_ad, usage_job
+from epcore_vm.accounting import running_guests, usage_ad, usage_job
 from epcore_vm.settings import read_settings
 from vm_guest import Guest
 from vm_pool import JOB_DEADLINE, domains, submit_vm, vm_config, write_disks
@@ -62,7 +62,7 @@ def test_only_running_epcore_domains_count() -> None:
         Domain("someone-else", 1048576),
         Domain("epcore-b", 262144, active=False),
     )
-    assert running_domains(connection) == [128]
+    assert [guest.memory_mib for guest in running_guests(connection)] == [128]
 
 
 def test_the_cron_job_publishes_nothing_when_libvirt_fails() -> None:

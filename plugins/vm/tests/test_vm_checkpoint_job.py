@@ -76,3 +76,73 @@ def test_a_vacated_checkpointing_guest_resumes_its_counter_when_it_runs_again(
     assert "resumed from its checkpoint" in starter_log, starter_log[-2000:]
     assert pool.ep("rm", "1.0").status == 0
     pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+
+
+def _slot_values(pool: PoolProcess, name: str) -> list[str]:
+    """``name``'s value in each slot ad that has it (quotes kept)."""
+    found = []
+    for line in pool.ep("status", "-l").stdout.splitlines():
+        if line.startswith(f"{name} = "):
+            found.append(line.split(" = ", 1)[1].strip())
+    return found
+
+
+def _guest_mac(uri: str, containing: str) -> str | None:
+    import libvirt
+    from epcore_vm.guestnet import interface_macs
+
+    connection = libvirt.open(uri)
+    try:
+        for domain in connection.listAllDomains(0):
+            if domain.name().startswith("epcore-") and containing in domain.name():
+                macs = interface_macs(domain.XMLDesc(0))
+                return macs[0] if macs else None
+        return None
+    finally:
+        connection.close()
+
+
+@pytest.mark.xdist_group("libvirtd")
+def test_a_networked_checkpointing_guest_keeps_its_mac(
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
+) -> None:
+    """A networked (user networking: qemu's own, no passt here) vm_checkpoint guest: while
+    it runs its slot advertises VM_Guest_Mac and every slot VM_All_Guest_Macs; ep vacate
+    writes its MAC into the job's ad as VM_CkptMac, and the guest resumed by the next run
+    has the same MAC. (The tests' guest asks for no DHCP lease, so no VM_Guest_IP.)"""
+    extra = "VM_NETWORKING = true\nVM_NETWORKING_TYPE = user\nVM_USAGE_INTERVAL = 1\n"
+    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
+    user = slot_users[0]
+    home = user_home(shared_dir, user)
+    write_disks(home, user, b"count")
+    submit = (
+        "vm_checkpoint = true\nvm_networking = true\nvm_networking_type = user\n"
+        "when_to_transfer_output = ON_EXIT_OR_EVICT"
+    )
+    submit_vm(pool, user, home, submit)
+    pool.wait_for(
+        lambda: len(_ticks(_running_console(pool))) >= 2, JOB_DEADLINE, "the guest to count"
+    )
+    mac = _guest_mac(libvirt_uri, shared_dir.name)
+    assert mac is not None
+    pool.wait_for(lambda: bool(_slot_values(pool, "VM_Guest_Mac")), 60, "VM_Guest_Mac")
+    assert _slot_values(pool, "VM_Guest_Mac") == [f'"{mac}"']
+    assert f'"{mac}"' in _slot_values(pool, "VM_All_Guest_Macs")
+    assert pool.ep("vacate").status == 0
+    pool.wait_for(
+        lambda: [j.evaluate("VM_CkptMac") for j in pool.jobs()] == [mac], 120, "VM_CkptMac"
+    )
+    pool.wait_for(
+        lambda: _guest_mac(libvirt_uri, shared_dir.name) is not None, JOB_DEADLINE, "run 2"
+    )
+    assert _guest_mac(libvirt_uri, shared_dir.name) == mac
+    pool.wait_for(lambda: len(_ticks(_running_console(pool))) >= 1, 120, "the counter again")
+    starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+    assert "resumed from its checkpoint" in starter_log, starter_log[-2000:]
+    assert pool.ep("rm", "1.0").status == 0
+    pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
