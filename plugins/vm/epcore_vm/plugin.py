@@ -67,6 +67,13 @@ def ep_config_defaults() -> Sequence[KnobDefault]:
             "VM_Memory follow.",
         ),
         KnobDefault(
+            "VM_PERIODIC_CHECKPOINT",
+            "false",
+            "bool",
+            "epcore: checkpoint vm_checkpoint guests when PERIODIC_CHECKPOINT says so (saved, "
+            "sent to the Iwd, restored); HTCondor's starter declines it for KVM and Xen.",
+        ),
+        KnobDefault(
             "VM_KVM_KERNEL_PARAMS",
             "console=ttyS0",
             "string",

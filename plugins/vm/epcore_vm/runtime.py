@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from epcore.classad import ClassAd
+from epcore.classad import ClassAd, Expr
 from epcore.config import Config
 from epcore.types import ChildSetup, ContainerJob, MachineAttribute, TrackedUsage
 from epcore_vm.checkpoint import bring_in, checkpoint_name, forget, restore, wants_checkpoint
@@ -41,6 +41,13 @@ from epcore_vm.domain import (
     script_xml,
 )
 from epcore_vm.guestnet import guest_ips, guest_network
+from epcore_vm.periodic import (
+    CHECK_SECONDS,
+    checkpoint_files,
+    due,
+    periodic_expression,
+    send_to_iwd,
+)
 from epcore_vm.qemu import alive, join_cgroups, qemu_pid, rss
 from epcore_vm.settings import read_settings
 from epcore_vm.status import STATUS_FAILED, StatusErrors, guest_gone, status_errors
@@ -141,6 +148,7 @@ class VmRuntime:
             soft_suspend=soft,
             checkpoint=target,
             status=status_errors(self.config),
+            periodic=periodic_expression(self.config) if checkpoint else None,
         )
         running.join_job_cgroups()
         return running
@@ -239,6 +247,7 @@ class RunningVm:
         soft_suspend: bool = False,
         checkpoint: str | None = None,
         status: StatusErrors | None = None,
+        periodic: Expr | None = None,
     ) -> None:
         self.connection = connection
         self.domain = domain
@@ -269,6 +278,14 @@ class RunningVm:
         self._killer: threading.Timer | None = None
         self._watcher = threading.Thread(target=self._watch, name="epcore-vm-watch", daemon=True)
         self._watcher.start()
+        #: PERIODIC_CHECKPOINT when this job checkpoints periodically (periodic.py), and
+        #: when the last periodic checkpoint was (the start before the first).
+        self.periodic = periodic if checkpoint is not None else None
+        self.last_checkpoint = time.time()
+        if self.periodic is not None:
+            threading.Thread(
+                target=self._periodic_checkpoints, name="epcore-vm-pckpt", daemon=True
+            ).start()
 
     def _watch(self) -> None:
         # Polled: libvirt's event loop would need a thread of its own all the same.
@@ -355,6 +372,66 @@ class RunningVm:
             finally:
                 self.checkpointing = False
         self._shutdown()
+
+    def _periodic_checkpoints(self) -> None:
+        assert self.periodic is not None
+        while not self._ended.wait(CHECK_SECONDS):
+            now = time.time()
+            if self.stopping or self.saved is not None:
+                continue  # vacating, or hard-suspended: HTCondor's only while the job runs
+            try:
+                wanted = due(
+                    self.periodic, self.request.machine, self.request.job, self.last_checkpoint, now
+                )
+            except Exception as error:  # an expression that fails: no checkpoint
+                self.log.warning("PERIODIC_CHECKPOINT: %s", error)
+                wanted = False
+            if wanted:
+                # As HTCondor's claim: the time of the attempt, so a failing one is not
+                # retried at every check.
+                self.last_checkpoint = now
+                self.periodic_checkpoint()
+
+    def periodic_checkpoint(self) -> bool:
+        """Save the running guest, send the saved memory, writable disks and console to
+        the Iwd, and restore the guest (it goes on where it was); False when nothing was
+        sent. A guest libvirt cannot restore ends the job as a libvirt failure (requeued:
+        the next run resumes from what reached the Iwd)."""
+        assert self.checkpoint is not None
+        with self._lock:
+            if self.stopping or self.saved is not None or self._ended.is_set():
+                return False
+            self.checkpointing = True
+            try:
+                ips = guest_ips(self.domain) if self.network.macs else ()
+                self.network = attrs.evolve(self.network, ips=ips or self.network.ips)
+                try:
+                    self.domain.save(self.checkpoint)
+                except Exception as error:
+                    self.log.warning("periodic checkpoint of %s failed: %s", self.name, error)
+                    return False
+                problem = send_to_iwd(
+                    self.request, checkpoint_files(self.request.job, self.checkpoint)
+                )
+                if problem is not None:
+                    self.log.warning("periodic checkpoint of %s: %s", self.name, problem)
+                else:
+                    self.log.info("periodic checkpoint of %s sent to the Iwd", self.name)
+                try:
+                    self.connection.restore(self.checkpoint)
+                    self.domain = self.connection.lookupByName(self.name)
+                except Exception as error:
+                    self.status_failure = f"restoring after a periodic checkpoint: {error}"
+                    self.log.error("%s: %s", self.name, self.status_failure)
+                    self._ended.set()
+                    return problem is None
+                self._qemu = qemu_pid(self.name)
+                self.join_job_cgroups()
+            finally:
+                self.checkpointing = False
+        with contextlib.suppress(OSError):
+            os.unlink(self.checkpoint)  # in the Iwd now; a vacate writes a new one
+        return problem is None
 
     def collect_output(self) -> str | None:
         """With vm_no_output_vm, remove the disks and console from the sandbox so that

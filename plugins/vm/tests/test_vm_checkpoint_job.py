@@ -146,3 +146,50 @@ def test_a_networked_checkpointing_guest_keeps_its_mac(
     assert "resumed from its checkpoint" in starter_log, starter_log[-2000:]
     assert pool.ep("rm", "1.0").status == 0
     pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+
+
+@pytest.mark.xdist_group("libvirtd")
+def test_a_periodic_checkpoint_reaches_the_iwd_and_the_guest_goes_on(
+    leftover_domains: None,
+    pool_factory,
+    slot_users,
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
+) -> None:
+    """With VM_PERIODIC_CHECKPOINT and a PERIODIC_CHECKPOINT of 10 s, a running vm_checkpoint
+    guest is saved, its memory and console reach the Iwd as the user's while the job still
+    runs, and the guest is restored: its counter goes on past the checkpoint's last value
+    without a second boot."""
+    extra = (
+        "VM_PERIODIC_CHECKPOINT = true\n"
+        "PERIODIC_CHECKPOINT = (time() - LastPeriodicCheckpoint) > 10\n"
+    )
+    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
+    user = slot_users[0]
+    home = user_home(shared_dir, user)
+    write_disks(home, user, b"count")
+    submit_vm(pool, user, home, "vm_checkpoint = true")
+    saved = home / "vm_checkpoint.1.0.mem"
+    # The first checkpoint may come before the guest has booted: wait for one that has
+    # the counter on its console.
+    pool.wait_for(
+        lambda: saved.exists() and bool(_ticks(home / "vm_console.log")),
+        JOB_DEADLINE,
+        "a periodic checkpoint of the counting guest in the Iwd",
+    )
+    assert saved.stat().st_uid == user.uid
+    assert [j.evaluate("JobStatus") for j in pool.jobs()] == [2]
+    at_checkpoint = _ticks(home / "vm_console.log")
+    pool.wait_for(
+        lambda: max(_ticks(_running_console(pool)) or [0]) >= at_checkpoint[-1] + 3,
+        120,
+        "the counter to go on after the checkpoint",
+    )
+    console = _running_console(pool)
+    assert console is not None
+    assert console.read_text(errors="replace").count(UP_LINE) == 1
+    starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+    assert "periodic checkpoint of" in starter_log and "sent to the Iwd" in starter_log
+    assert pool.ep("rm", "1.0").status == 0
+    pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
