@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -86,6 +87,20 @@ def private_libvirtd(run: Path) -> Iterator[str]:
     finally:
         for _, pid_file, _ in reversed(daemons):
             _stop(pid_file)
+
+
+@pytest.fixture
+def hanging_libvirtd(tmp_path: Path) -> Iterator[str]:
+    """The URI of a "libvirtd" that hangs: its socket takes connections into its backlog
+    and never answers, so libvirt's first call waits for ever (until the socket closes)."""
+    path = tmp_path / "hang-sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        listener.listen(16)
+        yield f"qemu:///system?socket={path}"
+    finally:
+        listener.close()
 
 
 @pytest.fixture(scope="session")
