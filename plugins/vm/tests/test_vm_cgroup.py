@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 import pytest
 from epcore_vm.qemu import join_cgroups, memory_limited, qemu_pid
-from epcore_vm.runtime import RunningVm
+from epcore_vm.running import RunningVm
 from test_vm_running import FakeConnection, FakeDomain
 from test_vm_runtime import _request
 from vm_guest import Guest

@@ -10,7 +10,7 @@ from pathlib import Path
 from epcore_vm.accounting import RunningGuest, running_guests, usage_ads
 from epcore_vm.domain import domain_xml, plan_domain
 from epcore_vm.guestnet import GuestNetwork, domain_slot, guest_network, interface_macs
-from epcore_vm.runtime import RunningVm
+from epcore_vm.running import RunningVm
 from epcore_vm.settings import read_settings
 from test_vm_accounting import KNOBS, Connection
 from test_vm_running import FakeConnection, FakeDomain, _checkpointing

@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import attrs
-import epcore_vm.runtime
+import epcore_vm.running
 import pytest
 from epcore_vm.domain import CONSOLE_FILE, VmInfrastructureError
 from epcore_vm.periodic import checkpoint_files, due, periodic_expression, send_to_iwd
-from epcore_vm.runtime import RunningVm
+from epcore_vm.running import RunningVm
 from test_vm_running import SavingDomain
 from test_vm_runtime import _request
 
@@ -177,7 +177,7 @@ def test_the_timer_checkpoints_when_the_expression_says_so(
 ) -> None:
     """With PERIODIC_CHECKPOINT true after 0.3 s, the runtime's timer checkpoints the guest
     by itself; a false one never does."""
-    monkeypatch.setattr(epcore_vm.runtime, "CHECK_SECONDS", 0.1)
+    monkeypatch.setattr(epcore_vm.running, "CHECK_SECONDS", 0.1)
     connection = RestoringConnection(SavingDomain(honours_shutdown=False))
     vm, iwd = _periodic_vm(tmp_path, connection, "time() - LastPeriodicCheckpoint > 0.3")
     try:
