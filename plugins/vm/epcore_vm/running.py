@@ -167,19 +167,27 @@ class RunningVm:
                     self._ended.set()
                     return
             self.checkpointing = True
-            # The last addresses the guest had go to the job ad with its MAC (VM_CkptIP).
-            ips = guest_ips(self.domain) if self.network.macs else ()
-            self.network = attrs.evolve(self.network, ips=ips or self.network.ips)
             try:
-                self.domain.save(self.checkpoint)
-            except Exception as error:
-                self.log.warning("checkpointing %s failed (%s): shutting it down", self.name, error)
-            else:
-                self.log.info("domain %s checkpointed to %s", self.name, self.checkpoint)
-                return
+                if self._save_guest("checkpointing %s failed (%s): shutting it down"):
+                    self.log.info("domain %s checkpointed to %s", self.name, self.checkpoint)
+                    return
             finally:
                 self.checkpointing = False
         self._shutdown()
+
+    def _save_guest(self, failed: str) -> bool:
+        """Save the guest to the checkpoint file (it stops), its addresses read first: the
+        last ones it had go to the job ad with its MAC (VM_CkptIP). False, logged with
+        ``failed`` (name and error), when libvirt cannot."""
+        assert self.checkpoint is not None
+        ips = guest_ips(self.domain) if self.network.macs else ()
+        self.network = attrs.evolve(self.network, ips=ips or self.network.ips)
+        try:
+            self.domain.save(self.checkpoint)
+        except Exception as error:
+            self.log.warning(failed, self.name, error)
+            return False
+        return True
 
     def _periodic_checkpoints(self) -> None:
         assert self.periodic is not None
@@ -211,12 +219,7 @@ class RunningVm:
                 return False
             self.checkpointing = True
             try:
-                ips = guest_ips(self.domain) if self.network.macs else ()
-                self.network = attrs.evolve(self.network, ips=ips or self.network.ips)
-                try:
-                    self.domain.save(self.checkpoint)
-                except Exception as error:
-                    self.log.warning("periodic checkpoint of %s failed: %s", self.name, error)
+                if not self._save_guest("periodic checkpoint of %s failed: %s"):
                     return False
                 problem = send_to_iwd(
                     self.request, checkpoint_files(self.request.job, self.checkpoint)

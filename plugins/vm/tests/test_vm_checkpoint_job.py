@@ -4,13 +4,14 @@ goes back to the Iwd with the job's files, and the next run resumes the guest fr
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from vm_guest import TICK_LINE, UP_LINE, Guest
-from vm_pool import JOB_DEADLINE, domains, submit_vm, vm_config, write_disks
+from vm_guest import TICK_LINE, UP_LINE
+from vm_pool import JOB_DEADLINE, VmPool
 
-from epcore.testing.pool import PoolProcess, user_home
+from epcore.testing.pool import PoolProcess
 
 #: The guest's counter, as it prints it on its console.
 _TICK = re.compile(rf"{TICK_LINE} (\d+)")
@@ -33,22 +34,15 @@ def _ticks(path: Path | None) -> list[int]:
 
 @pytest.mark.xdist_group("libvirtd")
 def test_a_vacated_checkpointing_guest_resumes_its_counter_when_it_runs_again(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
+    vm_pool: Callable[..., VmPool],
 ) -> None:
     """ep vacate of a vm_checkpoint job saves its guest (counting once a second); the saved
     memory comes back to the Iwd with the console, and when the job runs again the guest
     resumes: its counter goes on from the last value it printed instead of starting over,
     and it does not boot again."""
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest), cpus=2, memory=2048)
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user, b"count")
-    submit_vm(pool, user, home, "vm_checkpoint = true")
+    vm = vm_pool("", b"count")
+    pool, user, home = vm.pool, vm.user, vm.home
+    vm.submit("vm_checkpoint = true")
     pool.wait_for(
         lambda: len(_ticks(_running_console(pool))) >= 4, JOB_DEADLINE, "the guest to count"
     )
@@ -63,19 +57,17 @@ def test_a_vacated_checkpointing_guest_resumes_its_counter_when_it_runs_again(
     )
     before = _ticks(home / "vm_console.log")
     assert saved.stat().st_uid == user.uid
-    pool.wait_for(
-        lambda: bool(domains(libvirt_uri, shared_dir.name)), JOB_DEADLINE, "the second run"
-    )
+    pool.wait_for(lambda: bool(vm.domains()), JOB_DEADLINE, "the second run")
     pool.wait_for(lambda: len(_ticks(_running_console(pool))) >= 2, 120, "the counter again")
     console = _running_console(pool)
     assert console is not None
     after = _ticks(console)
-    starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+    starter_log = vm.starter_log()
     assert after[0] >= before[-1] >= 3, (before, after, starter_log[-3000:])
     assert UP_LINE not in console.read_text(errors="replace")
     assert "resumed from its checkpoint" in starter_log, starter_log[-2000:]
     assert pool.ep("rm", "1.0").status == 0
-    pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+    pool.wait_for(lambda: not vm.domains(), 60, "the domain to go")
 
 
 def _slot_values(pool: PoolProcess, name: str) -> list[str]:
@@ -104,31 +96,24 @@ def _guest_mac(uri: str, containing: str) -> str | None:
 
 @pytest.mark.xdist_group("libvirtd")
 def test_a_networked_checkpointing_guest_keeps_its_mac(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
+    vm_pool: Callable[..., VmPool],
 ) -> None:
     """A networked (user networking: qemu's own, no passt here) vm_checkpoint guest: while
     it runs its slot advertises VM_Guest_Mac and every slot VM_All_Guest_Macs; ep vacate
     writes its MAC into the job's ad as VM_CkptMac, and the guest resumed by the next run
     has the same MAC. (The tests' guest asks for no DHCP lease, so no VM_Guest_IP.)"""
     extra = "VM_NETWORKING = true\nVM_NETWORKING_TYPE = user\nVM_USAGE_INTERVAL = 1\n"
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user, b"count")
+    vm = vm_pool(extra, b"count")
+    pool = vm.pool
     submit = (
         "vm_checkpoint = true\nvm_networking = true\nvm_networking_type = user\n"
         "when_to_transfer_output = ON_EXIT_OR_EVICT"
     )
-    submit_vm(pool, user, home, submit)
+    vm.submit(submit)
     pool.wait_for(
         lambda: len(_ticks(_running_console(pool))) >= 2, JOB_DEADLINE, "the guest to count"
     )
-    mac = _guest_mac(libvirt_uri, shared_dir.name)
+    mac = _guest_mac(vm.uri, vm.tag)
     assert mac is not None
     pool.wait_for(lambda: bool(_slot_values(pool, "VM_Guest_Mac")), 60, "VM_Guest_Mac")
     assert _slot_values(pool, "VM_Guest_Mac") == [f'"{mac}"']
@@ -137,25 +122,18 @@ def test_a_networked_checkpointing_guest_keeps_its_mac(
     pool.wait_for(
         lambda: [j.evaluate("VM_CkptMac") for j in pool.jobs()] == [mac], 120, "VM_CkptMac"
     )
-    pool.wait_for(
-        lambda: _guest_mac(libvirt_uri, shared_dir.name) is not None, JOB_DEADLINE, "run 2"
-    )
-    assert _guest_mac(libvirt_uri, shared_dir.name) == mac
+    pool.wait_for(lambda: _guest_mac(vm.uri, vm.tag) is not None, JOB_DEADLINE, "run 2")
+    assert _guest_mac(vm.uri, vm.tag) == mac
     pool.wait_for(lambda: len(_ticks(_running_console(pool))) >= 1, 120, "the counter again")
-    starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+    starter_log = vm.starter_log()
     assert "resumed from its checkpoint" in starter_log, starter_log[-2000:]
     assert pool.ep("rm", "1.0").status == 0
-    pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+    pool.wait_for(lambda: not vm.domains(), 60, "the domain to go")
 
 
 @pytest.mark.xdist_group("libvirtd")
 def test_a_periodic_checkpoint_reaches_the_iwd_and_the_guest_goes_on(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
+    vm_pool: Callable[..., VmPool],
 ) -> None:
     """With VM_PERIODIC_CHECKPOINT and a PERIODIC_CHECKPOINT of 10 s, a running vm_checkpoint
     guest is saved, its memory and console reach the Iwd as the user's while the job still
@@ -165,11 +143,9 @@ def test_a_periodic_checkpoint_reaches_the_iwd_and_the_guest_goes_on(
         "VM_PERIODIC_CHECKPOINT = true\n"
         "PERIODIC_CHECKPOINT = (time() - LastPeriodicCheckpoint) > 10\n"
     )
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user, b"count")
-    submit_vm(pool, user, home, "vm_checkpoint = true")
+    vm = vm_pool(extra, b"count")
+    pool, user, home = vm.pool, vm.user, vm.home
+    vm.submit("vm_checkpoint = true")
     saved = home / "vm_checkpoint.1.0.mem"
     # The first checkpoint may come before the guest has booted: wait for one that has
     # the counter on its console.
@@ -189,7 +165,7 @@ def test_a_periodic_checkpoint_reaches_the_iwd_and_the_guest_goes_on(
     console = _running_console(pool)
     assert console is not None
     assert console.read_text(errors="replace").count(UP_LINE) == 1
-    starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+    starter_log = vm.starter_log()
     assert "periodic checkpoint of" in starter_log and "sent to the Iwd" in starter_log
     assert pool.ep("rm", "1.0").status == 0
-    pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+    pool.wait_for(lambda: not vm.domains(), 60, "the domain to go")
