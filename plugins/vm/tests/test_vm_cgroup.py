@@ -60,6 +60,10 @@ def test_the_guests_process_joins_the_jobs_cgroup_it_is_given(tmp_path: Path) ->
     group.mkdir()
     # A stand-in qemu: its command line names the guest as libvirt's qemu's does.
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass", f"guest={name},x"])
+    # Until its exec, the child's command line is still the test's (a loaded machine).
+    deadline = time.monotonic() + 10
+    while qemu_pid(name) != spinner.pid and time.monotonic() < deadline:
+        time.sleep(0.01)
     request = attrs.evolve(
         _request(tmp_path, "key"), child_setup=ChildSetup(join_files=(str(group / "cgroup.procs"),))
     )
