@@ -13,6 +13,31 @@ from epcore.classad import ClassAd, Expr
 
 #: In a job's result: the names of the attributes to write into the job's ad as they are.
 JOB_UPDATES = "EpJobUpdates"
+#: What a runtime may not change this way (lower-cased): who and which the job is, its state,
+#: and what the schedd itself writes from the result.
+PROTECTED = frozenset(
+    name.lower()
+    for name in (
+        JOB_UPDATES,
+        "ClusterId",
+        "ProcId",
+        "GlobalJobId",
+        "Owner",
+        "User",
+        "JobStatus",
+        "JobUniverse",
+        "Iwd",
+        "Cmd",
+        "Requirements",
+        "HoldReason",
+        "HoldReasonCode",
+        "HoldReasonSubCode",
+        "ExitCode",
+        "ExitBySignal",
+        "ExitSignal",
+        "CompletionDate",
+    )
+)
 
 
 def add_job_updates(result: ClassAd, updates: ClassAd) -> None:
@@ -28,14 +53,14 @@ def add_job_updates(result: ClassAd, updates: ClassAd) -> None:
 
 
 def job_updates(result: ClassAd) -> dict[str, Expr]:
-    """The attributes ``result`` lists in :data:`JOB_UPDATES`, by name (none when it lists
-    none or names one it lacks)."""
+    """The attributes ``result`` lists in :data:`JOB_UPDATES`, by name, but those it lacks
+    and the :data:`PROTECTED` ones."""
     listed = result.evaluate(JOB_UPDATES)
     if not isinstance(listed, str):
         return {}
     found: dict[str, Expr] = {}
     for name in (n.strip() for n in listed.split(",")):
-        expr = result.lookup(name) if name and name.lower() != JOB_UPDATES.lower() else None
+        expr = result.lookup(name) if name and name.lower() not in PROTECTED else None
         if expr is not None:
             found[name] = expr
     return found

@@ -19,11 +19,13 @@ def test_the_listed_attributes_go_in_and_come_out() -> None:
 
 
 def test_nothing_listed_gives_nothing() -> None:
-    """No updates add no list; a result without a list, or listing a name it lacks or the
-    list itself, gives none of them."""
+    """No updates add no list; a result without a list, or listing a name it lacks, the list
+    itself or a protected attribute (the job's status, its owner), gives none of them."""
     result = parse_ad("[ ExitCode = 0 ]")
     add_job_updates(result, ClassAd())
     assert JOB_UPDATES not in result
     assert job_updates(result) == {}
-    result[JOB_UPDATES] = f"Missing, {JOB_UPDATES}"
+    result["JobStatus"] = 4
+    result["owner"] = "mallory"
+    result[JOB_UPDATES] = f"Missing, {JOB_UPDATES}, JobStatus, owner"
     assert job_updates(result) == {}
