@@ -12,6 +12,7 @@ from epcore.classad import ClassAd, Expr
 from epcore.classad.references import ReferenceIndex
 from epcore.errors import PoolError
 from epcore.interfaces import Significance, SubmitterJobs
+from epcore.jobs.updates import job_updates
 
 # A negotiator in another process bounds a request's count by the same capacity
 # (epcore.links.negotiate.as_jobs): the one definition is the protocol's.
@@ -234,6 +235,9 @@ def result_values(job: ClassAd, result: ClassAd, now: float) -> dict[str, object
         expr = result.lookup(name)
         if expr is not None:
             values[name] = expr
+    # What the job's runtime asked for (VM_CkptMac), as HTCondor's shadow copies the
+    # starter's update ad into the job.
+    values.update(job_updates(result))
     # The bytes a run's file transfer moved add up over the job's runs, as HTCondor's do
     # (BytesSent: what the execute host sent back; BytesRecvd: the input it received).
     for name in ("BytesSent", "BytesRecvd"):

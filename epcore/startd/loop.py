@@ -280,11 +280,17 @@ class StartdService:
 
 
 def recheck_offline(startd: Startd, now: float) -> None:
-    """Test the offline universes again when their ``<U>_RECHECK_INTERVAL`` has passed, and
-    advertise again those the plugins now say work (HTCondor re-tests VM support so)."""
+    """Test the offline universes again when their ``<U>_RECHECK_INTERVAL`` has passed (in
+    a worker thread: the plugins may ask a daemon that hangs), and advertise again those the
+    plugins now say work (HTCondor re-tests VM support so) once the test has answered."""
+    config, inventory, log = startd.config, startd.inventory, startd.log
 
     def test() -> list[MachineAttribute]:
-        return startd.plugins.machine_attributes(startd.config, startd.inventory)
+        try:
+            return startd.plugins.machine_attributes(config, inventory)
+        except Exception:
+            log.exception("re-testing the offline universes failed")
+            return []
 
     cleared = startd.offline.recheck(startd.config, now, test)
     for universe in cleared:

@@ -36,6 +36,7 @@ from epcore.types import (
     ContainerRuntime,
     RunningContainer,
     announce_removal,
+    container_job_attributes,
     tracked_by_starter,
 )
 
@@ -205,6 +206,9 @@ def finish_container(
     eviction too when it asks for ON_EXIT_OR_EVICT, as a remote job's output goes back); a
     job whose output could not go back is held (code 12)."""
     problem = launched.container.collect_output()
+    updates = container_job_attributes(launched.container)
+    if updates is not None:
+        starter.job_updates = updates
     sandbox, user = starter.sandbox, starter.user
     iwd = starter.job.evaluate("Iwd")
     if sandbox is None or user is None or not isinstance(iwd, str):

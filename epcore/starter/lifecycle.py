@@ -18,6 +18,7 @@ from epcore.classad import ClassAd
 from epcore.errors import EpError, JobSetupError, UniverseOffline
 from epcore.jobs.codes import HoldCode
 from epcore.jobs.command import JobCommand, job_command
+from epcore.jobs.updates import add_job_updates
 from epcore.starter import protocol
 from epcore.starter.containers import (
     ContainerLaunch,
@@ -401,6 +402,7 @@ def _finished_message(starter: Starter, ending: Ending) -> ClassAd:
         ad[protocol.OFFLINE_REASON] = starter.offline.offline_reason
     for name in starter.transfer_figures:
         ad[name] = starter.transfer_figures[name]
+    add_job_updates(ad, starter.job_updates)
     return ad
 
 

@@ -238,6 +238,8 @@ class Starter:
         self.transfer_figures = ClassAd()
         #: The universe the machine failed for this job, reported with its end.
         self.offline: UniverseOffline | None = None
+        #: What the job's container asked to be written into the job's ad (VM_CkptMac).
+        self.job_updates = ClassAd()
 
     # -- the startd connection --------------------------------------------------------------
 

@@ -112,9 +112,19 @@ class RequirementsInputs:
     #: vm_networking was asked for; with vm_networking_type given, that type too.
     vm_networking: bool = False
     vm_networking_type: bool = False
+    #: vm_checkpoint = true: the guest resumes with its MAC (VM_CkptMac), which must not
+    #: meet a running guest's (VM_All_Guest_Macs).
+    vm_checkpoint: bool = False
     #: A container job's image offer (HasSIF, HasSandboxImage, HasDockerURL), else None.
     container: str | None = None
     generate_custom: bool = True
+
+
+#: condor_submit's clause for a vm_checkpoint job (its MAC is unknown until a run reports it).
+VM_CKPT_MAC_CLAUSE = (
+    "((MY.VM_CkptMac =?= UNDEFINED) || (TARGET.VM_All_Guest_Macs =?= UNDEFINED) || "
+    '(stringListIMember(MY.VM_CkptMac, TARGET.VM_All_Guest_Macs, ",") == FALSE))'
+)
 
 
 def job_requirements(user: str | None, inputs: RequirementsInputs) -> str:
@@ -143,6 +153,9 @@ def job_requirements(user: str | None, inputs: RequirementsInputs) -> str:
                 clauses.append(
                     'stringListIMember(JobVMNetworkingType, TARGET.VM_Networking_Types, ",")'
                 )
+        if inputs.vm_checkpoint:
+            # condor_submit's: two guests with one MAC cannot share a machine.
+            add("VM_CkptMac", VM_CKPT_MAC_CLAUSE)
     add("Arch", f'(TARGET.Arch == "{inputs.arch}")')
     add("OpSys", f'(TARGET.OpSys == "{inputs.opsys}")')
     if inputs.docker:

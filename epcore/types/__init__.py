@@ -24,6 +24,7 @@ from epcore.types.containers import (
     RunningContainer,
     activation_refusal,
     announce_removal,
+    container_job_attributes,
     tracked_by_starter,
 )
 from epcore.types.extensions import ClassAdFunction, FetchWorkSource, PythonCronJob
@@ -94,5 +95,6 @@ __all__ = [
     "WakeOnLanFacts",
     "activation_refusal",
     "announce_removal",
+    "container_job_attributes",
     "tracked_by_starter",
 ]

@@ -189,6 +189,17 @@ def tracked_by_starter(runtime: ContainerRuntime) -> bool:
     return getattr(runtime, "tracked_by_starter", False) is True
 
 
+def container_job_attributes(container: RunningContainer) -> ClassAd | None:
+    """What a running container asks to be written into its job's ad when the job ends (the
+    optional method ``job_attributes()``, like the attributes HTCondor's starter puts in its
+    update ad for the job: the VM universe's VM_CkptMac); None when it has none."""
+    method = getattr(container, "job_attributes", None)
+    if method is None:
+        return None
+    found = method()
+    return found if found is not None and len(found) > 0 else None
+
+
 @attrs.frozen
 class ContainerRuntimeSpec:
     """A container runtime a plugin offers (``ep_container_runtimes``): its ``name`` and the

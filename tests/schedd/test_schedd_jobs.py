@@ -139,6 +139,18 @@ def test_a_result_adds_wall_clock_time_and_copies_the_exit() -> None:
     assert "CompletionDate" not in evicted and "ExitCode" not in evicted
 
 
+def test_a_result_s_listed_job_updates_are_written() -> None:
+    """The attributes a result lists in EpJobUpdates (VM_CkptMac from the VM runtime) go
+    into the job's ad; an attribute it carries but does not list does not."""
+    result = parse_ad(
+        '[ JobOutcome = "evicted"; VM_CkptMac = "52:54:00:aa:bb:cc"; Other = 1;'
+        ' EpJobUpdates = "VM_CkptMac" ]'
+    )
+    values = result_values(parse_ad("[ ]"), result, 160)
+    assert str(values["VM_CkptMac"]) == '"52:54:00:aa:bb:cc"'
+    assert "Other" not in values
+
+
 def test_the_match_capacity_counts_slots_and_their_cpus() -> None:
     """A cycle can make at most one match per slot ad plus one per CPU any slot has."""
     slots = [

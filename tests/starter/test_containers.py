@@ -12,7 +12,7 @@ from typing import cast
 
 import pytest
 
-from epcore.classad import ClassAd, parse_ad
+from epcore.classad import UNDEFINED, ClassAd, parse_ad
 from epcore.config import Config
 from epcore.errors import JobSetupError
 from epcore.jobs.codes import HoldCode
@@ -128,6 +128,15 @@ class StoppedContainer:
         return None
 
 
+class CheckpointedContainer(StoppedContainer):
+    """A stopped container that asks for an attribute in its job's ad (the VM plugin's)."""
+
+    def job_attributes(self) -> ClassAd:
+        ad = ClassAd()
+        ad["VM_CkptMac"] = "52:54:00:aa:bb:cc"
+        return ad
+
+
 def _finish(
     tmp_path: Path, when: str, ending: Ending, *, iwd_exists: bool = True
 ) -> tuple[Ending, Path]:
@@ -190,3 +199,19 @@ def test_a_removal_reaches_a_container_that_listens_and_passes_others_by() -> No
     assert listening.told == 1
     assert announce_removal(cast(RunningContainer, StoppedContainer())) is False
     ContainerLaunch(cast(RunningContainer, StoppedContainer()), 5.0, log).removing()
+
+
+def test_a_container_s_job_attributes_reach_the_starter_s_report(tmp_path: Path) -> None:
+    """What a stopped container asks to be written into its job's ad (job_attributes) is
+    kept by the starter for its FINISHED message; a container without the method gives none."""
+    job = parse_ad(f'[ Iwd = "{tmp_path}"; WhenToTransferOutput = "ON_EXIT" ]')
+    for container, expected in (
+        (CheckpointedContainer(), "52:54:00:aa:bb:cc"),
+        (StoppedContainer(), None),
+    ):
+        starter = SimpleNamespace(sandbox=None, user=None, job=job, job_updates=ClassAd())
+        launched = ContainerLaunch(
+            cast(RunningContainer, container), 0.0, logging.getLogger("test")
+        )
+        finish_container(cast(Starter, starter), launched, {}, Ending(EVICTED, "vacate"))
+        assert starter.job_updates.evaluate("VM_CkptMac") == (expected or UNDEFINED)

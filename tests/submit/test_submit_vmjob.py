@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from submit_support import Builder
 
-from epcore.classad import UNDEFINED
+from epcore.classad import UNDEFINED, ClassAd
 from epcore.errors import SubmitError
 from epcore.submit.vmjob import disk_entries_valid
 
@@ -119,3 +119,37 @@ def test_vm_requirements_leave_networking_out_when_off(build: Builder) -> None:
 def test_disk_entries_valid(text: str, valid: bool) -> None:
     """vm_disk entries need three or four non-empty fields each."""
     assert disk_entries_valid(text) is valid
+
+
+def test_a_checkpointing_job_keeps_off_a_machine_holding_its_mac(build: Builder) -> None:
+    """vm_checkpoint = true adds condor_submit's VM_CkptMac clause: it passes while the job
+    has no saved MAC or the machine lists no guest MACs, and fails when a running guest
+    holds the job's MAC (case-insensitive); a job without checkpoint gets no clause."""
+    job = build(f"{VM}vm_checkpoint = true\nqueue\n").procs[0]
+    assert "VM_CkptMac" in str(job["Requirements"])
+    assert "VM_CkptMac" not in str(build(f"{VM}queue\n").procs[0]["Requirements"])
+    machine = ClassAd()
+    for name, value in (
+        ("HasVM", True),
+        ("VM_Type", "kvm"),
+        ("VM_AvailNum", 1),
+        ("TotalMemory", 4096),
+        ("VM_Memory", 512),
+        ("Arch", "X86_64"),
+        ("OpSys", "LINUX"),
+        ("Disk", 10**9),
+        ("Memory", 4096),
+        ("HasFileTransfer", True),
+    ):
+        machine[name] = value
+
+    def matches() -> object:
+        return job.evaluate("Requirements", machine)
+
+    assert matches() is True
+    job["VM_CkptMac"] = "52:54:00:aa:bb:cc"
+    assert matches() is True
+    machine["VM_All_Guest_Macs"] = "52:54:00:11:22:33,52:54:00:AA:BB:CC"
+    assert matches() is False
+    machine["VM_All_Guest_Macs"] = "52:54:00:11:22:33"
+    assert matches() is True

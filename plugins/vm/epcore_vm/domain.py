@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shutil
 import subprocess
 
 import attrs
@@ -126,6 +127,11 @@ class DomainPlan:
     kernel: str | None = None
     initrd: str | None = None
     kernel_params: str = "console=ttyS0"
+    #: The slot the job runs in (the domain's title: the startd's count of the running VMs
+    #: publishes each guest's MAC and IP in its slot's ad).
+    slot: str = ""
+    #: passt is installed: user networking uses it (HTCondor 25's), else qemu's own (slirp).
+    passt: bool = False
 
 
 def domain_name(job_key: str) -> str:
@@ -141,7 +147,12 @@ def _int_attribute(job: ClassAd, name: str) -> int | None:
 
 
 def plan_domain(
-    job: ClassAd, config: Config, job_key: str, sandbox: str, user: DiskUser | None = None
+    job: ClassAd,
+    config: Config,
+    job_key: str,
+    sandbox: str,
+    user: DiskUser | None = None,
+    slot: str = "",
 ) -> DomainPlan:
     """The domain the job asks for; holds the job (code 6, B.5 subcodes) when its ad cannot
     make one, its disks checked with ``user``'s rights."""
@@ -164,7 +175,11 @@ def plan_domain(
         default = config.get("VM_NETWORKING_DEFAULT_TYPE") or "nat"
         network = (wanted if isinstance(wanted, str) and wanted else default).strip().lower()
         bridge = config.get("VM_NETWORKING_BRIDGE_INTERFACE")
+    # A checkpointed guest comes back with the MAC it had (VM_CkptMac, which its last run
+    # reported): its saved network state and any lease name that address.
     mac = job.evaluate("JobVM_MACADDR")
+    if not isinstance(mac, str) or not mac:
+        mac = job.evaluate("VM_CkptMac")
     # Without /dev/kvm, qemu's TCG emulation: the same guest, only slower. A /dev/kvm that
     # opens but does not work (nested virtualisation on this CI machine) needs the knob.
     domain_type = (config.get("VM_KVM_DOMAIN_TYPE") or "").strip().lower()
@@ -185,6 +200,8 @@ def plan_domain(
         kernel=config.get("VM_KVM_KERNEL") or None,
         initrd=config.get("VM_KVM_INITRD") or None,
         kernel_params=config.get("VM_KVM_KERNEL_PARAMS") or "console=ttyS0",
+        slot=slot,
+        passt=network == "user" and shutil.which("passt") is not None,
     )
 
 
@@ -218,7 +235,8 @@ def domain_xml(plan: DomainPlan) -> str:
         if plan.network == "bridge":
             interface = f"<interface type='bridge'><source bridge={q(plan.bridge or '')}/>"
         elif plan.network == "user":
-            interface = "<interface type='user'><backend type='passt'/>"
+            backend = "<backend type='passt'/>" if plan.passt else ""
+            interface = f"<interface type='user'>{backend}"
         else:
             interface = "<interface type='network'><source network='default'/>"
         interface += f"{mac}<model type='virtio'/></interface>"
@@ -226,7 +244,8 @@ def domain_xml(plan: DomainPlan) -> str:
     # the guest only halts and the domain never ends.
     return (
         f"<domain type={q(plan.domain_type)}><name>{_text(plan.name)}</name>"
-        f"<description>{_text(plan.job_key)}</description>"
+        + (f"<title>{_text(plan.slot)}</title>" if plan.slot else "")
+        + f"<description>{_text(plan.job_key)}</description>"
         f"<memory unit='MiB'>{plan.memory_mb}</memory><vcpu>{plan.vcpus}</vcpu>"
         f"<os><type arch='x86_64' machine='pc'>hvm</type>{boot}</os>"
         "<features><acpi/></features><on_poweroff>destroy</on_poweroff>"

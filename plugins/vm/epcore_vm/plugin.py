@@ -3,8 +3,8 @@
 It adds epcore knobs (VM_LIBVIRT_URI...), the VM universe's slot attributes (HasVM and
 friends, :mod:`epcore_vm.detect`; VM_AvailNum and VM_Memory as the running VMs leave them, a
 cron job of :mod:`epcore_vm.accounting`) and the ``vm`` container runtime that runs VM
-universe jobs (:mod:`epcore_vm.runtime`). HTCondor's own VM_* knobs are already in epcore's
-default table.
+universe jobs (:mod:`epcore_vm.runtime`, each running one a :mod:`epcore_vm.running`).
+HTCondor's own VM_* knobs are already in epcore's default table.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from epcore.types import (
     PythonCronJob,
 )
 from epcore_vm.accounting import usage_job
+from epcore_vm.connection import open_connection
 from epcore_vm.detect import probe, vm_attributes
-from epcore_vm.runtime import VmRuntime, open_connection
+from epcore_vm.runtime import VmRuntime
 from epcore_vm.settings import read_settings
 
 
@@ -65,6 +66,13 @@ def ep_config_defaults() -> Sequence[KnobDefault]:
             "double",
             "epcore: seconds between two counts of the running VMs, which VM_AvailNum and "
             "VM_Memory follow.",
+        ),
+        KnobDefault(
+            "VM_PERIODIC_CHECKPOINT",
+            "false",
+            "bool",
+            "epcore: checkpoint vm_checkpoint guests when PERIODIC_CHECKPOINT says so (saved, "
+            "sent to the Iwd, restored); HTCondor's starter declines it for KVM and Xen.",
         ),
         KnobDefault(
             "VM_KVM_KERNEL_PARAMS",

@@ -3,16 +3,14 @@ and a real pool whose slot ads change while a guest runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from epcore_vm.accounting import running_domains, usage_ad, usage_job
+from epcore_vm.accounting import running_guests, usage_ad, usage_job
 from epcore_vm.settings import read_settings
-from vm_guest import Guest
-from vm_pool import JOB_DEADLINE, domains, submit_vm, vm_config, write_disks
+from vm_pool import VmPool
 
 from epcore.config import Config
-from epcore.testing.pool import user_home
 
 KNOBS = "VM_TYPE = kvm\nVM_MEMORY = 512\n"
 
@@ -62,7 +60,7 @@ def test_only_running_epcore_domains_count() -> None:
         Domain("someone-else", 1048576),
         Domain("epcore-b", 262144, active=False),
     )
-    assert running_domains(connection) == [128]
+    assert [guest.memory_mib for guest in running_guests(connection)] == [128]
 
 
 def test_the_cron_job_publishes_nothing_when_libvirt_fails() -> None:
@@ -90,27 +88,20 @@ def _slot_value(pool, name: str) -> str:
 
 @pytest.mark.xdist_group("libvirtd")
 def test_the_slot_ads_follow_a_running_guest(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
+    vm_pool: Callable[..., VmPool],
 ) -> None:
     """While a 128 MiB guest runs, the slots advertise VM_AvailNum = VM_MAX_NUMBER - 1 and
     VM_Memory = VM_MEMORY - 128; when it is gone, the idle machine's figures again."""
     # The tests' guest ignores the power button: ep rm destroys it after 4 s.
     extra = "VM_MAX_NUMBER = 2\nVM_USAGE_INTERVAL = 1\nMachineMaxVacateTime = 4\n"
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
+    vm = vm_pool(extra, b"count")
+    pool = vm.pool
     assert (_slot_value(pool, "VM_AvailNum"), _slot_value(pool, "VM_Memory")) == ("2", "512")
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user, b"count")
-    submit_vm(pool, user, home)
-    pool.wait_for(lambda: bool(domains(libvirt_uri, shared_dir.name)), JOB_DEADLINE, "the VM")
+    vm.submit()
+    vm.wait_for_domain()
     pool.wait_for(lambda: _slot_value(pool, "VM_AvailNum") == "1", 60, "VM_AvailNum = 1")
     assert _slot_value(pool, "VM_Memory") == "384"
     assert pool.ep("rm", "1.0").status == 0
-    pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+    pool.wait_for(lambda: not vm.domains(), 60, "the domain to go")
     pool.wait_for(lambda: _slot_value(pool, "VM_AvailNum") == "2", 60, "VM_AvailNum = 2")
     assert _slot_value(pool, "VM_Memory") == "512"

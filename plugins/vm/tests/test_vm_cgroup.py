@@ -8,18 +8,17 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 import pytest
 from epcore_vm.qemu import join_cgroups, memory_limited, qemu_pid
-from epcore_vm.runtime import RunningVm
+from epcore_vm.running import RunningVm
 from test_vm_running import FakeConnection, FakeDomain
 from test_vm_runtime import _request
-from vm_guest import Guest
-from vm_pool import JOB_DEADLINE, domains, submit_vm, vm_config, write_disks
+from vm_pool import VmPool
 
-from epcore.testing.pool import user_home
 from epcore.testing.system import missing
 from epcore.types import ChildSetup
 
@@ -61,6 +60,10 @@ def test_the_guests_process_joins_the_jobs_cgroup_it_is_given(tmp_path: Path) ->
     group.mkdir()
     # A stand-in qemu: its command line names the guest as libvirt's qemu's does.
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass", f"guest={name},x"])
+    # Until its exec, the child's command line is still the test's (a loaded machine).
+    deadline = time.monotonic() + 10
+    while qemu_pid(name) != spinner.pid and time.monotonic() < deadline:
+        time.sleep(0.01)
     request = attrs.evolve(
         _request(tmp_path, "key"), child_setup=ChildSetup(join_files=(str(group / "cgroup.procs"),))
     )
@@ -81,29 +84,21 @@ def test_the_guests_process_joins_the_jobs_cgroup_it_is_given(tmp_path: Path) ->
 
 @pytest.mark.xdist_group("libvirtd")
 def test_a_running_guests_qemu_is_in_the_jobs_cgroup_and_its_usage_grows(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
+    vm_pool: Callable[..., VmPool],
 ) -> None:
     """While a counting guest runs, its qemu process is listed in the job's cpuacct group
     (named condor_..., not libvirt's), that group's CPU time grows, and the job is not held
     for the slot's memory limit (qemu stays out of the memory group)."""
     if not (CPUACCT / "cgroup.procs").exists():
         missing("no cgroup v1 cpuacct hierarchy on this host")
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest, "MachineMaxVacateTime = 4\n"))
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user, b"count")
-    submit_vm(pool, user, home)
-    pool.wait_for(lambda: bool(domains(libvirt_uri, shared_dir.name)), JOB_DEADLINE, "the VM")
-    (name,) = domains(libvirt_uri, shared_dir.name)
+    vm = vm_pool("MachineMaxVacateTime = 4\n", b"count", cpus=4, memory=4096)
+    pool = vm.pool
+    vm.submit()
+    name = vm.wait_for_domain()
     # libvirt can list a domain a moment before its qemu's command line is readable.
     pool.wait_for(lambda: qemu_pid(name) is not None, 30, "the guest's qemu process")
     pid = qemu_pid(name)
-    assert pid is not None, f"{name}'s qemu is gone: {domains(libvirt_uri, shared_dir.name)}"
+    assert pid is not None, f"{name}'s qemu is gone: {vm.domains()}"
 
     def moved() -> bool:
         return "/condor_" in _cpuacct_group(pid)
@@ -116,6 +111,6 @@ def test_a_running_guests_qemu_is_in_the_jobs_cgroup_and_its_usage_grows(
     time.sleep(3)
     assert int((group / "cpuacct.usage").read_text()) > first
     time.sleep(8)  # the memory limit held the job within 8 s when qemu joined its group
-    assert domains(libvirt_uri, shared_dir.name) == [name]
+    assert vm.domains() == [name]
     assert pool.ep("rm", "1.0").status == 0
-    pool.wait_for(lambda: not domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+    pool.wait_for(lambda: not vm.domains(), 60, "the domain to go")

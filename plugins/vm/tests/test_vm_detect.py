@@ -85,6 +85,16 @@ def test_a_hypervisor_that_does_not_answer_is_offline_in_time() -> None:
     assert facts.problem == "libvirt at qemu:///system did not answer in 0 s"
 
 
+def test_a_libvirtd_that_hangs_is_given_up_after_the_timeout(hanging_libvirtd: str) -> None:
+    """A real libvirt connection to a daemon that never answers is given up after the
+    probe's timeout (the startd's re-test runs it in a worker besides: tests/startd)."""
+    pytest.importorskip("libvirt")
+    started = time.monotonic()
+    facts = probe(hanging_libvirtd, timeout=1.0)
+    assert 0.9 <= time.monotonic() - started < 5
+    assert facts.problem == f"libvirt at {hanging_libvirtd} did not answer in 1 s"
+
+
 def test_a_missing_libvirtd_is_offline_with_libvirts_error(tmp_path: object) -> None:
     """A socket where no libvirtd listens gives HasVM = false and libvirt's own error."""
     pytest.importorskip("libvirt")

@@ -6,33 +6,22 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from vm_guest import DONE_LINE, UP_LINE, Guest
-from vm_pool import JOB_DEADLINE, domains, submit_vm, vm_config, write_disks
-
-from epcore.testing.pool import user_home
+from vm_guest import DONE_LINE, UP_LINE
+from vm_pool import JOB_DEADLINE, VmPool
 
 
 # One libvirtd per machine holds /run/libvirt: its tests share one worker.
 @pytest.mark.xdist_group("libvirtd")
-def test_vm_job_completes_and_its_output_disk_comes_back(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
-) -> None:
+def test_vm_job_completes_and_its_output_disk_comes_back(vm_pool: Callable[..., VmPool]) -> None:
     """A user's VM job boots the guest, which copies its input disk upper-cased onto its
     output disk and powers off: the job completes with exit code 0, the written disk and the
     console come back to the Iwd owned by the user, and no domain or qemu is left."""
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest), cpus=2, memory=2048)
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user)
-    submit_vm(pool, user, home)
+    vm = vm_pool()
+    pool, user, home = vm.pool, vm.user, vm.home
+    vm.submit()
     pool.wait_for(
         lambda: not pool.jobs(), JOB_DEADLINE, f"the VM job to leave the queue: {pool.jobs()}"
     )
@@ -42,8 +31,8 @@ def test_vm_job_completes_and_its_output_disk_comes_back(
     assert (home / "out.img").stat().st_uid == user.uid
     console = (home / "vm_console.log").read_text(errors="replace")
     assert UP_LINE in console and DONE_LINE in console, console[-2000:]
-    assert domains(libvirt_uri, shared_dir.name) == []
-    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_qemu(p, shared_dir.name)]
+    assert vm.domains() == []
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_qemu(p, vm.tag)]
 
 
 def _is_qemu(pid: str, containing: str) -> bool:
@@ -57,66 +46,46 @@ def _is_qemu(pid: str, containing: str) -> bool:
 
 @pytest.mark.xdist_group("libvirtd")
 def test_vacate_shuts_the_guest_down_then_destroys_it_and_requeues(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
+    vm_pool: Callable[..., VmPool],
 ) -> None:
     """ep vacate of a running VM job asks the guest to shut down and, since this guest
     ignores the power button, destroys its domain once MachineMaxVacateTime (4 s) is up;
     the job goes back to the queue and runs again."""
-    extra = "MachineMaxVacateTime = 4\n"
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user, b"count")
-    submit_vm(pool, user, home)
-    pool.wait_for(lambda: bool(domains(libvirt_uri, shared_dir.name)), JOB_DEADLINE, "the VM")
-    (name,) = domains(libvirt_uri, shared_dir.name)
+    vm = vm_pool("MachineMaxVacateTime = 4\n", b"count")
+    pool = vm.pool
+    vm.submit()
+    name = vm.wait_for_domain()
     vacated = time.monotonic()
     result = pool.ep("vacate")
     assert result.status == 0, result.stderr
-    pool.wait_for(lambda: name not in domains(libvirt_uri, shared_dir.name), 60, "the domain to go")
+    pool.wait_for(lambda: name not in vm.domains(), 60, "the domain to go")
     took = time.monotonic() - vacated
     assert 3.0 <= took <= 60.0, took
     pool.wait_for(
         lambda: pool.log("StartLog").count("started starter") >= 2, 60, "the job to run again"
     )
     assert [j.evaluate("JobStatus") for j in pool.jobs()] in ([1], [2])
-    starter_log = "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
+    starter_log = vm.starter_log()
     assert "shutdown" in starter_log and "destroy" in starter_log, starter_log[-2000:]
 
 
 @pytest.mark.xdist_group("libvirtd")
 def test_an_output_disk_that_cannot_go_back_holds_the_job_at_once(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
+    vm_pool: Callable[..., VmPool],
 ) -> None:
     """A VM job whose written disk cannot be copied back to its Iwd (root's file there) is
     held with code 12 naming the disk, and the schedd shows it held within seconds of the
     starter's end (a held job once seemed to stay Running in the queue)."""
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest), cpus=2, memory=2048)
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user)
+    vm = vm_pool()
+    pool, home = vm.pool, vm.home
     os.chown(home / "out.img", 0, 0)  # readable by the user, not writable
     os.chmod(home / "out.img", 0o644)
-    submit_vm(pool, user, home)
-
-    def starter_log() -> str:
-        return "".join(pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*"))
-
-    pool.wait_for(lambda: "job ended: held" in starter_log(), JOB_DEADLINE, "the hold")
+    vm.submit()
+    pool.wait_for(lambda: "job ended: held" in vm.starter_log(), JOB_DEADLINE, "the hold")
     ended = time.monotonic()
     pool.wait_for(lambda: [j.evaluate("JobStatus") for j in pool.jobs()] == [5], 20, "held")
     assert time.monotonic() - ended < 20
     (job,) = pool.jobs()
     assert (job.evaluate("HoldReasonCode"), job.evaluate("HoldReasonSubCode")) == (12, 0)
     assert "cannot copy the output file out.img back" in str(job.evaluate("HoldReason"))
-    assert domains(libvirt_uri, shared_dir.name) == []
+    assert vm.domains() == []

@@ -3,33 +3,22 @@ and the startd, told by the starter, marks the VM universe offline on its slots.
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from vm_guest import Guest
-from vm_pool import JOB_DEADLINE, submit_vm, vm_config, write_disks
-
-from epcore.testing.pool import user_home
+from vm_pool import JOB_DEADLINE, VmPool
 
 
 @pytest.mark.xdist_group("libvirtd")
 def test_a_libvirt_failure_requeues_the_job_and_marks_the_machine(
-    leftover_domains: None,
-    pool_factory,
-    slot_users,
-    shared_dir: Path,
-    libvirt_uri: str,
-    vm_guest: Guest,
+    vm_pool: Callable[..., VmPool],
 ) -> None:
     """A LIBVIRT_XML_SCRIPT that fails is the machine's fault: the job goes back to idle
     (HTCondor's VMError, 1020) and every slot then says HasVM = false with VMOfflineReason,
     VMOfflineTime and OfflineUniverses, so that the job does not match again."""
-    extra = "LIBVIRT_XML_SCRIPT = /bin/false\n"
-    pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=2, memory=2048)
-    user = slot_users[0]
-    home = user_home(shared_dir, user)
-    write_disks(home, user)
-    submit_vm(pool, user, home)
+    vm = vm_pool("LIBVIRT_XML_SCRIPT = /bin/false\n")
+    pool = vm.pool
+    vm.submit()
     pool.wait_for(
         lambda: "universe is offline" in pool.log("StartLog"), JOB_DEADLINE, "the offline mark"
     )
@@ -44,6 +33,4 @@ def test_a_libvirt_failure_requeues_the_job_and_marks_the_machine(
     assert "VMOfflineTime = " in ad and "OfflineUniverses = " in ad, ad
     assert [j.evaluate("JobStatus") for j in pool.jobs()] == [1]
     assert pool.log("StartLog").count("started starter") == 1
-    assert "will be rescheduled" in "".join(
-        pool.log(p.name) for p in (pool.directory / "log").glob("StarterLog*")
-    )
+    assert "will be rescheduled" in vm.starter_log()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from epcore_vm.domain import CONSOLE_FILE, VmInfrastructureError
-from epcore_vm.runtime import RunningVm
+from epcore_vm.running import RunningVm
 from epcore_vm.status import STATUS_FAILED, StatusErrors
 from test_vm_runtime import _request
 from test_vm_status import LibvirtFailure

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from epcore_vm.domain import CONSOLE_FILE
-from epcore_vm.runtime import SAVE_FILE, RunningVm, VmRuntime
+from epcore_vm.running import SAVE_FILE, RunningVm
+from epcore_vm.runtime import VmRuntime
 from vm_guest import DONE_LINE, TICK_LINE, Guest
 from vm_pool import INPUT, domains, vm_config
 

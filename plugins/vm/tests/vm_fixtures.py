@@ -12,15 +12,18 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from vm_guest import Guest, build_guest
+from vm_pool import INPUT, VmPool, vm_config, write_disks
 
-from epcore.testing.system import missing
+from epcore.testing.pool import PoolProcess, user_home
+from epcore.testing.system import SlotUser, missing
 
 
 def _stop(pid_file: Path) -> None:
@@ -88,10 +91,48 @@ def private_libvirtd(run: Path) -> Iterator[str]:
             _stop(pid_file)
 
 
+@pytest.fixture
+def hanging_libvirtd(tmp_path: Path) -> Iterator[str]:
+    """The URI of a "libvirtd" that hangs: its socket takes connections into its backlog
+    and never answers, so libvirt's first call waits for ever (until the socket closes)."""
+    path = tmp_path / "hang-sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        listener.listen(16)
+        yield f"qemu:///system?socket={path}"
+    finally:
+        listener.close()
+
+
 @pytest.fixture(scope="session")
 def vm_guest(tmp_path_factory: pytest.TempPathFactory) -> Guest:
     """The tests' guest kernel and initramfs, built once per run (vm_guest.py)."""
     return build_guest(Path(tmp_path_factory.mktemp("guest")))
+
+
+@pytest.fixture
+def vm_pool(
+    leftover_domains: None,
+    pool_factory: Callable[..., PoolProcess],
+    slot_users: tuple[SlotUser, ...],
+    shared_dir: Path,
+    libvirt_uri: str,
+    vm_guest: Guest,
+) -> Callable[..., VmPool]:
+    """``vm_pool(extra_config, data=INPUT, cpus=2, memory=2048)``: a started pool that runs
+    the tests' guest on the private libvirtd, the first slot user's home holding the input
+    disk (``data``) and an empty output disk; the test's domains are destroyed after it
+    (``leftover_domains``)."""
+
+    def start(extra: str = "", data: bytes = INPUT, *, cpus: int = 2, memory: int = 2048) -> VmPool:
+        pool = pool_factory(vm_config(libvirt_uri, vm_guest, extra), cpus=cpus, memory=memory)
+        user = slot_users[0]
+        home = user_home(shared_dir, user)
+        write_disks(home, user, data)
+        return VmPool(pool, user, home, libvirt_uri, shared_dir.name)
+
+    return start
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 from vm_guest import Guest
 
 from epcore.testing.pool import PoolProcess
@@ -76,3 +77,35 @@ def domains(uri: str, containing: str) -> list[str]:
 def waiter(pool: PoolProcess) -> Callable[[Callable[[], bool], float, str], None]:
     """``pool.wait_for``, typed for the tests."""
     return pool.wait_for
+
+
+@attrs.frozen
+class VmPool:
+    """A started pool with the VM universe on the tests' libvirtd (fixture ``vm_pool``), its
+    slot user, and the user's home (the jobs' Iwd) holding the job's disks."""
+
+    pool: PoolProcess
+    user: SlotUser
+    home: Path
+    uri: str
+    #: The test's directory name: its jobs' domain names contain it.
+    tag: str
+
+    def submit(self, extra: str = "") -> None:
+        """Submit the guest's job (``extra``: more submit commands)."""
+        submit_vm(self.pool, self.user, self.home, extra)
+
+    def domains(self) -> list[str]:
+        """This test's epcore domains in the libvirtd."""
+        return domains(self.uri, self.tag)
+
+    def wait_for_domain(self) -> str:
+        """Wait for the job's guest to run; its domain's name."""
+        self.pool.wait_for(lambda: bool(self.domains()), JOB_DEADLINE, "the VM")
+        (name,) = self.domains()
+        return name
+
+    def starter_log(self) -> str:
+        """Every StarterLog of the pool, one after the other."""
+        logs = sorted((self.pool.directory / "log").glob("StarterLog*"))
+        return "".join(self.pool.log(path.name) for path in logs)
