@@ -48,6 +48,7 @@ from epcore.types.scratch import (
     ScratchRequest,
     ScratchVerdict,
     ScratchVolume,
+    SlotBreak,
 )
 
 __all__ = [
@@ -82,6 +83,7 @@ __all__ = [
     "ScratchRequest",
     "ScratchVerdict",
     "ScratchVolume",
+    "SlotBreak",
     "SlotStateChange",
     "TrackedUsage",
     "TrackingRequest",
