@@ -126,6 +126,12 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "Example time-of-day policy helper from the manual; HTCondor defines no value for it.",
     ),
     _k(
+        "AGGRESSIVE_CLEANUP_REMINDER",
+        None,
+        "bool",
+        "When true the startd retries what a job left at every tick of its timer (default false).",
+    ),
+    _k(
         "ALIVE_INTERVAL",
         "300",
         "int",
@@ -1476,6 +1482,12 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
     ),
     _k("LVM_BACKING_FILE_SIZE_MB", "10240", "int", "Size in MB of the LVM backing file."),
     _k(
+        "LVM_CLEANUP_FAILURE_MAKES_BROKEN_SLOT",
+        None,
+        "bool",
+        "When true (the default) a job's scratch volume that cannot be removed breaks its slot.",
+    ),
+    _k(
         "LVM_HIDE_MOUNT",
         "auto",
         "string",
@@ -2484,6 +2496,14 @@ KNOB_DEFAULTS: tuple[KnobDefault, ...] = (
         "Names of configuration values the startd publishes in its slot ads.",
     ),
     _k("STARTD_CLAIM_ID_FILE", None, "string", "File in which the startd records claim ids."),
+    _k(
+        "STARTD_CLEANUP_REMINDER_TIMER_INTERVAL",
+        None,
+        # Not in HTCondor's param table (the startd reads it with a default in its code), so
+        # untyped to htcondor2.param: an integer all the same.
+        "string",
+        "Seconds between the startd's retries of what a job left (default 62; 0: never).",
+    ),
     _k("STARTD_CONTACT_TIMEOUT", "45", "int", "Seconds the schedd waits when contacting a startd."),
     _k(
         "STARTD_CRON_AUTOPUBLISH",

@@ -34,6 +34,7 @@ import attrs
 from epcore.classad import ClassAd, ClassAdSyntaxError, Expr
 from epcore.config import Config
 from epcore.errors import PluginError, SlotConfigError
+from epcore.slots.broken import held_total
 from epcore.slots.config_attrs import ConfigAttribute, ExprCache, startd_attrs
 from epcore.slots.consumption import (
     consumption_expressions,
@@ -381,6 +382,8 @@ class LayerMaker:
         ad["Name"] = slot.name(self.host_name)
         _resources(ad, slot.resources, slot.total)
         self.custom.publish_slot(ad, slot)
+        if slot.broken is not None or slot.held:
+            _broken(ad, slot)
         ad["State"] = status.state
         ad["Activity"] = status.activity
         entered_state = since if status.entered_state is None else status.entered_state
@@ -457,6 +460,24 @@ def _resources(ad: Layer, offered: SlotResources, given: SlotResources) -> None:
     ad["TotalSlotCpus"] = _count(given.cpus)
     ad["TotalSlotMemory"] = given.memory_mb
     ad["TotalSlotDisk"] = given.disk_kb
+
+
+def _broken(ad: Layer, slot: Slot) -> None:
+    """A broken slot offers no Cpus nor Memory (HTCondor's publish_static); a partitionable
+    slot says what it holds for its broken dynamic slots, which its totals no longer count."""
+    if slot.broken is not None:
+        ad["SlotBrokenCode"] = slot.broken.code
+        ad["SlotBrokenReason"] = slot.broken.reason
+        ad["Cpus"] = 0
+        ad["Memory"] = 0
+    if slot.held:
+        held = held_total(slot)
+        ad["BrokenSlotCpus"] = _count(held.cpus)
+        ad["BrokenSlotMemory"] = held.memory_mb
+        ad["BrokenSlotDisk"] = held.disk_kb
+        ad["TotalSlotCpus"] = _count(max(0.0, slot.total.cpus - held.cpus))
+        ad["TotalSlotMemory"] = max(0, slot.total.memory_mb - held.memory_mb)
+        ad["TotalSlotDisk"] = max(0, slot.total.disk_kb - held.disk_kb)
 
 
 def _publish_claim(ad: Layer, status: SlotStatus) -> None:

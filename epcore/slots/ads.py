@@ -369,6 +369,12 @@ class SlotAdBuilder:
         TRUE is advertised as True; unfolded, Requirements is START itself."""
         unavailable = status.state in _UNAVAILABLE_STATES or not status.accepting
         ad = entry.ad
+        if slot.broken is not None:
+            # HTCondor's: the reason as Requirements, so that nothing matches the slot and
+            # -better-analyze shows why.
+            entry.requirements_key, entry.unfolded_for = None, None
+            self._shared.set(ad, "Requirements", slot.broken.reason)
+            return
         if not fold:
             if entry.unfolded_for is not unavailable:
                 entry.unfolded_for, entry.requirements_key = unavailable, None

@@ -32,6 +32,27 @@ class SlotResources:
 
 
 @attrs.frozen
+class Broken:
+    """Why a slot is broken (HTCondor's SlotBrokenCode and SlotBrokenReason): something of a
+    job could not be cleaned up (a logical volume, a process, a cgroup). ``refid`` names the
+    break for the clean-up that may later mend it."""
+
+    code: int
+    reason: str
+    refid: int
+
+
+@attrs.frozen
+class BrokenHold:
+    """What a broken dynamic slot held when its claim ended: its partitionable slot does not
+    get it back (HTCondor's BrokenSlot<res>) until the break is mended."""
+
+    broken: Broken
+    sub_id: int
+    resources: SlotResources
+
+
+@attrs.frozen
 class Slot:
     """One slot: its numbers, kind, and resources.
 
@@ -39,6 +60,9 @@ class Slot:
     (None otherwise). ``type_id`` is the SLOT_TYPE_<N> the slot comes from (0 when it comes from
     no slot type). ``resources`` is what the slot offers now (for a partitionable slot: what is
     left), ``total`` what it was given (TotalSlot<res>). ``execute`` is its execute directory.
+    ``broken`` says why the slot is broken (None: it is not); ``held`` are the resources of
+    its broken dynamic slots that a partitionable slot does not offer again
+    (:mod:`epcore.slots.broken`).
     """
 
     slot_id: int
@@ -48,6 +72,8 @@ class Slot:
     total: SlotResources
     execute: str
     sub_id: int | None = None
+    broken: Broken | None = None
+    held: tuple[BrokenHold, ...] = ()
 
     def name(self, host: str) -> str:
         """``slotN@host`` or ``slotN_M@host``."""

@@ -79,6 +79,7 @@ class StartdService:
             startd.fetch_work,
             startd.hibernation,
             startd.backfill,
+            startd.cleanup,
             *parts,
         )
         self.monotonic = monotonic

@@ -29,6 +29,7 @@ from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
 from epcore.startd import admission, backends, namespaces, recovery, starter_events
 from epcore.startd.backfill import Backfill
+from epcore.startd.cleanup import Cleanup
 from epcore.startd.condor_load import CondorLoad, sample_startd
 from epcore.startd.cron import StartdCron
 from epcore.startd.fetch_work import FetchWork
@@ -111,6 +112,8 @@ class Startd:
         #: The backfill client (a companion of the startd's loop); before the policy, which
         #: knows from it whether any slot may enter Backfill.
         self.backfill = Backfill(self)
+        #: Broken slots and clean-up reminders (a companion of the startd's loop).
+        self.cleanup = Cleanup(self)
         self.engine, self.builder = self._policy(config)
         self.statuses = StatusMemo()
         self.state: EngineState = self.engine.start(plan_slots(config, self.inventory), now)
@@ -337,7 +340,7 @@ class Startd:
         new zygote when it is gone."""
         for note in self.zygote.notes():
             if isinstance(note, ChildExited):
-                self.starters.child_exited(note.pid)
+                self.starters.child_exited(note.pid, note.status)
             elif isinstance(note, PrepareFailed):
                 self.preparations.failed(note)
         if not self.zygote.alive and not self.state.shutting_down:

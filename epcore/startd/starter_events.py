@@ -224,6 +224,8 @@ def starter_message(startd: Startd, handle: StarterHandle, message: ClassAd, now
         handle.usage = message
     elif command == protocol.FINISHED:
         finished(startd, handle, message, now)
+    elif command == protocol.BROKEN:
+        startd.cleanup.reported(handle, message, now)
 
 
 def announce(startd: Startd, result: ClassAd, now: float) -> None:
@@ -300,4 +302,9 @@ def starter_exited(startd: Startd, handle: StarterHandle, now: float) -> None:
             announce(startd, lost, now)
         else:
             job_left(startd, handle, None, now)
+    if handle.exit_code:
+        startd.log.info(
+            "%s: starter %d exited with status %d", handle.slot, handle.pid, handle.exit_code
+        )
+    startd.cleanup.exited(handle, now)
     startd.starters.forget(handle.claim_id)

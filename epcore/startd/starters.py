@@ -47,6 +47,11 @@ class StarterHandle:
     #: Commands sent before the starter connected (just forked, or reconnecting after a
     #: startd restart), delivered when it says Hello.
     waiting: list[ClassAd] = attrs.field(factory=list)
+    #: The starter's exit code, once its fork server reported it (None: not known, a
+    #: starter watched by its PID or killed by a signal).
+    exit_code: int | None = None
+    #: True once the starter reported what its job left (protocol.BROKEN).
+    broke: bool = False
 
 
 #: What the startd writes on a new starter's pipe once the starter is recorded.
@@ -202,10 +207,14 @@ class StarterPool:
         self._replace(handle)
         return handle
 
-    def child_exited(self, pid: int) -> None:
-        """Its fork server reports that the starter ``pid`` has exited."""
-        if any(h.pid == pid and h.parent is not None for h in self._all()):
-            self._ended.add(pid)
+    def child_exited(self, pid: int, status: int | None = None) -> None:
+        """Its fork server reports that the starter ``pid`` has exited (with wait status
+        ``status``)."""
+        for handle in self._all():
+            if handle.pid == pid and handle.parent is not None:
+                self._ended.add(pid)
+                if status is not None and os.WIFEXITED(status):
+                    handle.exit_code = os.WEXITSTATUS(status)
 
     def orphan(self, parent: int) -> None:
         """The fork server ``parent`` is gone: its starters are watched by their PID now."""

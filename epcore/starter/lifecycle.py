@@ -19,6 +19,7 @@ from epcore.errors import EpError, JobSetupError, UniverseOffline
 from epcore.jobs.codes import HoldCode
 from epcore.jobs.command import JobCommand, job_command
 from epcore.jobs.updates import add_job_updates
+from epcore.slots.broken import STARTER_EXIT_IMMORTAL_LVM
 from epcore.starter import protocol
 from epcore.starter.containers import (
     ContainerLaunch,
@@ -408,7 +409,8 @@ def _finished_message(starter: Starter, ending: Ending) -> ClassAd:
 
 def run_job(starter: Starter) -> int:
     """Run the starter's job from setup to the startd's acknowledgement; the exit status of
-    the starter process (0 unless the starter itself failed)."""
+    the starter process (0 unless the starter itself failed, 15 when the job left a volume it
+    could not remove)."""
     request = starter.request
     oom_before = _global_oom_kills()
     starter.connect()
@@ -516,7 +518,24 @@ def run_job(starter: Starter) -> int:
         # cgroups go first: a sandbox its user keeps changing may take a while.
         starter.release_tracking()
         starter.remove_sandbox()
-    return 0
+    return _report_broken(starter)
+
+
+def _report_broken(starter: Starter) -> int:
+    """Tell the startd what the job left that could not be cleaned up, if anything; the
+    starter's exit status (HTCondor's 15 for a volume it could not remove)."""
+    broken = starter.broken
+    if broken is None:
+        return 0
+    report = ClassAd()
+    report["SlotBrokenCode"] = broken.code
+    report["SlotBrokenReason"] = broken.reason
+    report["EpCleanupBackend"] = broken.backend
+    report["EpCleanupItem"] = broken.item
+    starter.send(protocol.BROKEN, report)
+    if starter.channel is not None and starter.channel.pending:
+        starter.channel.flush()
+    return STARTER_EXIT_IMMORTAL_LVM
 
 
 def _report(starter: Starter, logs: JobLogs | None, keyword: str | None, ending: Ending) -> None:

@@ -17,6 +17,9 @@ HELLO = "Hello"
 STARTED = "Started"
 UPDATE = "Update"
 FINISHED = "Finished"
+#: After the ACK, when the job left what the starter could not clean up (its scratch volume):
+#: SlotBrokenCode, SlotBrokenReason, and EpCleanupBackend/EpCleanupItem naming what is left.
+BROKEN = "Broken"
 # startd -> starter
 SUSPEND = "Suspend"
 CONTINUE = "Continue"
@@ -26,7 +29,7 @@ REMOVED = "Removed"
 HARD_KILL = "HardKill"
 ACK = "Ack"
 
-STARTER_COMMANDS = (HELLO, STARTED, UPDATE, FINISHED)
+STARTER_COMMANDS = (HELLO, STARTED, UPDATE, FINISHED, BROKEN)
 
 #: In FINISHED, when the machine failed the job's universe (errors.UniverseOffline): the
 #: universe's name, its JobUniverse and why; the startd advertises it offline and keeps these

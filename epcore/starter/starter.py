@@ -36,6 +36,7 @@ from epcore.errors import EpError, JobSetupError, UniverseOffline
 from epcore.jobs.command import JobCommand, job_environment
 from epcore.jobs.syntax import Environment
 from epcore.runtime import framing
+from epcore.slots.broken import STARTER_EXIT_IMMORTAL_LVM, broken_by_exit
 from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
 from epcore.starter.identity import JobUser
@@ -58,6 +59,7 @@ from epcore.types import (
     ScratchRequest,
     ScratchVerdict,
     ScratchVolume,
+    SlotBreak,
     TrackingRequest,
 )
 
@@ -67,6 +69,9 @@ RECONNECT_SECONDS = 1.0
 #: How long the starter keeps removing a sandbox whose user keeps changing it (the startd
 #: has the job's end already: nobody waits for this).
 SANDBOX_REMOVAL_PATIENCE = 60.0
+#: What a volume the starter cannot remove makes of its slot (HTCondor's starter exits 15,
+#: and its startd gives the slot SlotBrokenCode 5).
+_UNCLEAN_VOLUME = broken_by_exit(STARTER_EXIT_IMMORTAL_LVM) or (5, "")
 
 
 @attrs.frozen(eq=False)
@@ -234,6 +239,8 @@ class Starter:
         #: The job's own filesystem under its sandbox, and what its check found that ends it.
         self.volume: ScratchVolume | None = None
         self.scratch_verdict: ScratchVerdict | None = None
+        #: What the job left that could not be cleaned up: the slot is to be broken.
+        self.broken: SlotBreak | None = None
         #: What the job's file transfers recorded (BytesSent, TransferInStarted...).
         self.transfer_figures = ClassAd()
         #: The universe the machine failed for this job, reported with its end.
@@ -482,7 +489,19 @@ class Starter:
                 scratch.remove(volume)
             except EpError as error:
                 self.log.error("cannot remove the job's scratch filesystem: %s", error)
+                if self.request.config.get_bool("LVM_CLEANUP_FAILURE_MAKES_BROKEN_SLOT", True):
+                    code, reason = _UNCLEAN_VOLUME
+                    self.broken = SlotBreak(int(code), reason, scratch.name, volume.name)
             self.volume = None
+        if (
+            self.sandbox is not None
+            and self.broken is not None
+            and os.path.ismount(self.sandbox.path)
+        ):
+            # The volume left is still mounted there (busy): removing its files would take the
+            # patience below for nothing; the startd's clean-up takes the volume, its next
+            # start the directory.
+            self.sandbox = None
         if self.sandbox is not None:
             try:
                 remove_sandbox(self.sandbox, patience=SANDBOX_REMOVAL_PATIENCE)

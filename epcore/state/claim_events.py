@@ -92,6 +92,9 @@ class ClaimEvents(EngineBase):
         w = Work(state, now, self.ads)
         record = self._record(w, slot)
         name = record.name
+        broken = self._broken(w, record)
+        if broken is not None:
+            return self._refuse(state, f"{name} refuses the claim: it is broken: {broken}")
         policy = self._policy_of(w, name)
         ad = w.ad(name)
         if w.shutting_down or not rules.drain_admits(w, policy, ad, job):
@@ -198,6 +201,9 @@ class ClaimEvents(EngineBase):
         record = self._by_claim(w, claim_id)
         if record.place != CLAIMED_IDLE:
             return self._refuse(state, f"{record.name} is {record.place}: cannot activate")
+        broken = self._broken(w, record)
+        if broken is not None:
+            return self._refuse(state, f"{record.name} is broken: {broken}")
         policy = self._policy_of(w, record.name)
         if timers.worklife_expired(record, policy, now):
             # Seed 000: after CLAIM_WORKLIFE a claim "will stop accepting additional jobs".
@@ -223,6 +229,13 @@ class ClaimEvents(EngineBase):
         w.update(record.name, job_id=job_id, suspended_total=0.0)
         w.act(ActionKind.SPAWN_STARTER, record.name, claim_id)
         return self._finish(w)
+
+    @staticmethod
+    def _broken(w: Work, record: SlotRecord) -> str | None:
+        """The reason slot ``record`` is broken, or None (a broken slot takes no claim nor
+        job: HTCondor's Requirements is then the reason)."""
+        slot = w.layout.find(record.slot_id, record.sub_id)
+        return None if slot is None or slot.broken is None else slot.broken.reason
 
     def _refuses_next_job(self, w: Work, name: str, policy: SlotPolicy, job: ClassAd) -> str | None:
         """Why the slot ``name`` will not run ``job`` on its claim, or None when it will."""

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from epcore.classad import ClassAd
+from epcore.slots.broken import hold_broken
 from epcore.slots.dynamic import release_in
 from epcore.slots.model import SlotLayout
 from epcore.state.records import (
@@ -156,8 +157,13 @@ class Work:
         self._ads = None
 
     def release_dynamic(self, name: str) -> None:
-        """Delete dynamic slot ``name`` and give its resources back to its parent."""
+        """Delete dynamic slot ``name`` and give its resources back to its parent (or, when it
+        is broken, have its parent hold them until the break is mended)."""
         record = self.slots[name]
         if record.sub_id is not None:
-            self.layout = release_in(self.layout, record.slot_id, record.sub_id)
+            slot = self.layout.find(record.slot_id, record.sub_id)
+            if slot is not None and slot.broken is not None:
+                self.layout = hold_broken(self.layout, record.slot_id, record.sub_id)
+            else:
+                self.layout = release_in(self.layout, record.slot_id, record.sub_id)
         self.remove(name)

@@ -125,6 +125,19 @@ class ScratchFilesystemContract(PluginContract):
         assert not os.path.ismount(request_for.path)
         assert os.listdir(request_for.path) == []
 
+    def test_a_left_volume_is_removed_by_name_once(
+        self, backend: ScratchFilesystem, request_for: ScratchRequest
+    ) -> None:
+        """remove_left (the startd's clean-up reminder) removes a volume by its name, and
+        succeeds again once it is gone; leftovers is a list of names; stop does not raise."""
+        volume = self._volume(backend, request_for)
+        backend.remove_left(volume.name)
+        if self.mounts:
+            assert not os.path.ismount(request_for.path)
+        backend.remove_left(volume.name)
+        assert all(isinstance(name, str) for name in backend.leftovers())
+        backend.stop()
+
 
 class TmpfsScratch:
     """A scratch filesystem for tests of the core: a tmpfs of the slot's Disk per job (root
@@ -140,6 +153,7 @@ class TmpfsScratch:
         self.mounted: list[str] = []
         self.removed: list[str] = []
         self.started = False
+        self.stopped = False
 
     def wanted(self) -> bool:
         return self.config.get_bool("TMPFS_SCRATCH", False)
@@ -155,9 +169,11 @@ class TmpfsScratch:
 
     def prepare(self, request: ScratchRequest) -> ScratchVolume:
         size = max(request.disk_kib, 1024)
+        # The mount's source names it, so that the startd finds it again (remove_left).
+        name = f"ep_tmpfs_{request.starter_id}"
         try:
             subprocess.run(
-                ["mount", "-t", "tmpfs", "-o", f"size={size}k,mode=0700", "tmpfs", request.path],
+                ["mount", "-t", "tmpfs", "-o", f"size={size}k,mode=0700", name, request.path],
                 check=True,
                 capture_output=True,
             )
@@ -167,7 +183,7 @@ class TmpfsScratch:
                 f"Failed to create scratch dir: {error}", VacateCode.SCRATCH_DIR_ERROR
             ) from error
         self.mounted.append(request.path)
-        return ScratchVolume(f"tmpfs_{request.starter_id}", request.path, "tmpfs", size)
+        return ScratchVolume(name, request.path, "tmpfs", size)
 
     def check(self, volume: ScratchVolume) -> ScratchVerdict | None:
         stats = os.statvfs(volume.path)
@@ -185,6 +201,22 @@ class TmpfsScratch:
         if done.returncode != 0:
             raise EpError(f"cannot unmount {volume.path}: {done.stderr.strip()}")
         self.removed.append(volume.path)
+
+    def remove_left(self, name: str) -> None:
+        """Unmount the tmpfs named ``name`` (its mount's source) wherever it is mounted."""
+        with open("/proc/self/mounts") as mounts:
+            found = [line.split()[1] for line in mounts if line.split()[0] == name]
+        for path in found:
+            done = subprocess.run(["umount", path], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise EpError(f"cannot unmount {path}: {done.stderr.strip()}")
+            self.removed.append(path)
+
+    def leftovers(self) -> list[str]:
+        return []
+
+    def stop(self) -> None:
+        self.stopped = True
 
 
 class TmpfsScratchPlugin:

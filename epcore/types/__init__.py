@@ -53,6 +53,7 @@ from epcore.types.scratch import (
     ScratchRequest,
     ScratchVerdict,
     ScratchVolume,
+    SlotBreak,
 )
 
 __all__ = [
@@ -89,6 +90,7 @@ __all__ = [
     "ScratchRequest",
     "ScratchVerdict",
     "ScratchVolume",
+    "SlotBreak",
     "SlotStateChange",
     "TrackedUsage",
     "TrackingRequest",

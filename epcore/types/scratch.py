@@ -62,6 +62,20 @@ class ScratchVerdict:
     subcode: int = 0
 
 
+@attrs.frozen
+class SlotBreak:
+    """What a starter reports when its job left something it could not clean up (HTCondor's
+    broken slot): the startd marks the slot broken with ``code`` and ``reason``
+    (SlotBrokenCode, SlotBrokenReason) and, when ``item`` names what was left, has the scratch
+    filesystem ``backend`` retry its removal (a clean-up reminder) until the break is mended.
+    """
+
+    code: int
+    reason: str
+    backend: str = ""
+    item: str = ""
+
+
 @runtime_checkable
 class ScratchFilesystem(Protocol):
     """Gives each job a filesystem of its own as its sandbox (seed 000's per-job ephemeral
@@ -73,7 +87,10 @@ class ScratchFilesystem(Protocol):
     starter it forks calls :meth:`prepare` after making the empty sandbox directory and before
     writing anything into it, :meth:`check` every :attr:`check_interval` seconds while the job
     runs, and :meth:`remove` after the job's processes are gone, before the sandbox directory
-    itself is removed.
+    itself is removed. A volume a starter could not remove breaks its slot
+    (:class:`SlotBreak`); the startd then calls :meth:`remove_left` with its name on its
+    clean-up timer until it succeeds, and does the same for :meth:`leftovers` after
+    :meth:`start`. At the startd's normal end it calls :meth:`stop`.
     """
 
     name: str
@@ -111,7 +128,22 @@ class ScratchFilesystem(Protocol):
 
     def remove(self, volume: ScratchVolume) -> None:
         """Unmount and destroy ``volume``; raises :class:`~epcore.errors.EpError` when it
-        cannot (the next startd start removes it)."""
+        cannot (the slot is then broken and the startd retries with :meth:`remove_left`)."""
+        ...
+
+    def remove_left(self, name: str) -> None:
+        """In the startd: remove the volume ``name`` (a :class:`ScratchVolume`'s ``name``) a
+        starter or :meth:`start` could not remove; succeeds when it is already gone; raises
+        :class:`~epcore.errors.EpError` while it still cannot."""
+        ...
+
+    def leftovers(self) -> Sequence[str]:
+        """The names of the volumes :meth:`start` found and could not remove."""
+        ...
+
+    def stop(self) -> None:
+        """At the startd's normal end, its starters gone: remove what :meth:`start` made for
+        itself (a loop-backed volume group). Never raises."""
         ...
 
 

@@ -10,6 +10,7 @@ object, makes its job's volume, checks it every LVM_CHECK_INTERVAL and removes i
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import secrets
@@ -27,6 +28,7 @@ from epcore_lvm.namespace import private_mount_namespace
 from epcore_lvm.settings import LvmSettings, read_settings
 
 NAME = "lvm"
+_log = logging.getLogger(__name__)
 #: HTCondor 25.x's hold subcode for a job over its disk (OUT_OF_RESOURCES_SUB_CODE::Disk).
 DISK_SUBCODE = 104
 #: The smallest volume and the step of volume sizes (KiB): LVM's default extent, 4 MiB.
@@ -116,6 +118,8 @@ class LvmScratch:
         self.loop_device = ""
         #: Since when (clock) the thin pool has been full, while it is.
         self.full_since: float | None = None
+        #: Job volumes the last sweep could not remove (the startd retries them).
+        self.left: list[str] = []
         #: Bytes of the group (thick) or pool (thin), and what volumes other than the jobs'
         #: take of them, as the startd found them at its start (None: not known).
         self.detected: tuple[int, int] | None = None
@@ -244,15 +248,62 @@ class LvmScratch:
         return any(row[0] == self.pool for row in rows)
 
     def sweep(self) -> list[str]:
-        """Remove the tagged volumes whose starter is gone; their names."""
-        rows = self.commands.report("lvs", "lv_name", "--select", f"lv_tags={TAG}", self.group)
+        """Remove the tagged volumes whose starter is gone; their names. Those that cannot
+        be removed are :meth:`leftovers` (HTCondor's clean-up reminders), not a failure."""
         removed = []
-        for name, *_rest in rows:
+        self.left = []
+        for name in self._job_volumes():
             if self.held(name):
                 continue
-            self._destroy(name)
+            try:
+                self._destroy(name)
+            except LvmError:
+                self.left.append(name)
+                continue
             removed.append(name)
         return removed
+
+    def _job_volumes(self) -> list[str]:
+        rows = self.commands.report("lvs", "lv_name", "--select", f"lv_tags={TAG}", self.group)
+        return [row[0] for row in rows]
+
+    def leftovers(self) -> list[str]:
+        return list(self.left)
+
+    def remove_left(self, name: str) -> None:
+        """Remove job volume ``name`` (one a starter or the start could not); nothing to do
+        once it is gone."""
+        if name in self._job_volumes():
+            self._destroy(name)
+
+    def stop(self) -> None:
+        """At the startd's normal end: remove the job volumes no starter holds and, when the
+        startd made its own loop-backed group, the pool, the group, the physical volume, the
+        loop device and the backing file, as HTCondor's VolumeManager does. A group still
+        holding a job volume (a live starter's, one that cannot be removed) is kept."""
+        if self.reason is not None:
+            return
+        try:
+            self.sweep()
+            if not self.settings.loopback or self._job_volumes():
+                return
+            if self.settings.thin and self._pool_exists():
+                self.commands.lvm(
+                    "lvremove", "--autobackup", "n", "-f", f"{self.group}/{self.pool}"
+                )
+            self.commands.lvm("vgremove", "-f", self.group)
+            device = self.loop_device or self._loop_of_backing_file()
+            if device:
+                self.commands.lvm("pvremove", "-f", device)
+                self.commands.run(["losetup", "-d", device])
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.settings.backing_file)
+        except (LvmError, OSError) as error:
+            _log.warning("cannot remove the startd's volume group %s: %s", self.group, error)
+
+    def _loop_of_backing_file(self) -> str:
+        found = self.commands.run(["losetup", "-j", self.settings.backing_file]).strip()
+        return found.split(":", 1)[0] if found else ""
 
     def held(self, name: str) -> bool:
         """True while the starter named in volume ``name`` runs: its PID is a live process

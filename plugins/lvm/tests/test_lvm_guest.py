@@ -16,4 +16,4 @@ def test_lvm_works_in_the_guest(guest: Guest) -> None:
         timeout=600,
     )
     assert result.status == 0, result.output[-4000:] + result.console[-2000:]
-    assert "5 passed" in result.output, result.output[-4000:]
+    assert "6 passed" in result.output, result.output[-4000:]

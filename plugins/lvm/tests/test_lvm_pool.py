@@ -226,7 +226,8 @@ def _sleepers() -> dict[int, str]:
 def test_hide_mount_shows_each_job_its_own_volume_and_nobody_else(tmp_path: Path) -> None:
     """LVM_HIDE_MOUNT = auto (the default): two jobs running at once each see their own
     ext4 volume on their scratch directory, and neither sees the other's; the machine's own
-    mount namespace sees neither; both volumes go when the jobs are removed."""
+    mount namespace sees neither; both volumes go when the jobs are removed. When ``ep run``
+    ends, the loop-backed volume group it made goes with its backing file."""
     open_up(tmp_path)
     home = _home(tmp_path)
     local = tmp_path / "pool"
@@ -249,3 +250,9 @@ def test_hide_mount_shows_each_job_its_own_volume_and_nobody_else(tmp_path: Path
     finally:
         pool.ep("rm", "-all")
         pool.terminate()
+    groups = subprocess.run(
+        ["lvm", "vgs", "--config", NO_UDEV, "--noheadings", "-o", "vg_name"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert GROUP not in groups.stdout.split()
+    assert not os.path.exists(f"/var/tmp/{GROUP}.img")

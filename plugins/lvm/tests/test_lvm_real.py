@@ -1,8 +1,9 @@
 """epcore-lvm on a real kernel with device-mapper (the qemu guest; this host has none): a
 startd with a loop-backed volume group runs a job within its request_disk and holds one
 writing past it with code 34, leaving no volume and no mount; a volume left by a startd
-killed with -9 mid-job (its starter and job with it) is removed by the next start.
-``test_lvm_guest.py`` runs this module in the guest."""
+killed with -9 mid-job (its starter and job with it) is removed by the next start; a volume
+held busy breaks its slot until the startd's reminder removes it, and the startd's end
+removes its loop-backed group. ``test_lvm_guest.py`` runs this module in the guest."""
 
 from __future__ import annotations
 
@@ -171,3 +172,83 @@ def test_a_volume_left_by_a_killed_startd_is_removed_at_the_next_start(tmp_path:
         while not loop.finished:
             loop.turn()
         loop.close()
+
+
+def _groups() -> list[str]:
+    done = subprocess.run(
+        ["lvm", "vgs", "--config", NO_UDEV, "--noheadings", "-o", "vg_name"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.stdout.split()
+
+
+def _logs(tmp_path: Path) -> str:
+    """The end of each daemon log under ``tmp_path`` (what a failure shows)."""
+    found = []
+    for path in sorted((tmp_path / "local").rglob("*Log*")):
+        if path.is_file():
+            found.append(f"== {path.name}\n" + path.read_text(errors="replace")[-3000:])
+    return "\n".join(found)
+
+
+def _broken(startd: Startd) -> list[ClassAd]:
+    """The ads of the broken slots."""
+    return [
+        ad for ad in startd.ads(startd.state, startd.clock()).values() if "SlotBrokenCode" in ad
+    ]
+
+
+def test_a_busy_volume_breaks_the_slot_until_the_reminder_removes_it(tmp_path: Path) -> None:
+    """A process outside the job keeps the job's volume busy: its removal fails, the slot is
+    broken (5, "Could not clean up Logical Volume") and the volume stays; once the process
+    is gone the startd's reminder removes it and the slot is whole. At the startd's end its
+    loop-backed group, loop device and backing file are gone."""
+    group = "ep_busy"
+    extra = (
+        "LVM_HIDE_MOUNT = false\nSTARTD_CLEANUP_REMINDER_TIMER_INTERVAL = 1\n"
+        "AGGRESSIVE_CLEANUP_REMINDER = True\n"
+    )
+    startd = build_startd(str(_config(tmp_path, group, extra)), plugins=lvm_plugins())
+    loop = StartdLoop(startd)
+    loop.open()
+    iwd = tmp_path / "iwd"
+    script = (
+        f'echo "$_CONDOR_SCRATCH_DIR" > {iwd}/where\nwhile [ ! -e {iwd}/go ]; do sleep 0.2; done\n'
+    )
+    holder: subprocess.Popen[bytes] | None = None
+    try:
+        startd.activate(startd.claim("slot1", _job(tmp_path, 0, script)))
+        deadline = time.monotonic() + 120
+        while not (iwd / "where").exists():
+            assert time.monotonic() < deadline, "the job never started"
+            loop.turn()
+        holder = subprocess.Popen(["sleep", "600"], cwd=(iwd / "where").read_text().strip())
+        (iwd / "go").touch()
+        deadline = time.monotonic() + 120
+        while not _broken(startd):
+            assert time.monotonic() < deadline, "the slot was never broken\n" + _logs(tmp_path)
+            loop.turn()
+        (ad,) = _broken(startd)
+        assert ad.evaluate("SlotBrokenCode") == 5
+        assert ad.evaluate("SlotBrokenReason") == "Could not clean up Logical Volume"
+        assert len(_volumes(group)) == 1
+        holder.kill()
+        holder.wait()
+        deadline = time.monotonic() + 60
+        while startd.cleanup.reminders or _volumes(group):
+            assert time.monotonic() < deadline, "no removal by the reminder\n" + _logs(tmp_path)
+            loop.turn()
+        assert _broken(startd) == []
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        startd.shutdown(fast=True)
+        while not loop.finished:
+            loop.turn()
+        loop.close()
+    assert group not in _groups()
+    assert not os.path.exists(f"/var/tmp/{group}.img")
+    # No loop device backs the (deleted) file any more.
+    attached = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False)
+    assert f"{group}.img" not in attached.stdout
