@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["HoldCode", "VacateCode"]
+__all__ = ["HoldCode", "OutOfResourcesSubcode", "VacateCode"]
 
 
 class HoldCode(enum.IntEnum):
@@ -64,6 +64,15 @@ class HoldCode(enum.IntEnum):
     SINGULARITY_TEST_FAILED = 45
     JOB_DURATION_EXCEEDED = 46
     JOB_EXECUTE_EXCEEDED = 47
+
+
+class OutOfResourcesSubcode(enum.IntEnum):
+    """Which resource a job held with JOB_OUT_OF_RESOURCES (34) went over: its
+    ``HoldReasonSubCode``. HTCondor 23.9 gave 0 for memory and disk alike; 24.x and 25.x
+    name the resource, and epcore follows them (wave2-requirements, "Hold codes")."""
+
+    MEMORY = 102
+    DISK = 104
 
 
 class VacateCode(enum.IntEnum):

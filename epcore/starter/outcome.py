@@ -14,7 +14,7 @@ import signal
 import attrs
 
 from epcore.classad import ClassAd
-from epcore.jobs.codes import HoldCode
+from epcore.jobs.codes import HoldCode, OutOfResourcesSubcode
 
 EXITED = "exited"
 HELD = "held"
@@ -115,10 +115,13 @@ def decide(
     if memory_limit_hit:
         reason = (
             f"Job has gone over cgroup memory limit of {memory_mb} megabytes. "
-            f"Peak usage: {peak_memory_mb} megabytes. "
+            # HTCondor 25.x's words (two spaces before "Consider" included); its "last
+            # measured usage" is a poll of the cgroup, epcore's the cgroup's own peak.
+            f"Last measured usage: {peak_memory_mb} megabytes.  "
             "Consider resubmitting with a higher request_memory."
         )
-        return Ending(HELD, reason, exit_code, exit_signal, HoldCode.JOB_OUT_OF_RESOURCES, 0)
+        memory = OutOfResourcesSubcode.MEMORY
+        return Ending(HELD, reason, exit_code, exit_signal, HoldCode.JOB_OUT_OF_RESOURCES, memory)
     if stopped_by_startd is not None:
         reason = f"The job was evicted: {stopped_by_startd}"
         if vacate_code is None:

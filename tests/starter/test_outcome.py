@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from epcore.classad import parse_ad
-from epcore.jobs.codes import HoldCode
+from epcore.jobs.codes import HoldCode, OutOfResourcesSubcode
 from epcore.starter.outcome import (
     EVICTED,
     EXITED,
@@ -80,7 +80,7 @@ def _decide(**changes: Any) -> Ending:
             HELD,
             None,
             KILL,
-            "over cgroup memory limit of 128 megabytes. Peak usage: 100 megabytes",
+            "over cgroup memory limit of 128 megabytes. Last measured usage: 100 megabytes.  Con",
         ),
         # Going over the slot's memory wins over everything else that was seen.
         (
@@ -128,9 +128,11 @@ def test_decide_branches(
 
 
 def test_memory_limit_hold_has_code_34() -> None:
-    """A job over its cgroup memory limit is held with HoldReasonCode 34, subcode 0."""
+    """A job over its cgroup memory limit is held with HoldReasonCode 34, subcode 102 (Memory,
+    as HTCondor 24.x and 25.x; 23.9 gave 0)."""
     ending = _decide(exit_code=None, exit_signal=KILL, memory_limit_hit=True, memory_mb=512)
-    assert (ending.hold_code, ending.hold_subcode) == (HoldCode.JOB_OUT_OF_RESOURCES, 0) == (34, 0)
+    expected = (HoldCode.JOB_OUT_OF_RESOURCES, OutOfResourcesSubcode.MEMORY)
+    assert (ending.hold_code, ending.hold_subcode) == expected == (34, 102)
     assert "512 megabytes" in ending.reason
 
 
