@@ -9,7 +9,9 @@ is re-exported here, under these names, and these names are what stays stable:
 Hold and vacate codes
     :class:`HoldCode`, :class:`VacateCode`: HTCondor's ``HoldReasonCode`` and
     ``VacateReasonCode`` values (a :class:`~epcore.errors.JobSetupError` raised with a
-    ``HoldCode`` holds the job with that code; ads carry the plain integers).
+    ``HoldCode`` holds the job with that code; ads carry the plain integers);
+    :class:`OutOfResourcesSubcode`: the ``HoldReasonSubCode`` of a job held for going over
+    its memory or disk (``HoldCode.JOB_OUT_OF_RESOURCES``).
 
 Acting for the job's user
     :func:`as_user` runs a block with the job user's effective identity (when running as
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 from epcore.builtin.host import LocalHost
 from epcore.config import split_list
-from epcore.jobs.codes import HoldCode, VacateCode
+from epcore.jobs.codes import HoldCode, OutOfResourcesSubcode, VacateCode
 from epcore.starter.cgroups.files import read_int, read_keyed, read_pids
 from epcore.starter.cgroups.mountinfo import CgroupLayout, read_layout
 from epcore.starter.cgroups.v1 import V1Group
@@ -52,6 +54,7 @@ __all__ = [
     "HoldCode",
     "LocalHost",
     "NotARegularFile",
+    "OutOfResourcesSubcode",
     "V1Group",
     "VacateCode",
     "as_user",

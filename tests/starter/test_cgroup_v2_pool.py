@@ -182,7 +182,7 @@ def _job_groups() -> list[str]:
 
 
 def test_oom_hold_pids_limit_suspend_vacate_and_usage_through_ep_run(tmp_path: Path) -> None:
-    """Through ``ep run`` on cgroup v2: the memory hog is held with 34/0 and HTCondor's reason
+    """Through ``ep run`` on cgroup v2: the memory hog is held with 34/102 and HTCondor's reason
     naming the slot's 128 MB; the forking job completes with memory.max and pids.max of its
     slot on its group and forks refused past the limit; the busy job's CPU reaches its slot's
     CondorLoadAvg, its group is frozen while suspended (its CPU stands still), and a vacate
@@ -200,7 +200,7 @@ def test_oom_hold_pids_limit_suspend_vacate_and_usage_through_ep_run(tmp_path: P
         held = _job(pool, 0)
         assert held is not None
         assert held.evaluate("HoldReasonCode") == 34, held
-        assert held.evaluate("HoldReasonSubCode") == 0, held
+        assert held.evaluate("HoldReasonSubCode") == 102, held
         reason = str(held.evaluate("HoldReason"))
         assert reason.startswith("Job has gone over cgroup memory limit of 128 megabytes. "), reason
         assert reason.endswith("Consider resubmitting with a higher request_memory."), reason

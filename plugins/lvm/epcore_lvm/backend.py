@@ -18,7 +18,7 @@ import shutil
 import time
 from collections.abc import Callable
 
-from epcore.api import HoldCode, VacateCode
+from epcore.api import HoldCode, OutOfResourcesSubcode, VacateCode
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.errors import EpError, JobSetupError
@@ -30,7 +30,7 @@ from epcore_lvm.settings import LvmSettings, read_settings
 NAME = "lvm"
 _log = logging.getLogger(__name__)
 #: HTCondor 25.x's hold subcode for a job over its disk (OUT_OF_RESOURCES_SUB_CODE::Disk).
-DISK_SUBCODE = 104
+DISK_SUBCODE = int(OutOfResourcesSubcode.DISK)
 #: The smallest volume and the step of volume sizes (KiB): LVM's default extent, 4 MiB.
 DISK_QUANTUM_KIB = 4096
 FULL_POOL_REASON = "Underlying thin pool is out of space and not recovering"
