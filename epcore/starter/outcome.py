@@ -56,16 +56,16 @@ class Ending:
         if self.outcome == HELD:
             ad["HoldReason"] = self.reason
             ad["HoldReasonCode"] = int(self.hold_code)
-            ad["HoldReasonSubCode"] = self.hold_subcode
+            ad["HoldReasonSubCode"] = int(self.hold_subcode)
         elif self.outcome == EVICTED and self.vacate_reason is not None:
             ad["VacateReason"] = self.vacate_reason
             ad["VacateReasonCode"] = int(self.hold_code)
-            ad["VacateReasonSubCode"] = self.hold_subcode
+            ad["VacateReasonSubCode"] = int(self.hold_subcode)
         elif self.outcome == REQUEUED and self.hold_code:
             # A starter error HTCondor's shadow turns into a vacate keeps its codes there.
             ad["VacateReason"] = self.reason
             ad["VacateReasonCode"] = int(self.hold_code)
-            ad["VacateReasonSubCode"] = self.hold_subcode
+            ad["VacateReasonSubCode"] = int(self.hold_subcode)
         return ad
 
 
@@ -120,7 +120,7 @@ def decide(
             f"Last measured usage: {peak_memory_mb} megabytes.  "
             "Consider resubmitting with a higher request_memory."
         )
-        memory = OutOfResourcesSubcode.MEMORY
+        memory = int(OutOfResourcesSubcode.MEMORY)
         return Ending(HELD, reason, exit_code, exit_signal, HoldCode.JOB_OUT_OF_RESOURCES, memory)
     if stopped_by_startd is not None:
         reason = f"The job was evicted: {stopped_by_startd}"

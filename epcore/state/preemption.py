@@ -67,6 +67,7 @@ def after_preempting(w: Work, name: str) -> None:
         "fast": False,
         "suspended_total": 0.0,
         "vacate_reason": None,
+        "removed": False,
     }
     if record.preempting is not None and not w.shutting_down:
         number_ = 23 if vacating else 24

@@ -232,3 +232,13 @@ def test_output_goes_back_after_an_exit_and_after_an_eviction_that_asks_for_it(
     """Output goes back after an exit, and after an eviction only with ON_EXIT_OR_EVICT."""
     job = parse_ad(f'[ WhenToTransferOutput = "{when}" ]')
     assert output_goes_back(job, Ending(outcome, "why")) is goes
+
+
+def test_the_memory_hold_s_attributes_carry_plain_integer_codes() -> None:
+    """The memory hold's ad gets HoldReasonCode 34 and HoldReasonSubCode 102 as integers (an
+    enum member in a ClassAd is refused, and the starter would end without a result)."""
+    ending = _decide(exit_code=None, exit_signal=KILL, memory_limit_hit=True, memory_mb=512)
+    ad = ending.attributes()
+    assert ad.evaluate("HoldReasonCode") == 34
+    assert ad.evaluate("HoldReasonSubCode") == 102
+    assert type(ad.evaluate("HoldReasonSubCode")) is int
