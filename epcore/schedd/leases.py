@@ -13,6 +13,9 @@ is deleted without a RELEASE_CLAIM, the job requeued as JOB_RECONNECT_FAILED).
   NumJobReconnects of each of its running jobs grows by one (HTCondor's shadow counts a
   successful reconnect there). JobDisconnectedDate says since when a job's startd has not
   answered, and is undefined again once it answers, as HTCondor's shadow keeps it.
+- The job's event log tells the user (:mod:`epcore.schedd.joblog`): disconnected (022) when
+  its startd stops answering, reconnected (023) when it answers again, reconnect failed
+  (024) when the lease runs out.
 - At the lease's end the job is requeued with HTCondor's shadow's reason, "Job disconnected
   too long: JobLeaseDuration (N seconds) expired", its claim forgotten: a result that comes
   later for that claim is refused (:mod:`epcore.schedd.results`) and the startd drops it,
@@ -26,9 +29,10 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from epcore.classad import ClassAd
+from epcore.classad import UNDEFINED, ClassAd
 from epcore.errors import EpError, QueueError
 from epcore.interfaces import Locator, StartdLink
+from epcore.schedd import joblog
 from epcore.schedd.claims import RunningJob
 from epcore.schedd.schedd import Schedd
 
@@ -113,6 +117,10 @@ class JobLeases:
             if reachable[running.startd]:
                 self._renew(schedd, claim_id, running, now, round_length)
                 continue
+            try:
+                job = schedd.queue.get(running.job_id)
+            except QueueError:
+                continue  # gone from the queue: its claim goes with the next result
             if claim_id not in self.disconnected:
                 self.disconnected.add(claim_id)
                 self.log.warning(
@@ -122,19 +130,19 @@ class JobLeases:
                     running.startd,
                 )
                 # HTCondor's shadow marks the job disconnected the same way (and clears
-                # the mark when it reconnects).
-                with contextlib.suppress(QueueError):
-                    schedd.queue.set_attributes(
-                        running.job_id, {"JobDisconnectedDate": int(now)}, now
-                    )
-            try:
-                job = schedd.queue.get(running.job_id)
-            except QueueError:
-                continue  # gone from the queue: its claim goes with the next result
+                # the mark when it reconnects); a mark already there (a restart found the
+                # startd silent) had its event written then.
+                if job.evaluate("JobDisconnectedDate") is UNDEFINED:
+                    joblog.disconnected(job, running.startd, joblog.SILENT_REASON, now, self.log)
+                    with contextlib.suppress(QueueError):
+                        schedd.queue.set_attributes(
+                            running.job_id, {"JobDisconnectedDate": int(now)}, now
+                        )
             seconds = lease_seconds(job, alive_interval)
             if now >= renewed + seconds:
                 reason = EXPIRED_REASON.format(seconds=int(seconds))
                 self.log.warning("job %s: %s; back to idle", running.job_id, reason)
+                joblog.reconnect_failed(job, running.startd, reason, now, self.log)
                 schedd.lease_expired(claim_id, reason, now)
                 expired.append(claim_id)
         for gone in set(self.renewed) - set(schedd.running):
@@ -152,9 +160,11 @@ class JobLeases:
             self.disconnected.discard(claim_id)
             self.log.info("job %s: its startd at %s answers again", running.job_id, running.startd)
             try:
-                count = schedd.queue.get(running.job_id).evaluate("NumJobReconnects")
+                job = schedd.queue.get(running.job_id)
             except QueueError:
                 return
+            joblog.reconnected(job, running.startd, now, self.log)
+            count = job.evaluate("NumJobReconnects")
             values["NumJobReconnects"] = (count if isinstance(count, int) else 0) + 1
             values["JobDisconnectedDate"] = None  # undefined: connected again
         # The job's start is its first renewal (JobCurrentStartDate says it): no write for a

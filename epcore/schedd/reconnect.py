@@ -9,10 +9,15 @@ about once (the link's slot_of: which slot holds the claim):
 - the startd holds the claim: the job is adopted as running, NumJobReconnects grows by one;
 - the startd answers that it has no such claim: the job goes back to idle now (a result the
   startd still holds for it is then refused, and dropped);
-- the startd cannot be reached: the job is adopted all the same and its lease decides
+- the startd cannot be reached: the job is adopted all the same, marked disconnected
+  (JobDisconnectedDate) and its lease decides
   (:mod:`epcore.schedd.leases`): it counts from LastJobLeaseRenewal, as HTCondor's schedd
   reads it back into the claim's last keep-alive, and the job is requeued when the startd
   stays silent to the end of it.
+
+The job's event log says so (:mod:`epcore.schedd.joblog`), as HTCondor's does: disconnected
+(022) for every job asked about, then reconnected (023) or reconnect failed (024, the
+startd without the claim; the lease's end writes it for a silent one).
 
 A job taken back also has its TransferKey (kept private in its ad at activation) taken
 again: its starter sends the output with the key the previous process gave it, to the same
@@ -24,8 +29,9 @@ from __future__ import annotations
 
 import contextlib
 
-from epcore.classad import ClassAd
+from epcore.classad import UNDEFINED, ClassAd
 from epcore.errors import EpError, QueueError
+from epcore.schedd import joblog
 from epcore.schedd.claims import RunningJob
 from epcore.schedd.jobqueue_model import JobId
 from epcore.schedd.schedd import Schedd
@@ -51,6 +57,8 @@ def reconnect(schedd: Schedd, job_id: JobId, job: ClassAd, now: float) -> bool:
     if found is None:
         return False
     address, claim_id = found
+    # HTCondor's schedd writes this for every job it takes back, before asking its startd.
+    joblog.disconnected(job, address, joblog.RESTART_REASON, now, schedd.log)
     reconnected = False
     try:
         slot = schedd.startds.link(address).slot_of(claim_id)
@@ -65,6 +73,7 @@ def reconnect(schedd: Schedd, job_id: JobId, job: ClassAd, now: float) -> bool:
     else:
         if slot is None:
             schedd.log.info("job %s: the startd at %s no longer has its claim", job_id, address)
+            joblog.reconnect_failed(job, address, joblog.NO_CLAIM_REASON, now, schedd.log)
             return False
         reconnected = True
     remote_host = job.evaluate("RemoteHost")
@@ -84,16 +93,22 @@ def reconnect(schedd: Schedd, job_id: JobId, job: ClassAd, now: float) -> bool:
     if schedd.transfers is not None and isinstance(key, str):
         # The starter holds the key the previous process gave: its output comes with it.
         schedd.transfers.restore(str(job_id), job, key)
-    if reconnected:
-        count = job.evaluate("NumJobReconnects")
-        with contextlib.suppress(QueueError):  # gone meanwhile: nothing to count
-            schedd.queue.set_attributes(
-                job_id,
-                {
-                    "NumJobReconnects": (count if isinstance(count, int) else 0) + 1,
-                    "JobDisconnectedDate": None,  # a mark from before the restart goes
-                },
-                now,
-            )
-        schedd.log.info("job %s: reconnected to its claim on %s", job_id, slot)
+    if not reconnected:
+        if job.evaluate("JobDisconnectedDate") is UNDEFINED:
+            # Disconnected since now, as far as this process knows (the event is written).
+            with contextlib.suppress(QueueError):
+                schedd.queue.set_attributes(job_id, {"JobDisconnectedDate": int(now)}, now)
+        return True
+    joblog.reconnected(job, address, now, schedd.log)
+    count = job.evaluate("NumJobReconnects")
+    with contextlib.suppress(QueueError):  # gone meanwhile: nothing to count
+        schedd.queue.set_attributes(
+            job_id,
+            {
+                "NumJobReconnects": (count if isinstance(count, int) else 0) + 1,
+                "JobDisconnectedDate": None,  # a mark from before the restart goes
+            },
+            now,
+        )
+    schedd.log.info("job %s: reconnected to its claim on %s", job_id, slot)
     return True

@@ -6,6 +6,8 @@ as a reconnect; LastJobLeaseRenewal follows the keep-alive rounds."""
 from __future__ import annotations
 
 import logging
+import os
+import pwd
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -158,3 +160,38 @@ def test_an_address_without_a_link_is_unreachable() -> None:
     assert not reachable("<127.0.0.9:1>")
     startds.register(STARTD, _Startd())  # type: ignore[arg-type]
     assert reachable(STARTD)
+
+
+def _events(log: Path) -> list[tuple[int, str]]:
+    """The events in the job's text log: (number, the first detail line)."""
+    entries = log.read_text().split("...\n") if log.exists() else []
+    found = []
+    for entry in filter(None, entries):
+        lines = entry.splitlines()
+        found.append((int(lines[0][:3]), lines[1].strip() if len(lines) > 1 else ""))
+    return found
+
+
+def test_the_job_log_tells_of_each_disconnect_reconnect_and_the_lease_s_end(
+    tmp_path: Path,
+) -> None:
+    """The job's event log gets 022 when its startd stops answering (once, however long),
+    023 when it answers again, and 024 with the lease's reason when it runs out."""
+    schedd, startd, leases = _running(tmp_path)
+    log = tmp_path / "job.log"
+    owner = pwd.getpwuid(os.getuid()).pw_name
+    schedd.queue.set_attributes(JOB, {"UserLog": str(log), "Owner": owner}, NOW)
+    startd.down = True
+    leases.check(schedd, NOW + 10)
+    leases.check(schedd, NOW + 20)
+    assert _events(log) == [(22, "Socket between submit and execute hosts closed unexpectedly")]
+    startd.down = False
+    leases.check(schedd, NOW + 30)
+    assert [number for number, _ in _events(log)] == [22, 23]
+    startd.down = True
+    leases.check(schedd, NOW + 40)
+    assert leases.check(schedd, NOW + 631) == [CLAIM]
+    assert _events(log)[2:] == [
+        (22, "Socket between submit and execute hosts closed unexpectedly"),
+        (24, "Job disconnected too long: JobLeaseDuration (600 seconds) expired"),
+    ]

@@ -6,6 +6,8 @@ LastJobLeaseRenewal."""
 from __future__ import annotations
 
 import logging
+import os
+import pwd
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -196,3 +198,61 @@ def test_a_reconnect_clears_the_disconnected_mark_from_before_the_restart(
     queue.close()
     schedd = _restarted(tmp_path, _Startd(holds=True), NOW + 200)
     assert schedd.queue.get(JOB).evaluate("JobDisconnectedDate") is UNDEFINED
+
+
+def _with_log(directory: Path) -> Path:
+    """Job 1.0's ad names an event log (owned by the user running the test)."""
+    log = directory / "job.log"
+    queue = JobQueue.open(directory / "job_queue.db")
+    owner = pwd.getpwuid(os.getuid()).pw_name
+    queue.set_attributes(JOB, {"UserLog": str(log), "Owner": owner}, NOW + 150)
+    queue.close()
+    return log
+
+
+def _events(log: Path) -> list[tuple[int, str]]:
+    """The events in a text log: (number, the first detail line)."""
+    entries = log.read_text().split("...\n") if log.exists() else []
+    return [
+        (int(entry[:3]), entry.splitlines()[1].strip() if "\n" in entry else "")
+        for entry in entries
+        if entry
+    ]
+
+
+def test_a_reconnect_after_a_restart_is_written_to_the_job_log(tmp_path: Path) -> None:
+    """The restarted schedd writes 022 with HTCondor's restart reason, then 023 once the
+    startd is found holding the claim."""
+    _before_restart(tmp_path)
+    log = _with_log(tmp_path)
+    _restarted(tmp_path, _Startd(holds=True), NOW + 200)
+    assert _events(log) == [
+        (22, "Local schedd and job shadow died, schedd now running again"),
+        (23, f"startd address: {STARTD}"),
+    ]
+
+
+def test_a_startd_without_the_claim_writes_reconnect_failed(tmp_path: Path) -> None:
+    """A startd that no longer has the claim: 022, then 024 with HTCondor's reason."""
+    _before_restart(tmp_path)
+    log = _with_log(tmp_path)
+    _restarted(tmp_path, _Startd(holds=False), NOW + 200)
+    assert _events(log) == [
+        (22, "Local schedd and job shadow died, schedd now running again"),
+        (24, "Claim not found at execution machine"),
+    ]
+
+
+def test_a_silent_startd_after_a_restart_writes_one_disconnect_then_the_lease_s_end(
+    tmp_path: Path,
+) -> None:
+    """A startd silent at the restart: 022 then, with the lease checks that follow, no
+    second 022 and, when the lease runs out, 024."""
+    _before_restart(tmp_path)
+    log = _with_log(tmp_path)
+    schedd = _restarted(tmp_path, None, NOW + 200)
+    assert schedd.queue.get(JOB).evaluate("JobDisconnectedDate") == int(NOW + 200)
+    leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test"))
+    assert leases.check(schedd, NOW + 300) == []
+    assert leases.check(schedd, NOW + 701) == [CLAIM]
+    assert [number for number, _ in _events(log)] == [22, 24]
