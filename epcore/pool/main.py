@@ -182,7 +182,7 @@ def build_pool(
     from epcore.schedd.cedar import negotiator_handlers, qualified_super_users, result_handlers
     from epcore.schedd.jobqueue import JobQueue
     from epcore.schedd.leases import JobLeases, startd_reachable
-    from epcore.schedd.reconnect import reconnect
+    from epcore.schedd.reconnect import Reconnects
     from epcore.schedd.results import ResultReceiver
     from epcore.schedd.schedd import Schedd
     from epcore.schedd.service import ScheddService
@@ -311,10 +311,12 @@ def build_pool(
         cedar.append(core.transfers.handlers())
         # Job leases: a running job whose startd cannot be reached for its JobLeaseDuration
         # goes back to idle and runs elsewhere (epcore.schedd.leases).
-        core.lease_check = JobLeases(startd_reachable(startds), logs[SCHEDD]).check
-        # After a restart, the jobs running on startds elsewhere are taken back
+        # After a restart, the jobs running on startds elsewhere are taken back, their
+        # startds asked off the loop; the answers are applied before each lease check
         # (epcore.schedd.reconnect).
-        core.reconnect = reconnect
+        reconnects = Reconnects(JobLeases(startd_reachable(startds), logs[SCHEDD]))
+        core.lease_check = reconnects.check
+        core.reconnect = reconnects
         if startd is not None:
             startd.job_results = schedd
         handlers.update(schedd.handlers())

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Final
 
 from epcore.classad import UNDEFINED, ClassAd
@@ -92,6 +92,9 @@ class JobLeases:
         self.written: dict[str, float] = {}
         #: Claims whose startd was unreachable at the last check.
         self.disconnected: set[str] = set()
+        #: Claims a restart took back whose startd has not answered yet: that answer says
+        #: whether they are connected (epcore.schedd.reconnect); only their lease runs.
+        self.asking: Container[str] = frozenset()
         self.next_check = 0.0
 
     def check(self, schedd: Schedd, now: float) -> list[str]:
@@ -114,14 +117,15 @@ class JobLeases:
                 renewed = self.renewed[claim_id] = _last_renewal(schedd, running)
             if running.startd not in reachable:
                 reachable[running.startd] = self.reachable(running.startd)
-            if reachable[running.startd]:
+            if reachable[running.startd] and claim_id not in self.asking:
                 self._renew(schedd, claim_id, running, now, round_length)
                 continue
             try:
                 job = schedd.queue.get(running.job_id)
             except QueueError:
                 continue  # gone from the queue: its claim goes with the next result
-            if claim_id not in self.disconnected:
+            # A claim being asked about is neither: its startd's answer says which.
+            if claim_id not in self.asking and claim_id not in self.disconnected:
                 self.disconnected.add(claim_id)
                 self.log.warning(
                     "job %s: its startd at %s cannot be reached; the job's lease runs out "
