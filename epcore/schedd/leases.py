@@ -16,6 +16,9 @@ is deleted without a RELEASE_CLAIM, the job requeued as JOB_RECONNECT_FAILED).
 - The job's event log tells the user (:mod:`epcore.schedd.joblog`): disconnected (022) when
   its startd stops answering, reconnected (023) when it answers again, reconnect failed
   (024) when the lease runs out.
+- A startd that answers an ALIVE that it has no such claim (-1, :mod:`epcore.links.startd`)
+  has the job requeued at its next check, with HTCondor's shadow's reason "Claim not found
+  at execution machine": the claim is gone, its lease need not run out.
 - At the lease's end the job is requeued with HTCondor's shadow's reason, "Job disconnected
   too long: JobLeaseDuration (N seconds) expired", its claim forgotten: a result that comes
   later for that claim is refused (:mod:`epcore.schedd.results`) and the startd drops it,
@@ -65,6 +68,21 @@ def _last_renewal(schedd: Schedd, running: RunningJob) -> float:
     return running.started_at
 
 
+def claim_unknown(startds: Locator[StartdLink]) -> Callable[[str, str], bool]:
+    """Whether the startd at an address said it has no such claim (a link to another
+    process that got -1 for an ALIVE: its ``take_unknown``); each such answer is taken once."""
+
+    def unknown(address: str, claim_id: str) -> bool:
+        try:
+            link = startds.link(address)
+        except EpError:
+            return False
+        take = getattr(link, "take_unknown", None)
+        return bool(take(claim_id)) if callable(take) else False
+
+    return unknown
+
+
 def startd_reachable(startds: Locator[StartdLink]) -> Callable[[str], bool]:
     """Whether the startd at an address is reachable: a startd in this process always is;
     a link to another process is not while its last contact failed (its ``down``)."""
@@ -83,8 +101,14 @@ class JobLeases:
     """The leases of a schedd's running jobs (module docstring); :meth:`check` at each of
     the schedd's ticks."""
 
-    def __init__(self, reachable: Callable[[str], bool], log: logging.Logger) -> None:
+    def __init__(
+        self,
+        reachable: Callable[[str], bool],
+        log: logging.Logger,
+        unknown: Callable[[str, str], bool] = lambda address, claim_id: False,
+    ) -> None:
         self.reachable = reachable
+        self.unknown = unknown
         self.log = log
         #: When each running claim's startd was last reachable.
         self.renewed: dict[str, float] = {}
@@ -115,6 +139,10 @@ class JobLeases:
             renewed = self.renewed.get(claim_id)
             if renewed is None:
                 renewed = self.renewed[claim_id] = _last_renewal(schedd, running)
+            if self.unknown(running.startd, claim_id):
+                self._gone(schedd, claim_id, running, now)
+                expired.append(claim_id)
+                continue
             if running.startd not in reachable:
                 reachable[running.startd] = self.reachable(running.startd)
             if reachable[running.startd] and claim_id not in self.asking:
@@ -154,6 +182,19 @@ class JobLeases:
             self.written.pop(gone, None)
             self.disconnected.discard(gone)
         return expired
+
+    def _gone(self, schedd: Schedd, claim_id: str, running: RunningJob, now: float) -> None:
+        """The startd answered that it has no such claim: the job is requeued now, as at
+        the lease's end (a result that comes later for the claim is refused)."""
+        self.log.warning(
+            "job %s: the startd at %s no longer has its claim; back to idle",
+            running.job_id,
+            running.startd,
+        )
+        with contextlib.suppress(QueueError):
+            job = schedd.queue.get(running.job_id)
+            joblog.reconnect_failed(job, running.startd, joblog.NO_CLAIM_REASON, now, self.log)
+        schedd.lease_expired(claim_id, joblog.NO_CLAIM_REASON, now)
 
     def _renew(
         self, schedd: Schedd, claim_id: str, running: RunningJob, now: float, round_length: float
