@@ -127,6 +127,13 @@ class RemoteJobResults(WorkerService):
 
     # -- JobResults -----------------------------------------------------------------------
 
+    @property
+    def keeps_results(self) -> bool:
+        """Whether each result is on disk (the journal) when :meth:`job_result` returns, to
+        be sent later by the worker: the startd then hands it over before its claims file
+        forgets the job (:func:`epcore.startd.starter_events.finished`)."""
+        return self.journal is not None
+
     def claimed(self, claim_id: str, address: str) -> None:
         """The schedd at ``address`` holds ``claim_id`` (REQUEST_CLAIM's client)."""
         with self._lock:

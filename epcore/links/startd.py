@@ -15,7 +15,11 @@ the startd's CEDAR commands (:mod:`epcore.startd.claim_commands`, :mod:`epcore.s
   443; a removed job's claim has ``"removed"`` after the id, epcore's own) and
   :meth:`~RemoteStartd.vacate` (VACATE_CLAIM(_FAST)) are never answered when they succeed, so
   they are queued for a worker thread and the caller goes on at once; a failure is logged by
-  the worker (the claim's lease ends it on the startd's side).
+  the worker (the claim's lease ends it on the startd's side). An epcore
+  startd answers an ALIVE for a claim it does not know with -1, as HTCondor's schedd
+  answers a startd's ALIVE (HTCondor's startd closes without a word): the claim is kept in
+  ``unknown_claims`` for the schedd, which gives it up at once (:mod:`epcore.schedd.leases`)
+  rather than at the end of its lease; an ALIVE closed without an answer is no news.
 - :meth:`~RemoteStartd.drain` and :meth:`~RemoteStartd.cancel_drain` are DRAIN_JOBS and
   CANCEL_DRAIN_JOBS (they need ADMINISTRATOR, which a schedd's DAEMON credentials may not
   have); :meth:`~RemoteStartd.vacate_slots` is VACATE_ALL_CLAIMS(_FAST) or VACATE_CLAIM(_FAST),
@@ -49,7 +53,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Generator, Iterable
 from typing import Final, TypeVar
 
@@ -58,11 +61,12 @@ from epcore.config import Config
 from epcore.errors import EpError
 from epcore.interfaces import RELEASE_REMOVED, ClaimPending, PeerUnreachable
 from epcore.links.connection import FAILURES, open_connection, tcp_address
+from epcore.links.worker import Background
 from epcore.net import commands
 from epcore.net.client import ClientSession, resume_command, start_command
 from epcore.net.codec import Reader, Writer, is_private
 from epcore.net.commands import Command
-from epcore.net.conversation import Refused, Step, Stream, receive, run_blocking, send
+from epcore.net.conversation import Receive, Refused, Step, Stream, run_blocking, send
 from epcore.net.keyexchange import EcdhClientKeyExchange
 from epcore.net.sinful import parse_sinful
 
@@ -71,70 +75,19 @@ DEFAULT_TIMEOUT: Final = 5.0
 #: The pause after a startd did not answer, doubled while it stays silent, up to MAX_PAUSE.
 FIRST_PAUSE: Final = 1.0
 MAX_PAUSE: Final = 60.0
-#: Seconds a claim's answer waits to be picked up before the claim is given back, and how
-#: often a quiet worker looks for such claims.
+#: Seconds a claim's answer waits to be picked up before the claim is given back (a quiet
+#: worker looks every epcore.links.worker.SWEEP_EVERY seconds).
 ANSWER_KEPT: Final = 120.0
-SWEEP_EVERY: Final = 30.0
 #: condor_commands.h's answers.
 OK: Final = 1
+#: The answer to an ALIVE for a claim the other side does not know (HTCondor's schedd to a
+#: startd's ALIVE, receive_startd_alive; an epcore startd to a schedd's).
+UNKNOWN_CLAIM: Final = -1
 #: DRAIN_JOBS's HowFast for each of the startd's speeds (htcondor2.DrainType).
 HOW_FAST: Final = {"graceful": 0, "quick": 10, "fast": 20}
 
 Answer = TypeVar("Answer")
 Body = Callable[[Writer], object]
-
-
-class Background:
-    """One worker thread sending the unanswered commands of every link that shares it, in
-    the order they were asked (a startd that does not answer holds the others back for its
-    timeout once per pause, see the module docstring)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._queue: deque[Callable[[], None]] = deque()
-        self._thread: threading.Thread | None = None
-        self._busy = False
-        #: What the worker runs when it has had nothing to do for SWEEP_EVERY seconds.
-        self.sweepers: list[Callable[[], None]] = []
-
-    def submit(self, work: Callable[[], None]) -> None:
-        """Run ``work`` in the worker thread (started on first use)."""
-        with self._lock:
-            self._queue.append(work)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="startd-link", daemon=True)
-                self._thread.start()
-            self._lock.notify()
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Whether everything submitted so far was done within ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._queue or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(min(left, 0.05))
-        return True
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if not self._queue:
-                    self._lock.wait(SWEEP_EVERY)
-                # Quiet: the links give back the claims nobody picked up.
-                work = self._queue.popleft() if self._queue else self._sweep
-                self._busy = True
-            try:
-                work()
-            finally:
-                with self._lock:
-                    self._busy = False
-                    self._lock.notify_all()
-
-    def _sweep(self) -> None:
-        for sweeper in list(self.sweepers):
-            sweeper()
 
 
 class RemoteStartd:
@@ -181,6 +134,10 @@ class RemoteStartd:
         #: claim id or the refusal), by slot and job.
         self._asking: set[tuple[str, str]] = set()
         self._answers: dict[tuple[str, str], tuple[float, str | EpError]] = {}
+        #: Claims the startd answered an ALIVE it does not know, until the schedd takes them
+        #: (:meth:`take_unknown`); ``on_unknown`` is called with each (it wakes the schedd).
+        self.unknown_claims: set[str] = set()
+        self.on_unknown: Callable[[], None] = lambda: None
         #: The slot of each claim found ready (its name no longer changes).
         self._slots: dict[str, str] = {}
         #: Connections made, those that resumed the first one's session, calls that failed.
@@ -286,7 +243,34 @@ class RemoteStartd:
         self._later(commands.RELEASE_CLAIM, body)
 
     def alive(self, claim_id: str) -> None:
-        self._later(commands.ALIVE, lambda writer: writer.put_string(claim_id))
+        """ALIVE, sent by the worker; a startd that answers it has no such claim has the
+        claim put in ``unknown_claims`` and ``on_unknown`` called (module docstring)."""
+
+        def work() -> None:
+            try:
+                reply = self._call(
+                    commands.ALIVE, lambda writer: writer.put_string(claim_id), _int, optional=True
+                )
+            except EpError as error:
+                self.log.debug("ALIVE to the startd at %s: %s", self.address, error)
+                return
+            if reply == UNKNOWN_CLAIM:
+                self.log.info(
+                    "the startd at %s has no claim %s", self.address, claim_id.rsplit("#", 1)[0]
+                )
+                with self._lock:
+                    self.unknown_claims.add(claim_id)
+                self.on_unknown()
+
+        self.background.submit(work)
+
+    def take_unknown(self, claim_id: str) -> bool:
+        """Whether the startd said it has no ``claim_id`` (then forgotten here)."""
+        with self._lock:
+            if claim_id not in self.unknown_claims:
+                return False
+            self.unknown_claims.discard(claim_id)
+            return True
 
     def claim_ready(self, claim_id: str) -> bool:
         # Always asked: a claim is busy while its job runs, and may end with it.
@@ -384,14 +368,20 @@ class RemoteStartd:
         return value if value > 0 else DEFAULT_TIMEOUT
 
     def _call(
-        self, command: Command, body: Body | None, answer: Callable[[Reader], Answer] | None
+        self,
+        command: Command,
+        body: Body | None,
+        answer: Callable[[Reader], Answer] | None,
+        *,
+        optional: bool = False,
     ) -> Answer:
         """``command`` with ``body``; what ``answer`` reads of the reply (None: no reply is
-        read). PeerUnreachable when the startd cannot be asked (module docstring)."""
+        read; ``optional``: None when the startd closes without one). PeerUnreachable when
+        the startd cannot be asked (module docstring)."""
         if self.monotonic() < self._silent_until:
             raise PeerUnreachable(f"the startd at {self.address} did not answer lately")
         try:
-            result = self._converse(command, body, answer)
+            result = self._converse(command, body, answer, optional)
         except FAILURES as error:
             self._silent(error)
             raise PeerUnreachable(
@@ -417,26 +407,31 @@ class RemoteStartd:
                 )
 
     def _converse(
-        self, command: Command, body: Body | None, answer: Callable[[Reader], Answer] | None
+        self,
+        command: Command,
+        body: Body | None,
+        answer: Callable[[Reader], Answer] | None,
+        optional: bool,
     ) -> Answer:
         session = self._session
         if session is not None:
             resumed: list[bool] = []
             try:
-                return self._connect(command, body, answer, session, resumed)
+                return self._connect(command, body, answer, optional, session, resumed)
             except Refused:
                 if resumed:
                     raise  # the command went: doing it again could claim twice
                 # The startd forgot the session (it expired, or the startd restarted).
                 with self._lock:
                     self._session = None
-        return self._connect(command, body, answer, None, [])
+        return self._connect(command, body, answer, optional, None, [])
 
     def _connect(
         self,
         command: Command,
         body: Body | None,
         answer: Callable[[Reader], Answer] | None,
+        optional: bool,
         session: ClientSession | None,
         resumed: list[bool],
     ) -> Answer:
@@ -447,7 +442,9 @@ class RemoteStartd:
             sock.settimeout(timeout)
             with self._lock:
                 self.connections += 1
-            conversation = self._conversation(stream, command, body, answer, session, resumed)
+            conversation = self._conversation(
+                stream, command, body, answer, optional, session, resumed
+            )
             return run_blocking(sock, stream, conversation)
 
     def _conversation(
@@ -456,6 +453,7 @@ class RemoteStartd:
         command: Command,
         body: Body | None,
         answer: Callable[[Reader], Answer] | None,
+        optional: bool,
         session: ClientSession | None,
         resumed: list[bool],
     ) -> Generator[Step, bytes | None, Answer]:
@@ -480,7 +478,13 @@ class RemoteStartd:
             yield from send(writer)
         if answer is None:
             return None  # type: ignore[return-value]  # no reply is read: the caller ignores it
-        reader = yield from receive(stream, f"the answer to {command.name}")
+        what = f"the answer to {command.name}"
+        data = yield Receive(what, may_end=optional)
+        if data is None:
+            if optional:
+                return None  # type: ignore[return-value]  # closed without one: the caller's None
+            raise Refused(f"the connection ended before {what}")
+        reader = stream.reader(data)
         found = answer(reader)
         reader.expect_end(f"the answer to {command.name}")
         return found
@@ -500,17 +504,19 @@ def remote_startd_connector(
     log: logging.Logger,
     subsystem: str = "SCHEDD",
     our_address: Callable[[], tuple[str, int] | None] = lambda: None,
+    on_unknown: Callable[[], None] = lambda: None,
 ) -> Callable[[str], RemoteStartd]:
     """The ``connect`` of a schedd's startd Locator: the link to the startd at an address
     no startd of this process has (PeerUnreachable for one that is no TCP address); the
     links share one worker for their unanswered commands. ``our_address`` is the host and
-    port of this process's CEDAR listener once it listens (claims name it as the schedd)."""
+    port of this process's CEDAR listener once it listens (claims name it as the schedd);
+    ``on_unknown`` is each link's (it wakes the schedd, module docstring)."""
     background = Background()
 
     def connect(address: str) -> RemoteStartd:
         if address.startswith("<unix:"):
             raise PeerUnreachable(f"no startd at {address} in this process")
-        return RemoteStartd(
+        link = RemoteStartd(
             address,
             config,
             log=log,
@@ -518,5 +524,7 @@ def remote_startd_connector(
             background=background,
             our_address=our_address,
         )
+        link.on_unknown = on_unknown
+        return link
 
     return connect

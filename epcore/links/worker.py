@@ -1,4 +1,5 @@
-"""The loop's side of a link that does its work in a thread of its own.
+"""The loop's side of a link that does its work in a thread of its own, and the worker
+thread of the startd links' unanswered commands (:class:`Background`).
 
 A remote link (:mod:`epcore.links.collector`, :mod:`epcore.links.results`) queues what the
 daemon gives it and sends from a worker thread, so that a slow or absent peer never stalls
@@ -11,9 +12,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Final
 
 from epcore.runtime.loop import LoopHandle, ReadyEvent
+
+#: Seconds of quiet after which the startd links' worker runs its sweepers.
+SWEEP_EVERY: Final = 30.0
 
 
 class WorkerService:
@@ -73,3 +80,56 @@ class WorkerService:
 
     def close_in_child(self) -> None:
         pass
+
+
+class Background:
+    """One worker thread sending the unanswered commands of every link that shares it, in
+    the order they were asked (a startd that does not answer holds the others back for its
+    timeout once per pause, see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._queue: deque[Callable[[], None]] = deque()
+        self._thread: threading.Thread | None = None
+        self._busy = False
+        #: What the worker runs when it has had nothing to do for SWEEP_EVERY seconds.
+        self.sweepers: list[Callable[[], None]] = []
+
+    def submit(self, work: Callable[[], None]) -> None:
+        """Run ``work`` in the worker thread (started on first use)."""
+        with self._lock:
+            self._queue.append(work)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="startd-link", daemon=True)
+                self._thread.start()
+            self._lock.notify()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Whether everything submitted so far was done within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._queue or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(min(left, 0.05))
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._lock.wait(SWEEP_EVERY)
+                # Quiet: the links give back the claims nobody picked up.
+                work = self._queue.popleft() if self._queue else self._sweep
+                self._busy = True
+            try:
+                work()
+            finally:
+                with self._lock:
+                    self._busy = False
+                    self._lock.notify_all()
+
+    def _sweep(self) -> None:
+        for sweeper in list(self.sweepers):
+            sweeper()

@@ -35,9 +35,12 @@ class Send:
 
 @attrs.frozen
 class Receive:
-    """Wait for the next message; ``what`` names it for timeouts and logs."""
+    """Wait for the next message; ``what`` names it for timeouts and logs. ``may_end``: the
+    peer may close the connection instead (an answer it gives only sometimes), and the
+    conversation then gets None where it would get the message."""
 
     what: str = "the next message"
+    may_end: bool = False
 
 
 #: The common receive step.
@@ -132,6 +135,7 @@ def run_blocking(sock: socket.socket, stream: Stream, conversation: Conversation
             flush()
             # Packets are opened only when the conversation asks for its next message, so
             # that protection turned on in between applies to the right ones.
+            message: bytes | None
             while (message := stream.framer.next_message()) is None:
                 data = sock.recv(256 * 1024)
                 if not data:
@@ -139,7 +143,9 @@ def run_blocking(sock: socket.socket, stream: Stream, conversation: Conversation
                         raise FrameError(
                             f"the peer closed the connection mid-message ({what(step)})"
                         )
-                    raise Refused(f"the peer closed the connection before {what(step)}")
+                    if not step.may_end:
+                        raise Refused(f"the peer closed the connection before {what(step)}")
+                    break  # closed instead of an answer it need not give: None
                 stream.framer.receive(data)
             step = conversation.send(message)
     except StopIteration as done:

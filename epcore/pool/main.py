@@ -126,6 +126,13 @@ def build_pool(
     schedds: Locator[JobSource] = Locator("schedd")
     startd: Startd | None = None
     results_link: RemoteJobResults | None = None
+    #: Wakes the schedd's loop from a link's worker thread (set once the schedd is made).
+    wake_schedd: list[Callable[[], None]] = []
+
+    def wake() -> None:
+        for each in wake_schedd:
+            each()
+
     # The CEDAR commands of the roles here besides the collector's (epcore.pool.network).
     cedar: list[dict[Command, Handler]] = []
     if STARTD in daemons:
@@ -181,8 +188,8 @@ def build_pool(
     from epcore.schedd.cedar import cedar_handlers as schedd_cedar_handlers
     from epcore.schedd.cedar import negotiator_handlers, qualified_super_users, result_handlers
     from epcore.schedd.jobqueue import JobQueue
-    from epcore.schedd.leases import JobLeases, startd_reachable
-    from epcore.schedd.reconnect import reconnect
+    from epcore.schedd.leases import JobLeases, claim_unknown, startd_reachable
+    from epcore.schedd.reconnect import Reconnects
     from epcore.schedd.results import ResultReceiver
     from epcore.schedd.schedd import Schedd
     from epcore.schedd.service import ScheddService
@@ -267,6 +274,8 @@ def build_pool(
             log=logs[caller],
             subsystem=caller.upper(),
             our_address=lambda: _listening_at(listening),
+            # A startd without a claim the schedd keeps alive: its loop wakes to give it up.
+            on_unknown=wake,
         )
     schedd = None
     if SCHEDD in daemons:
@@ -278,6 +287,8 @@ def build_pool(
             priorities = RemotePriorities(shared, pool_collector, log=logs[SCHEDD], clock=clock)
         queue = JobQueue.open(paths.queue_database)
         core = Schedd(config, queue, startds, host_name=host_name, log=logs[SCHEDD], clock=clock)
+        # Read at each call: the schedd's service sets the wake-up when its loop opens.
+        wake_schedd.append(lambda: core.activations.on_answer())
         schedd = ScheddService(
             core,
             config=shared,
@@ -311,10 +322,13 @@ def build_pool(
         cedar.append(core.transfers.handlers())
         # Job leases: a running job whose startd cannot be reached for its JobLeaseDuration
         # goes back to idle and runs elsewhere (epcore.schedd.leases).
-        core.lease_check = JobLeases(startd_reachable(startds), logs[SCHEDD]).check
-        # After a restart, the jobs running on startds elsewhere are taken back
+        # After a restart, the jobs running on startds elsewhere are taken back, their
+        # startds asked off the loop; the answers are applied before each lease check
         # (epcore.schedd.reconnect).
-        core.reconnect = reconnect
+        leases = JobLeases(startd_reachable(startds), logs[SCHEDD], claim_unknown(startds))
+        reconnects = Reconnects(leases)
+        core.lease_check = reconnects.check
+        core.reconnect = reconnects
         if startd is not None:
             startd.job_results = schedd
         handlers.update(schedd.handlers())

@@ -13,6 +13,12 @@ is deleted without a RELEASE_CLAIM, the job requeued as JOB_RECONNECT_FAILED).
   NumJobReconnects of each of its running jobs grows by one (HTCondor's shadow counts a
   successful reconnect there). JobDisconnectedDate says since when a job's startd has not
   answered, and is undefined again once it answers, as HTCondor's shadow keeps it.
+- The job's event log tells the user (:mod:`epcore.schedd.joblog`): disconnected (022) when
+  its startd stops answering, reconnected (023) when it answers again, reconnect failed
+  (024) when the lease runs out.
+- A startd that answers an ALIVE that it has no such claim (-1, :mod:`epcore.links.startd`)
+  has the job requeued at its next check, with HTCondor's shadow's reason "Claim not found
+  at execution machine": the claim is gone, its lease need not run out.
 - At the lease's end the job is requeued with HTCondor's shadow's reason, "Job disconnected
   too long: JobLeaseDuration (N seconds) expired", its claim forgotten: a result that comes
   later for that claim is refused (:mod:`epcore.schedd.results`) and the startd drops it,
@@ -23,12 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Final
 
-from epcore.classad import ClassAd
+from epcore.classad import UNDEFINED, ClassAd
 from epcore.errors import EpError, QueueError
 from epcore.interfaces import Locator, StartdLink
+from epcore.schedd import joblog
 from epcore.schedd.claims import RunningJob
 from epcore.schedd.schedd import Schedd
 
@@ -61,6 +68,21 @@ def _last_renewal(schedd: Schedd, running: RunningJob) -> float:
     return running.started_at
 
 
+def claim_unknown(startds: Locator[StartdLink]) -> Callable[[str, str], bool]:
+    """Whether the startd at an address said it has no such claim (a link to another
+    process that got -1 for an ALIVE: its ``take_unknown``); each such answer is taken once."""
+
+    def unknown(address: str, claim_id: str) -> bool:
+        try:
+            link = startds.link(address)
+        except EpError:
+            return False
+        take = getattr(link, "take_unknown", None)
+        return bool(take(claim_id)) if callable(take) else False
+
+    return unknown
+
+
 def startd_reachable(startds: Locator[StartdLink]) -> Callable[[str], bool]:
     """Whether the startd at an address is reachable: a startd in this process always is;
     a link to another process is not while its last contact failed (its ``down``)."""
@@ -79,8 +101,14 @@ class JobLeases:
     """The leases of a schedd's running jobs (module docstring); :meth:`check` at each of
     the schedd's ticks."""
 
-    def __init__(self, reachable: Callable[[str], bool], log: logging.Logger) -> None:
+    def __init__(
+        self,
+        reachable: Callable[[str], bool],
+        log: logging.Logger,
+        unknown: Callable[[str, str], bool] = lambda address, claim_id: False,
+    ) -> None:
         self.reachable = reachable
+        self.unknown = unknown
         self.log = log
         #: When each running claim's startd was last reachable.
         self.renewed: dict[str, float] = {}
@@ -88,6 +116,9 @@ class JobLeases:
         self.written: dict[str, float] = {}
         #: Claims whose startd was unreachable at the last check.
         self.disconnected: set[str] = set()
+        #: Claims a restart took back whose startd has not answered yet: that answer says
+        #: whether they are connected (epcore.schedd.reconnect); only their lease runs.
+        self.asking: Container[str] = frozenset()
         self.next_check = 0.0
 
     def check(self, schedd: Schedd, now: float) -> list[str]:
@@ -108,12 +139,21 @@ class JobLeases:
             renewed = self.renewed.get(claim_id)
             if renewed is None:
                 renewed = self.renewed[claim_id] = _last_renewal(schedd, running)
+            if self.unknown(running.startd, claim_id):
+                self._gone(schedd, claim_id, running, now)
+                expired.append(claim_id)
+                continue
             if running.startd not in reachable:
                 reachable[running.startd] = self.reachable(running.startd)
-            if reachable[running.startd]:
+            if reachable[running.startd] and claim_id not in self.asking:
                 self._renew(schedd, claim_id, running, now, round_length)
                 continue
-            if claim_id not in self.disconnected:
+            try:
+                job = schedd.queue.get(running.job_id)
+            except QueueError:
+                continue  # gone from the queue: its claim goes with the next result
+            # A claim being asked about is neither: its startd's answer says which.
+            if claim_id not in self.asking and claim_id not in self.disconnected:
                 self.disconnected.add(claim_id)
                 self.log.warning(
                     "job %s: its startd at %s cannot be reached; the job's lease runs out "
@@ -122,19 +162,19 @@ class JobLeases:
                     running.startd,
                 )
                 # HTCondor's shadow marks the job disconnected the same way (and clears
-                # the mark when it reconnects).
-                with contextlib.suppress(QueueError):
-                    schedd.queue.set_attributes(
-                        running.job_id, {"JobDisconnectedDate": int(now)}, now
-                    )
-            try:
-                job = schedd.queue.get(running.job_id)
-            except QueueError:
-                continue  # gone from the queue: its claim goes with the next result
+                # the mark when it reconnects); a mark already there (a restart found the
+                # startd silent) had its event written then.
+                if job.evaluate("JobDisconnectedDate") is UNDEFINED:
+                    joblog.disconnected(job, running.startd, joblog.SILENT_REASON, now, self.log)
+                    with contextlib.suppress(QueueError):
+                        schedd.queue.set_attributes(
+                            running.job_id, {"JobDisconnectedDate": int(now)}, now
+                        )
             seconds = lease_seconds(job, alive_interval)
             if now >= renewed + seconds:
                 reason = EXPIRED_REASON.format(seconds=int(seconds))
                 self.log.warning("job %s: %s; back to idle", running.job_id, reason)
+                joblog.reconnect_failed(job, running.startd, reason, now, self.log)
                 schedd.lease_expired(claim_id, reason, now)
                 expired.append(claim_id)
         for gone in set(self.renewed) - set(schedd.running):
@@ -142,6 +182,19 @@ class JobLeases:
             self.written.pop(gone, None)
             self.disconnected.discard(gone)
         return expired
+
+    def _gone(self, schedd: Schedd, claim_id: str, running: RunningJob, now: float) -> None:
+        """The startd answered that it has no such claim: the job is requeued now, as at
+        the lease's end (a result that comes later for the claim is refused)."""
+        self.log.warning(
+            "job %s: the startd at %s no longer has its claim; back to idle",
+            running.job_id,
+            running.startd,
+        )
+        with contextlib.suppress(QueueError):
+            job = schedd.queue.get(running.job_id)
+            joblog.reconnect_failed(job, running.startd, joblog.NO_CLAIM_REASON, now, self.log)
+        schedd.lease_expired(claim_id, joblog.NO_CLAIM_REASON, now)
 
     def _renew(
         self, schedd: Schedd, claim_id: str, running: RunningJob, now: float, round_length: float
@@ -152,9 +205,11 @@ class JobLeases:
             self.disconnected.discard(claim_id)
             self.log.info("job %s: its startd at %s answers again", running.job_id, running.startd)
             try:
-                count = schedd.queue.get(running.job_id).evaluate("NumJobReconnects")
+                job = schedd.queue.get(running.job_id)
             except QueueError:
                 return
+            joblog.reconnected(job, running.startd, now, self.log)
+            count = job.evaluate("NumJobReconnects")
             values["NumJobReconnects"] = (count if isinstance(count, int) else 0) + 1
             values["JobDisconnectedDate"] = None  # undefined: connected again
         # The job's start is its first renewal (JobCurrentStartDate says it): no write for a

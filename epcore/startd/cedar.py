@@ -15,8 +15,12 @@ use (:mod:`epcore.startd.requests`, on the startd's :class:`~epcore.interfaces.S
 
 - ALIVE and RELEASE_CLAIM (a schedd on its own claim, condor_startd.V6/command.cpp): the
   claim id as a string, DAEMON level. Knowing the claim id is what makes the caller the
-  claim's owner, so an unknown id is refused: ALIVE is never answered (HTCondor's neither)
-  and only logged; RELEASE_CLAIM answers NOT_OK (0) then, and nothing when done.
+  claim's owner, so an unknown id is refused and logged. RELEASE_CLAIM answers NOT_OK (0)
+  then, and nothing when done. ALIVE is not answered for a claim the startd holds (as
+  HTCondor's startd); for one it does not know it answers -1, the answer HTCondor's schedd
+  gives a startd's ALIVE for a claim it does not know (receive_startd_alive; HTCondor's
+  startd only closes the connection): the schedd then gives the claim up at once
+  (:mod:`epcore.links.startd`) instead of waiting for the job's lease to run out.
 - REQUEST_CLAIM, ACTIVATE_CLAIM, DEACTIVATE_CLAIM(_FORCIBLY): :mod:`epcore.startd.claim_commands`.
 
 Every other command but GET_HISTORY needs ADMINISTRATOR (:mod:`epcore.net.commands`): the
@@ -45,6 +49,8 @@ from epcore.state.claims import public_part
 DRAIN_SPEEDS: Final = {0: "graceful", 10: "quick", 20: "fast"}
 #: RELEASE_CLAIM's refusal (condor_commands.h NOT_OK).
 NOT_OK: Final = 0
+#: ALIVE's answer for a claim id the startd does not know (module docstring).
+UNKNOWN_CLAIM: Final = -1
 #: The one drain a startd has at a time; its request id.
 REQUEST_ID: Final = "1"
 #: Most history records one GET_HISTORY reads (the newest), so that a huge file cannot hold
@@ -256,8 +262,8 @@ def cedar_handlers(
             # The link's reason may quote the id it did not know: never log a secret.
             reason = str(error).replace(claim_id, public)
             log.warning("%s for claim %s from %s refused: %s", name, public, who(context), reason)
-            if release:
-                yield from send(context.stream.writer().put_int(NOT_OK))
+            answer = NOT_OK if release else UNKNOWN_CLAIM
+            yield from send(context.stream.writer().put_int(answer))
             return None
         log.log(
             logging.INFO if release else logging.DEBUG,

@@ -30,6 +30,9 @@ from epcore.state.restore import SavedClaim, restore_claim
 if TYPE_CHECKING:
     from epcore.startd.startd import Startd
 
+#: How much of the end of the history is read for the end of a job whose starter is gone.
+RECENT_HISTORY_BYTES = 4 * 1024 * 1024
+
 
 def restore(startd: Startd, now: float) -> None:
     """Take back the claims whose starters outlived the previous startd."""
@@ -140,13 +143,35 @@ def _remove(startd: Startd, path: str, what: str) -> None:
 
 
 def _lost(startd: Startd, saved: SavedClaim, why: str, now: float) -> None:
-    """Record the job of ``saved`` as lost; tell a schedd elsewhere (module docstring)."""
-    record = lost(saved, why)
-    startd.record_result(record, now)
+    """Record the job of ``saved`` as lost; tell a schedd elsewhere (module docstring).
+    A job whose end the previous startd recorded before it died (the history has it, the
+    claims file not yet its forgetting) is not lost: that recorded end goes to the schedd
+    (who applies a result once), never an eviction that would run the job again."""
+    record = _recorded_end(startd, saved)
+    if record is None:
+        record = lost(saved, why)
+        startd.record_result(record, now)
+    else:
+        startd.log.info("claim %s: its job's end was recorded; sent again", saved.claim_id[:40])
     client = saved.client_machine
     if client.startswith("<") and not client.startswith("<unix:"):
         startd.lost_clients[saved.claim_id] = client
         startd.announce(record, now)
+
+
+def _recorded_end(startd: Startd, saved: SavedClaim) -> ClassAd | None:
+    """The history's record of the end of ``saved``'s job on its claim, if any (the last
+    RECENT_HISTORY_BYTES of the history: what a startd that just died wrote)."""
+    found = None
+    for record in persist.read_history(
+        startd.paths.history_file, last_bytes=RECENT_HISTORY_BYTES, containing=[saved.claim_id]
+    ):
+        same_job = all(
+            record.evaluate(name) == saved.job.evaluate(name) for name in ("ClusterId", "ProcId")
+        )
+        if record.evaluate("ClaimId") == saved.claim_id and same_job:
+            found = record
+    return found
 
 
 def client_of(startd: Startd, claim_id: str) -> str:

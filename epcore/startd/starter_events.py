@@ -235,9 +235,25 @@ def announce(startd: Startd, result: ClassAd, now: float) -> None:
         startd.job_results.job_result(result, now)
 
 
+def kept_first(startd: Startd) -> bool:
+    """Whether the results go to a link that keeps each on disk before ``job_result``
+    returns and sends it later from a thread of its own (the results link of a startd
+    whose schedds are elsewhere, :mod:`epcore.links.results`): such a link is handed the
+    result before the claims file forgets the job (:func:`finished`)."""
+    return bool(getattr(startd.job_results, "keeps_results", False))
+
+
 def finished(startd: Startd, handle: StarterHandle, message: ClassAd, now: float) -> None:
     """The starter of ``handle`` reports its job's end: record it, acknowledge, and tell
-    the engine the job is gone."""
+    the engine the job is gone.
+
+    The steps are ordered so that no crash between two of them loses the result or has it
+    applied twice: the result is in the history, then (for a schedd elsewhere) in the
+    results journal before the claims file forgets the job; until then a restarted startd
+    still holds the claim and its starter, unacknowledged, reports the end again (a schedd
+    acknowledges a result it applied before without applying it twice). Only then is the
+    starter acknowledged (it forgets the result) and the engine told. A schedd in this
+    process hears the result last, once the slot is Claimed/Idle for its next job."""
     result: ClassAd | None = None
     if handle.stage != "acknowledged":
         result = message.copy()
@@ -247,12 +263,15 @@ def finished(startd: Startd, handle: StarterHandle, message: ClassAd, now: float
         result["ClaimId"] = handle.claim_id
         record_result(startd, result, now)
     handle.stage = "acknowledged"
-    # The claims file first: a startd that dies before it must not see the job as lost.
+    early = kept_first(startd)
+    if result is not None and early:
+        announce(startd, result, now)
+    # A startd that dies after this must not see the job as lost: its result is kept.
     startd.saved.pop(handle.claim_id, None)
     startd.claims_file.drop(handle.claim_id)
     startd.starters.send(handle.claim_id, protocol.ACK)
     job_left(startd, handle, message, now)
-    if result is not None:
+    if result is not None and not early:
         announce(startd, result, now)
 
 
@@ -296,10 +315,14 @@ def starter_exited(startd: Startd, handle: StarterHandle, now: float) -> None:
             lost["SlotName"] = handle.slot
             lost["ClaimId"] = handle.claim_id
             record_result(startd, lost, now)
+            early = kept_first(startd)
+            if early:
+                announce(startd, lost, now)  # kept before the claims file forgets the job
             startd.claims_file.drop(handle.claim_id)
             startd.reclaim(saved)
             job_left(startd, handle, None, now)
-            announce(startd, lost, now)
+            if not early:
+                announce(startd, lost, now)
         else:
             job_left(startd, handle, None, now)
     if handle.exit_code:

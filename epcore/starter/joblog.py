@@ -17,8 +17,9 @@ import os
 from epcore.classad import ClassAd
 from epcore.errors import JobSetupError
 from epcore.jobs.codes import HoldCode
+from epcore.jobs.events import JobEvent, JobIds, UserLogError
 from epcore.starter.privileges import as_user
-from epcore.starter.userlog import EventLogWriter, JobEvent, JobIds, UserLogError
+from epcore.starter.userlog import EventLogWriter
 
 
 def _path(job: ClassAd, attribute: str, iwd: str) -> str | None:

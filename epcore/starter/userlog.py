@@ -1,65 +1,24 @@
-"""HTCondor's job event log ("user log"): the events a starter reports for a job it runs.
-
-A text event is a header line ``NNN (cluster.proc.subproc) YYYY-MM-DD HH:MM:SS <text>`` (local
-time), tab-indented detail lines, and a ``...`` line; this is what HTCondor writes and what
-its readers (``htcondor2.JobEventLog``, ``condor_wait``) parse. The XML variant writes each
-event as one ``<c>`` ClassAd record carrying the same attributes the readers report
-(``MyType``, ``EventTypeNumber``, ``Cluster``, ``Proc``, ``Subproc``, ``EventTime`` ...);
-no document header is written, so appending by several writers keeps the file readable.
-
-Free text (hold and abort reasons, generic information) is written on one line, because a
-reader takes each line of an event as a separate field: line breaks become spaces and
-surrounding white space is dropped (:func:`one_line`).
-"""
+"""The job events a starter reports for a job it runs, and the writer that appends them to a
+job event log (their shape and text: :mod:`epcore.jobs.events`)."""
 
 from __future__ import annotations
 
-import abc
 import os
-import time
 from typing import ClassVar
 
 import attrs
 
-from epcore.classad import UNDEFINED, ClassAd
-from epcore.errors import EpError
+from epcore.jobs.events import (
+    JobEvent,
+    UserLogError,
+    XmlValue,
+    format_text,
+    format_xml,
+    one_line,
+)
 from epcore.starter.userfiles import open_user_file
 
-_EVENT_END = "..."
 _NO_REASON = "Reason unspecified"
-XmlValue = str | int | float | bool
-
-
-class UserLogError(EpError):
-    """A job event log that cannot be written; names the log's path."""
-
-
-def one_line(text: str) -> str:
-    """``text`` as a single log line: line breaks become spaces, outer white space goes."""
-    return " ".join(text.splitlines()).strip()
-
-
-def _ad_id(job: ClassAd, attribute: str) -> int:
-    value = job.evaluate(attribute) if attribute in job else UNDEFINED
-    if value is UNDEFINED:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UserLogError(f"job ad attribute {attribute}: expected an integer, got {value!r}")
-    return value
-
-
-@attrs.frozen
-class JobIds:
-    """A job's identity in the log: cluster, proc and subproc numbers."""
-
-    cluster: int = 0
-    proc: int = 0
-    subproc: int = 0
-
-    @classmethod
-    def from_ad(cls, job: ClassAd) -> JobIds:
-        """ClusterId and ProcId of ``job``; 0 when absent, as for a fetched job."""
-        return cls(_ad_id(job, "ClusterId"), _ad_id(job, "ProcId"))
 
 
 @attrs.frozen
@@ -83,29 +42,6 @@ def _duration(seconds: float) -> str:
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{days} {hours:02d}:{minutes:02d}:{secs:02d}"
-
-
-@attrs.frozen(kw_only=True)
-class JobEvent(abc.ABC):
-    """What every event carries: the job it is about and when it happened (epoch seconds)."""
-
-    number: ClassVar[int] = 0
-    my_type: ClassVar[str] = ""
-
-    job: JobIds
-    when: float
-
-    @abc.abstractmethod
-    def headline(self) -> str:
-        """The text after the header's time stamp."""
-
-    def details(self) -> list[str]:
-        """The event's detail lines, without their leading tab."""
-        return []
-
-    def fields(self) -> list[tuple[str, XmlValue]]:
-        """The event-specific attributes of the XML record."""
-        return []
 
 
 @attrs.frozen(kw_only=True)
@@ -355,56 +291,6 @@ class GenericEvent(JobEvent):
 
     def fields(self) -> list[tuple[str, XmlValue]]:
         return [("Info", one_line(self.info))]
-
-
-def _xml_value(value: XmlValue) -> str:
-    if isinstance(value, bool):
-        return f'<b v="{"t" if value else "f"}"/>'
-    if isinstance(value, int):
-        return f"<i>{value}</i>"
-    if isinstance(value, float):
-        return f"<r>{value!r}</r>"
-    return f"<s>{_xml_text(_xml_safe(value))}</s>"
-
-
-def _xml_text(text: str) -> str:
-    """``text`` with XML's three markup characters escaped. Written here rather than taken
-    from ``xml.sax.saxutils``, which imports ``urllib.request`` and so ``ssl`` and
-    ``http.client``: about 6 MB of resident memory in every startd, zygote and starter."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _xml_safe(text: str) -> str:
-    """Drop characters XML 1.0 cannot carry at all (most C0 controls), which no reader wants."""
-    return "".join(c for c in text if c in "\t\n\r" or ord(c) >= 0x20)
-
-
-def format_text(event: JobEvent) -> str:
-    """``event`` as a text log entry, ending with the ``...`` line."""
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.when))
-    ids = f"{event.job.cluster:03d}.{event.job.proc:03d}.{event.job.subproc:03d}"
-    lines = [f"{event.number:03d} ({ids}) {stamp} {event.headline()}"]
-    lines += [f"\t{line}" for line in event.details()]
-    lines.append(_EVENT_END)
-    return "\n".join(lines) + "\n"
-
-
-def format_xml(event: JobEvent) -> str:
-    """``event`` as one ``<c>`` ClassAd XML record."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(event.when))
-    common: list[tuple[str, XmlValue]] = [
-        ("MyType", event.my_type),
-        ("EventTypeNumber", event.number),
-        ("EventTime", stamp),
-        ("Cluster", event.job.cluster),
-        ("Proc", event.job.proc),
-        ("Subproc", event.job.subproc),
-    ]
-    attributes = [
-        f'    <a n="{_xml_text(name)}">{_xml_value(value)}</a>'
-        for name, value in [*common, *event.fields()]
-    ]
-    return "<c>\n" + "\n".join(attributes) + "\n</c>\n"
 
 
 class EventLogWriter:

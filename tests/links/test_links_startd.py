@@ -17,6 +17,7 @@ from epcore.config import Config
 from epcore.errors import EpError
 from epcore.interfaces import ClaimPending, PeerUnreachable
 from epcore.links import startd as link_module
+from epcore.links import worker as worker_module
 from epcore.links.startd import RemoteStartd, remote_startd_connector
 from epcore.startd.cedar import cedar_handlers
 from epcore.startd.link import LocalStartdLink
@@ -206,7 +207,7 @@ def test_a_claim_answered_and_never_picked_up_is_given_back(
 ) -> None:
     """A claim whose answer the schedd never asks for again (its job went away) is released
     by the quiet worker once ANSWER_KEPT has passed, and only then."""
-    monkeypatch.setattr(link_module, "SWEEP_EVERY", 0.2)
+    monkeypatch.setattr(worker_module, "SWEEP_EVERY", 0.2)
     link = _link(served.address)
     with pytest.raises(ClaimPending):
         served.call(lambda: link.claim("slot1", JOB, "submit.host"))
@@ -311,3 +312,28 @@ def test_a_claim_names_the_schedds_cedar_address_as_its_client(
     served.call(lambda: _claim(link, "slot1"))
     (claimed,) = [r.claim for r in startd.state.slots if r.claim is not None]
     assert claimed.client_machine == named
+
+
+def test_an_alive_for_an_unknown_claim_is_answered_and_reported_at_once(
+    startd: Startd, served: Served
+) -> None:
+    """The startd answers an ALIVE for a claim it does not know with -1: the link keeps the
+    claim for the schedd (taken once) and calls on_unknown; an ALIVE for a claim it holds
+    is not answered, closes at once (no wait for the timeout) and reports nothing."""
+    link = _link(served.address)
+    told: list[bool] = []
+    link.on_unknown = lambda: told.append(True)
+    claim_id = served.call(lambda: _claim(link, "slot1"))
+    started = time.monotonic()
+    served.call(lambda: (link.alive(claim_id), link.background.wait_idle(5)))
+    assert time.monotonic() - started < 0.9  # STARTD_CONTACT_TIMEOUT is 1 s
+    assert not link.take_unknown(claim_id)
+    assert told == []
+    guessed = claim_id.rsplit("#", 1)[0] + "#guessed"
+    served.call(lambda: (link.alive(guessed), link.background.wait_idle(5)))
+    assert told == [True]
+    assert link.take_unknown(guessed)
+    assert not link.take_unknown(guessed)  # taken once
+    assert not link.down
+    assert link.failures == 0
+    assert claim_id in dict(startd.claims())

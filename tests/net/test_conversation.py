@@ -6,8 +6,10 @@ from __future__ import annotations
 import socket
 from collections.abc import Generator
 
+import pytest
+
 from epcore.net.codec import Reader, Writer
-from epcore.net.conversation import Step, Stream, receive, run_blocking, send
+from epcore.net.conversation import Receive, Refused, Step, Stream, receive, run_blocking, send
 from epcore.net.frames import Framer
 
 
@@ -54,3 +56,23 @@ def test_consecutive_messages_go_out_in_one_call_before_the_answer_is_awaited() 
             while (message := peer.framer.next_message()) is not None:
                 got.append(Reader(message).get_int())
         assert got == [1, 2, 3, 11, 12]
+
+
+def test_a_peer_closing_instead_of_an_optional_answer_gives_none() -> None:
+    """A receive that may end gets None when the peer closes without a word; one that may
+    not is Refused, naming what it waited for."""
+
+    def conversation(may_end: bool) -> Generator[Step, bytes | None, str]:
+        data = yield Receive("the answer to ALIVE", may_end=may_end)
+        return "closed" if data is None else "answered"
+
+    for may_end, expected in ((True, "closed"), (False, None)):
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            theirs.close()
+            stream = Stream(Framer(), ("a", 1), ("b", 2))
+            if expected is not None:
+                assert run_blocking(ours, stream, conversation(may_end)) == expected
+            else:
+                with pytest.raises(Refused, match="before the answer to ALIVE"):
+                    run_blocking(ours, stream, conversation(may_end))

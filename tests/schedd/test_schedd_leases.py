@@ -6,6 +6,8 @@ as a reconnect; LastJobLeaseRenewal follows the keep-alive rounds."""
 from __future__ import annotations
 
 import logging
+import os
+import pwd
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 from epcore.classad import UNDEFINED, ClassAd
 from epcore.interfaces import Locator, StartdLink
 from epcore.schedd.jobqueue_model import JobId
-from epcore.schedd.leases import JobLeases, lease_seconds, startd_reachable
+from epcore.schedd.leases import JobLeases, claim_unknown, lease_seconds, startd_reachable
 from epcore.schedd.results import ResultReceiver
 from epcore.schedd.schedd import Schedd
 from tests.links.negotiate_peers import NOW, make_schedd
@@ -158,3 +160,87 @@ def test_an_address_without_a_link_is_unreachable() -> None:
     assert not reachable("<127.0.0.9:1>")
     startds.register(STARTD, _Startd())  # type: ignore[arg-type]
     assert reachable(STARTD)
+
+
+def _events(log: Path) -> list[tuple[int, str]]:
+    """The events in the job's text log: (number, the first detail line)."""
+    entries = log.read_text().split("...\n") if log.exists() else []
+    found = []
+    for entry in filter(None, entries):
+        lines = entry.splitlines()
+        found.append((int(lines[0][:3]), lines[1].strip() if len(lines) > 1 else ""))
+    return found
+
+
+def test_the_job_log_tells_of_each_disconnect_reconnect_and_the_lease_s_end(
+    tmp_path: Path,
+) -> None:
+    """The job's event log gets 022 when its startd stops answering (once, however long),
+    023 when it answers again, and 024 with the lease's reason when it runs out."""
+    schedd, startd, leases = _running(tmp_path)
+    log = tmp_path / "job.log"
+    owner = pwd.getpwuid(os.getuid()).pw_name
+    schedd.queue.set_attributes(JOB, {"UserLog": str(log), "Owner": owner}, NOW)
+    startd.down = True
+    leases.check(schedd, NOW + 10)
+    leases.check(schedd, NOW + 20)
+    assert _events(log) == [(22, "Socket between submit and execute hosts closed unexpectedly")]
+    startd.down = False
+    leases.check(schedd, NOW + 30)
+    assert [number for number, _ in _events(log)] == [22, 23]
+    startd.down = True
+    leases.check(schedd, NOW + 40)
+    assert leases.check(schedd, NOW + 631) == [CLAIM]
+    assert _events(log)[2:] == [
+        (22, "Socket between submit and execute hosts closed unexpectedly"),
+        (24, "Job disconnected too long: JobLeaseDuration (600 seconds) expired"),
+    ]
+
+
+def test_a_startd_without_the_claim_has_the_job_requeued_at_once(tmp_path: Path) -> None:
+    """A startd that answered an ALIVE that it has no such claim (its link's take_unknown):
+    at the next check the job is idle again, long before its lease's end, the claim
+    forgotten without a release, and the job's log says why (024)."""
+    schedd, startd, _ = _running(tmp_path)
+    log = tmp_path / "job.log"
+    owner = pwd.getpwuid(os.getuid()).pw_name
+    schedd.queue.set_attributes(JOB, {"UserLog": str(log), "Owner": owner}, NOW)
+    gone: set[str] = set()
+    leases = JobLeases(
+        startd_reachable(schedd.startds),
+        logging.getLogger("test.leases"),
+        lambda address, claim_id: address == STARTD and claim_id in gone,
+    )
+    assert leases.check(schedd, NOW + 10) == []
+    assert schedd.queue.get(JOB).evaluate("JobStatus") == 2
+    gone.add(CLAIM)
+    assert leases.check(schedd, NOW + 20) == [CLAIM]
+    assert schedd.queue.get(JOB).evaluate("JobStatus") == 1
+    assert CLAIM not in schedd.running
+    assert startd.released == []
+    assert _events(log) == [(24, "Claim not found at execution machine")]
+
+
+def test_claim_unknown_takes_each_answer_of_a_link_once() -> None:
+    """claim_unknown asks the address's link (take_unknown) and is False for a link
+    without that question or an address without a link."""
+
+    class _Told(_Startd):
+        def __init__(self) -> None:
+            super().__init__()
+            self.unknown = {CLAIM}
+
+        def take_unknown(self, claim_id: str) -> bool:
+            if claim_id in self.unknown:
+                self.unknown.discard(claim_id)
+                return True
+            return False
+
+    startds: Locator[StartdLink] = Locator("startd")
+    startds.register(STARTD, _Told())  # type: ignore[arg-type]  # the calls it gets
+    startds.register("<127.0.0.8:9618>", _Startd())  # type: ignore[arg-type]  # no question
+    unknown = claim_unknown(startds)
+    assert unknown(STARTD, CLAIM)
+    assert not unknown(STARTD, CLAIM)
+    assert not unknown("<127.0.0.8:9618>", CLAIM)
+    assert not unknown("<127.0.0.7:9618>", CLAIM)

@@ -6,16 +6,20 @@ LastJobLeaseRenewal."""
 from __future__ import annotations
 
 import logging
+import os
+import pwd
+import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from epcore.classad import UNDEFINED, ClassAd
 from epcore.config import Config
-from epcore.interfaces import Locator, StartdLink
-from epcore.schedd.jobqueue import JobQueue
+from epcore.interfaces import Locator, PeerUnreachable, StartdLink
+from epcore.schedd.jobqueue import JobQueue, JobStatus
 from epcore.schedd.jobqueue_model import JobId
 from epcore.schedd.leases import JobLeases, startd_reachable
-from epcore.schedd.reconnect import reconnect, remote_claim
+from epcore.schedd.reconnect import Reconnects, remote_claim
 from epcore.schedd.results import ResultReceiver
 from epcore.schedd.schedd import Schedd
 from epcore.schedd.transfer import TransferKeys
@@ -82,7 +86,7 @@ def _restarted(directory: Path, startd: _Startd | None, at: float) -> Schedd:
         log=logging.getLogger("test.schedd"),
         clock=lambda: at,
     )
-    schedd.reconnect = reconnect
+    schedd.reconnect = Reconnects()
     schedd.recover([], at)
     return schedd
 
@@ -179,7 +183,7 @@ def test_the_key_to_a_reconnected_job_s_files_is_taken_again(tmp_path: Path) -> 
     restarted.transfers = TransferKeys(
         lambda: "<127.0.0.1:9>", host_name="submit.example.org", log=logging.getLogger("test")
     )
-    restarted.reconnect = reconnect
+    restarted.reconnect = Reconnects()
     restarted.recover([], NOW + 10)
     assert restarted.transfers.by_job == {"1.0": key}
     assert restarted.transfers.offers[key].job.evaluate("Owner") == "root"
@@ -196,3 +200,150 @@ def test_a_reconnect_clears_the_disconnected_mark_from_before_the_restart(
     queue.close()
     schedd = _restarted(tmp_path, _Startd(holds=True), NOW + 200)
     assert schedd.queue.get(JOB).evaluate("JobDisconnectedDate") is UNDEFINED
+
+
+def _with_log(directory: Path) -> Path:
+    """Job 1.0's ad names an event log (owned by the user running the test)."""
+    log = directory / "job.log"
+    queue = JobQueue.open(directory / "job_queue.db")
+    owner = pwd.getpwuid(os.getuid()).pw_name
+    queue.set_attributes(JOB, {"UserLog": str(log), "Owner": owner}, NOW + 150)
+    queue.close()
+    return log
+
+
+def _events(log: Path) -> list[tuple[int, str]]:
+    """The events in a text log: (number, the first detail line)."""
+    entries = log.read_text().split("...\n") if log.exists() else []
+    return [
+        (int(entry[:3]), entry.splitlines()[1].strip() if "\n" in entry else "")
+        for entry in entries
+        if entry
+    ]
+
+
+def test_a_reconnect_after_a_restart_is_written_to_the_job_log(tmp_path: Path) -> None:
+    """The restarted schedd writes 022 with HTCondor's restart reason, then 023 once the
+    startd is found holding the claim."""
+    _before_restart(tmp_path)
+    log = _with_log(tmp_path)
+    _restarted(tmp_path, _Startd(holds=True), NOW + 200)
+    assert _events(log) == [
+        (22, "Local schedd and job shadow died, schedd now running again"),
+        (23, f"startd address: {STARTD}"),
+    ]
+
+
+def test_a_startd_without_the_claim_writes_reconnect_failed(tmp_path: Path) -> None:
+    """A startd that no longer has the claim: 022, then 024 with HTCondor's reason."""
+    _before_restart(tmp_path)
+    log = _with_log(tmp_path)
+    _restarted(tmp_path, _Startd(holds=False), NOW + 200)
+    assert _events(log) == [
+        (22, "Local schedd and job shadow died, schedd now running again"),
+        (24, "Claim not found at execution machine"),
+    ]
+
+
+def test_a_silent_startd_after_a_restart_writes_one_disconnect_then_the_lease_s_end(
+    tmp_path: Path,
+) -> None:
+    """A startd silent at the restart: 022 then, with the lease checks that follow, no
+    second 022 and, when the lease runs out, 024."""
+    _before_restart(tmp_path)
+    log = _with_log(tmp_path)
+    schedd = _restarted(tmp_path, None, NOW + 200)
+    assert schedd.queue.get(JOB).evaluate("JobDisconnectedDate") == int(NOW + 200)
+    leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test"))
+    assert leases.check(schedd, NOW + 300) == []
+    assert leases.check(schedd, NOW + 701) == [CLAIM]
+    assert [number for number, _ in _events(log)] == [22, 24]
+
+
+class _SilentStartd(_Startd):
+    """A startd elsewhere whose link takes ``delay`` s to answer (a dead host's connection
+    timeout), then fails; counts the questions."""
+
+    def __init__(self, address: str, delay: float, arrived: threading.Barrier) -> None:
+        super().__init__(holds=False)
+        self.address = address
+        self.delay = delay
+        self.arrived = arrived
+        self.asked = 0
+
+    def slot_of(self, claim_id: str) -> str | None:
+        self.asked += 1
+        # Every startd's question is in flight at once, or this times out.
+        self.arrived.wait(timeout=self.delay)
+        time.sleep(self.delay)
+        raise PeerUnreachable(f"{self.address}: timed out")
+
+
+def test_silent_startds_elsewhere_do_not_hold_up_a_restarted_schedd(tmp_path: Path) -> None:
+    """Six jobs on five startds elsewhere that take 2 s each to fail: the restart returns at
+    once (the loop serves its clients), the startds are asked together, once each, and
+    their answers leave the jobs running, marked disconnected, to their leases."""
+    schedd = make_schedd(tmp_path, {"alice": 6})
+    addresses = [f"<127.0.0.{n}:9618>" for n in range(20, 25)]
+    arrived = threading.Barrier(len(addresses))
+    links = {a: _SilentStartd(a, 2.0, arrived) for a in addresses}
+    for proc in range(6):
+        address = addresses[proc % len(addresses)]
+        schedd.startds.register(address, _Startd())  # type: ignore[arg-type]  # a fake
+        claim = f"{address}#1700000000#{proc}#secret"
+        assert schedd.activate(
+            JobId(1, proc), schedd.queue.get(JobId(1, proc)), address, claim, "alice", NOW
+        )
+    schedd.queue.close()
+    startds: Locator[StartdLink] = Locator("startd", connect=links.__getitem__)  # type: ignore[arg-type]
+    restarted = Schedd(
+        Config.from_text(SCHEDD_CONFIG, subsystem="SCHEDD"),
+        JobQueue.open(tmp_path / "job_queue.db"),
+        startds,
+        host_name="submit.example.org",
+        log=logging.getLogger("test.schedd"),
+        clock=lambda: NOW + 200,
+    )
+    reconnects = Reconnects()
+    restarted.reconnect = reconnects
+    began = time.monotonic()
+    restarted.recover([], NOW + 200)
+    assert time.monotonic() - began < 1.0
+    assert len(restarted.running) == 6
+    assert restarted.queue.counts()[JobStatus.RUNNING] == 6
+    assert reconnects.wait(10.0)
+    assert time.monotonic() - began < 6.0  # together: 2 s each, not one after the other
+    assert not arrived.broken
+    assert [links[a].asked for a in addresses] == [1] * 5  # once per startd, not per claim
+    reconnects.check(restarted, NOW + 205)
+    assert reconnects.asking == {}
+    for proc in range(6):
+        job = restarted.queue.get(JobId(1, proc))
+        assert job.evaluate("JobStatus") == 2
+        assert job.evaluate("JobDisconnectedDate") == int(NOW + 205)
+
+
+def test_answers_from_startds_elsewhere_are_applied_at_the_next_check(tmp_path: Path) -> None:
+    """A startd elsewhere that holds the claim: the job is running at once, and counted as
+    reconnected when its answer is applied (the lease check of the next tick)."""
+    _before_restart(tmp_path)
+    startds: Locator[StartdLink] = Locator("startd", connect=lambda address: _Startd(holds=True))  # type: ignore[arg-type,return-value]
+    schedd = Schedd(
+        Config.from_text(SCHEDD_CONFIG, subsystem="SCHEDD"),
+        JobQueue.open(tmp_path / "job_queue.db"),
+        startds,
+        host_name="submit.example.org",
+        log=logging.getLogger("test.schedd"),
+        clock=lambda: NOW + 200,
+    )
+    leases = JobLeases(startd_reachable(schedd.startds), logging.getLogger("test"))
+    reconnects = Reconnects(leases)
+    schedd.reconnect = reconnects
+    schedd.recover([], NOW + 200)
+    assert schedd.queue.get(JOB).evaluate("JobStatus") == 2
+    assert reconnects.wait(5.0)
+    assert leases.check(schedd, NOW + 201) == []  # still asked: its answer is not applied
+    assert schedd.queue.get(JOB).evaluate("NumJobReconnects") is UNDEFINED
+    reconnects.check(schedd, NOW + 203)
+    assert schedd.queue.get(JOB).evaluate("NumJobReconnects") == 1
+    assert schedd.running[CLAIM].slot == "slot1_1@exec.example.org"

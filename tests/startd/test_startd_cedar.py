@@ -209,12 +209,15 @@ def test_release_claim_with_a_wrong_claim_id_is_refused_with_not_ok(
     assert "guessed" not in caplog.text and "refused" in caplog.text
 
 
-def test_alive_with_a_wrong_claim_id_keeps_no_lease() -> None:
-    """An ALIVE with an unknown claim id reaches no claim and, as in HTCondor, gets no
-    answer."""
+def test_alive_with_a_wrong_claim_id_keeps_no_lease_and_is_answered_minus_one() -> None:
+    """An ALIVE with an unknown claim id reaches no claim and is answered -1, the answer
+    HTCondor's schedd gives a startd's ALIVE for a claim it does not know: the schedd gives
+    the claim up at once."""
     link = RecordingLink()
     handler = _handlers(link)[commands.ALIVE]
-    assert drive(handler, commands.ALIVE.number, [_claim_id("<1.2.3.4:9618>#1#1#x")]) == []
+    (answer,) = drive(handler, commands.ALIVE.number, [_claim_id("<1.2.3.4:9618>#1#1#x")])
+    assert answer.get_int() == -1
+    assert answer.at_end
     assert link.calls == []
 
 

@@ -17,23 +17,19 @@ from hypothesis import strategies as st
 
 from epcore.classad import parse_ad
 from epcore.errors import EpError
+from epcore.jobs.events import JobEvent, JobIds, UserLogError, format_text, one_line
 from epcore.starter.userlog import (
     EventLogWriter,
     ExecuteEvent,
     GenericEvent,
     ImageSizeEvent,
     JobAbortedEvent,
-    JobEvent,
     JobEvictedEvent,
     JobHeldEvent,
-    JobIds,
     JobSuspendedEvent,
     JobTerminatedEvent,
     JobUnsuspendedEvent,
     ResourceUsage,
-    UserLogError,
-    format_text,
-    one_line,
 )
 
 JOB = JobIds(cluster=152, proc=3)
