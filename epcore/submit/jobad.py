@@ -474,7 +474,9 @@ def build_job_ad(
         vm_type=vm_type,
         vm_networking=vm_type is not None and job.flag("vm_networking", False),
         vm_networking_type="JobVMNetworkingType" in job.ad,
-        vm_checkpoint=job.ad.evaluate("JobVMCheckpoint") is True,
+        # Only a VM job evaluates it: evaluating loads the function library, which a plain
+        # submit does not need (tests/cli/test_submit_cmd.py).
+        vm_checkpoint=vm_type is not None and job.ad.evaluate("JobVMCheckpoint") is True,
         generate_custom=context.config.get_bool(
             "SUBMIT_GENERATE_CUSTOM_RESOURCE_REQUIREMENTS", True
         ),

@@ -140,7 +140,9 @@ def test_a_networked_checkpointing_guest_keeps_its_mac(
     pool = vm.pool
     submit = (
         "vm_checkpoint = true\nvm_networking = true\nvm_networking_type = user\n"
-        "when_to_transfer_output = ON_EXIT_OR_EVICT"
+        "when_to_transfer_output = ON_EXIT_OR_EVICT\n"
+        # The guest ignores the power button: the final ep rm (no save) destroys it after 20 s.
+        "job_max_vacate_time = 20"
     )
     vm.submit(submit)
     pool.wait_for(
@@ -178,7 +180,8 @@ def test_a_periodic_checkpoint_reaches_the_iwd_and_the_guest_goes_on(
     )
     vm = vm_pool(extra, b"count")
     pool, user, home = vm.pool, vm.user, vm.home
-    vm.submit("vm_checkpoint = true")
+    # The guest ignores the power button: the final ep rm (no save) destroys it after 20 s.
+    vm.submit("vm_checkpoint = true\njob_max_vacate_time = 20")
     saved = home / "vm_checkpoint.1.0.mem"
     # The first checkpoint may come before the guest has booted: wait for one that has
     # the counter on its console.
