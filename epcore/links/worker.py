@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Final
 
 from epcore.runtime.loop import LoopHandle, ReadyEvent
+from epcore.runtime.waiting import wait_while
 
 #: Seconds of quiet after which the startd links' worker runs its sweepers.
 SWEEP_EVERY: Final = 30.0
@@ -106,14 +106,7 @@ class Background:
 
     def wait_idle(self, timeout: float) -> bool:
         """Whether everything submitted so far was done within ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._queue or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(min(left, 0.05))
-        return True
+        return wait_while(self._lock, lambda: bool(self._queue or self._busy), timeout)
 
     def _run(self) -> None:
         while True:

@@ -29,6 +29,7 @@ import attrs
 from epcore.classad import ClassAd
 from epcore.errors import EpError
 from epcore.interfaces import StartdLink
+from epcore.runtime.waiting import wait_while
 from epcore.schedd.jobqueue import JobId
 
 if TYPE_CHECKING:
@@ -102,14 +103,9 @@ class Activations:
 
     def wait(self, timeout: float) -> bool:
         """Whether every question asked so far was answered within ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._work or self._idle < len(self._threads):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(min(left, 0.05))
-        return True
+        return wait_while(
+            self._lock, lambda: bool(self._work or self._idle < len(self._threads)), timeout
+        )
 
     def _run(self) -> None:
         while True:
