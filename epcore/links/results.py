@@ -172,6 +172,11 @@ class RemoteJobResults(WorkerService):
             self._backoff.clear()
             self._lock.notify()
 
+    def holds_result_of(self, claim_id: str) -> bool:
+        """Whether a result under ``claim_id`` waits to be delivered (or is being sent)."""
+        with self._lock:
+            return any(claim == claim_id for claim, _job in self._pending)
+
     def pending(self) -> int:
         """How many results wait to be delivered."""
         with self._lock:

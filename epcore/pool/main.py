@@ -168,6 +168,7 @@ def build_pool(
                 clock,
                 claimed=results_link.claimed if results_link is not None else None,
                 reached=startd.reached_at,
+                result_pending=results_link.holds_result_of if results_link is not None else None,
             )
         )
         host_name = startd.host_name

@@ -129,11 +129,15 @@ def cedar_handlers(
     clock: Callable[[], float] = time.time,
     claimed: Callable[[str, str], None] | None = None,
     reached: Callable[[str], None] | None = None,
+    result_pending: Callable[[str], bool] | None = None,
 ) -> dict[Command, Handler]:
     """The startd's handlers by command (module docstring); ``history`` reads the finished
     jobs' records, oldest first; ``claimed`` hears each claim REQUEST_CLAIM made and the
     address of its schedd (where the claim's results go), ``reached`` the TCP address
-    claims are made at (:func:`epcore.startd.claim_commands.claim_handlers`)."""
+    claims are made at (:func:`epcore.startd.claim_commands.claim_handlers`);
+    ``result_pending`` tells whether a result of a claim is still on its way to its schedd
+    (an ALIVE for such a claim, gone here, is not answered -1: the schedd would requeue a job
+    whose result is coming)."""
 
     def who(context: CommandContext) -> str:
         return f"{context.peer.name} at {context.stream.peer_description}"
@@ -259,6 +263,11 @@ def cedar_handlers(
             else:
                 startd.alive(claim_id)
         except EpError as error:
+            if not release and result_pending is not None and result_pending(claim_id):
+                # The claim ended with its job and the result is not yet delivered: no news,
+                # as HTCondor's startd gives (the result, once applied, ends the claim).
+                log.debug("ALIVE for claim %s: its result is on its way", public)
+                return None
             # The link's reason may quote the id it did not know: never log a secret.
             reason = str(error).replace(claim_id, public)
             log.warning("%s for claim %s from %s refused: %s", name, public, who(context), reason)

@@ -175,6 +175,8 @@ def test_a_result_for_a_schedd_that_is_down_waits_and_goes_when_it_answers(
             time.sleep(0.05)
         assert link.failures >= 3
         assert link.pending() == 1
+        # While it waits, the claim's result counts as on its way (an ALIVE gets no -1).
+        assert link.holds_result_of(CLAIM) and not link.holds_result_of(CLAIM + "x")
         warnings = [r for r in caplog.records if "cannot deliver" in r.getMessage()]
         assert len(warnings) == 1
         with serving(handlers, SERVER_CONFIG, port=port) as served:
@@ -182,6 +184,7 @@ def test_a_result_for_a_schedd_that_is_down_waits_and_goes_when_it_answers(
     finally:
         link.close()
     assert (link.applied, link.pending()) == (1, 0)
+    assert not link.holds_result_of(CLAIM)
     assert any("answers again" in r.getMessage() for r in caplog.records)
     assert JobId(1, 0) not in schedd.queue  # completed: gone to the history
 

@@ -221,6 +221,25 @@ def test_alive_with_a_wrong_claim_id_keeps_no_lease_and_is_answered_minus_one() 
     assert link.calls == []
 
 
+def test_alive_for_a_claim_whose_result_is_on_its_way_is_not_answered() -> None:
+    """An ALIVE for a claim the startd no longer holds but whose job's result is still queued
+    for its schedd gets no answer (no news), not -1: the schedd must not requeue a job whose
+    result is coming."""
+    link = RecordingLink()
+    gone = "<1.2.3.4:9618>#1#1#x"
+    handlers = cedar_handlers(
+        link,  # type: ignore[arg-type]
+        lambda: list(RECORDS),
+        logging.getLogger("test"),
+        lambda: NOW,
+        result_pending=lambda claim_id: claim_id == gone,
+    )
+    alive = handlers[commands.ALIVE]
+    assert drive(alive, commands.ALIVE.number, [_claim_id(gone)]) == []
+    (answer,) = drive(alive, commands.ALIVE.number, [_claim_id(gone + "y")])
+    assert answer.get_int() == -1
+
+
 def test_claim_commands_need_daemon_and_carry_htcondors_numbers() -> None:
     """ALIVE is 441 and RELEASE_CLAIM 443 (condor_commands.h), both at DAEMON level as the
     startd registers them."""
