@@ -67,14 +67,23 @@ def create_signing_key(path: Path, random_bytes: bytes | None = None) -> bool:
     """Write a new signing key to ``path`` (0600, scrambled) unless the file exists; True when
     this call made it. The directory is made 0700 when missing."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        # O_EXCL: two daemons starting at once must not both write (and differ).
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
+    if path.exists():
         return False
-    with os.fdopen(fd, "wb") as file:
-        file.write(scramble(random_bytes or secrets.token_bytes(KEY_FILE_BYTES)))
-    return True
+    # Written whole under a private name, then linked into place: a reader never sees the
+    # file empty, and link() fails when the name exists, so two daemons starting at once
+    # cannot both make it (and differ).
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(scramble(random_bytes or secrets.token_bytes(KEY_FILE_BYTES)))
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        os.unlink(draft)
 
 
 def key_names(settings: TokenSettings, owner: int | None = None) -> tuple[str, ...]:

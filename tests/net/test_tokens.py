@@ -375,3 +375,14 @@ def test_any_text_decodes_to_a_token_or_a_token_error(text: str) -> None:
     except TokenError:
         return
     assert isinstance(token.claims, dict) and token.signed_part.count(".") == 1
+
+
+def test_a_signing_key_appears_whole_and_leaves_no_draft(tmp_path: Path) -> None:
+    """create_signing_key links a fully written file into place (never an empty key file for
+    a reader to find), leaves no draft beside it, and a second call keeps the first key."""
+    path = tmp_path / "keys" / "POOL"
+    assert tokens.create_signing_key(path, b"first")
+    assert not tokens.create_signing_key(path, b"second")
+    assert path.read_bytes() == tokens.scramble(b"first")
+    assert sorted(p.name for p in path.parent.iterdir()) == ["POOL"]
+    assert path.stat().st_mode & 0o777 == 0o600
