@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from epcore.classad import ClassAd
+from epcore.state.states import CLAIMED_IDLE
 from epcore.types import ContainerRuntime, activation_refusal
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def refusal(startd: Startd, claim_id: str, job: ClassAd | None, now: float) -> s
         (r for r in startd.state.slots if r.claim is not None and r.claim.claim_id == claim_id),
         None,
     )
-    if record is None or record.claim is None or str(record.place) != "Claimed/Idle":
+    if record is None or record.claim is None or record.place != CLAIMED_IDLE:
         return None  # the engine refuses it with its own reason
     wanted = job if job is not None else record.claim.job
     ads = startd.ads(startd.state, now)

@@ -49,6 +49,7 @@ from epcore.state.fetch_work import (
     with_keyword,
 )
 from epcore.state.records import SlotRecord
+from epcore.state.states import CLAIMED_IDLE
 from epcore.types import FetchWorkSource
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ class FetchWork:
         if fetched.job is None:
             if record is not None and record.claim is not None:
                 claim = self.claims.get(record.claim.claim_id)
-                if claim is not None and str(record.place) == "Claimed/Idle":
+                if claim is not None and record.place == CLAIMED_IDLE:
                     self.log.info("%s: no more fetched work: evicting the claim", slot)
                     self._evict(claim, release=True)
             return
@@ -356,7 +357,7 @@ class FetchWork:
             state = record.place.names[0]
             if not claim.evicted and (state == "Preempting" or record.preempting is not None):
                 self._evict(claim, release=False)
-            elif claim.waiting and str(record.place) == "Claimed/Idle":
+            elif claim.waiting and record.place == CLAIMED_IDLE:
                 claim.waiting = False
                 try:
                     startd.activate(claim_id)

@@ -23,7 +23,7 @@ from epcore.errors import EpError
 from epcore.startd.zygote import PrepareFailed, PrepareOrder, Zygote
 from epcore.starter.starter import cgroup_key, tracking_request
 from epcore.state.records import EngineState
-from epcore.state.rules import BUSY, CLAIMED_IDLE
+from epcore.state.states import BUSY, CLAIMED_IDLE
 from epcore.types import ContainerRuntime, IsolationBackend, tracked_by_starter
 
 #: The isolation backends whose groups a supervisor can join ahead of its job.

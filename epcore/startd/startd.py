@@ -43,6 +43,7 @@ from epcore.startd.zygote import PrepareFailed, Zygote, ZygoteWork
 from epcore.state.claims import public_part
 from epcore.state.engine import Engine, EngineError
 from epcore.state.records import Action, EngineState, StatusMemo, VacateReason
+from epcore.state.states import CLAIMED_IDLE
 from epcore.state.work import Outcome
 from epcore.types import (
     HostReadings,
@@ -425,7 +426,7 @@ class Startd:
         claim becomes ready once the preempted job is gone)."""
         for record in self.state.slots:
             if record.claim is not None and record.claim.claim_id == claim_id:
-                return str(record.place) == "Claimed/Idle"
+                return record.place == CLAIMED_IDLE
         return False
 
     def claims(self) -> list[tuple[str, ClassAd]]:
