@@ -168,6 +168,28 @@ class ServerSide:
         self._reported: set[int] = set()
         #: The server's own descriptors besides the socket, closed in every child.
         self.private_fds: list[int] = []
+        #: The server's ends of its other clients' sockets (:meth:`connect_client`).
+        self.clients: list[socket.socket] = []
+        self.selector: selectors.BaseSelector | None = None
+
+    def connect_client(self) -> int:
+        """A new client of this server, besides its daemon: a socket pair whose one end the
+        server serves as it serves the daemon's (requests and their replies; notes go to the
+        daemon alone); the descriptor of the other end is returned, to be sent to whoever
+        asked (:class:`WithFds`). The client closing its end ends that client, not the
+        server."""
+        assert self.selector is not None
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.clients.append(mine)
+        self.selector.register(mine, selectors.EVENT_READ)
+        return theirs.detach()
+
+    def drop_client(self, client: socket.socket) -> None:
+        """A client closed its end: stop serving it."""
+        if self.selector is not None:
+            self.selector.unregister(client)
+        self.clients.remove(client)
+        client.close()
 
     def note(self, message: object) -> None:
         """Send the daemon a note of the server's own (read by :meth:`ForkServer.notes`)."""
@@ -183,6 +205,8 @@ class ServerSide:
             try:
                 gc.freeze()
                 self._sock.close()
+                for client in self.clients:
+                    client.close()
                 signal.set_wakeup_fd(-1)
                 for fd in self.private_fds:
                     with contextlib.suppress(OSError):
@@ -235,6 +259,7 @@ def serve(
         selector.register(sock, selectors.EVENT_READ)
         selector.register(wake_read, selectors.EVENT_READ)
         server.private_fds += [wake_read, wake_write, selector.fileno()]
+        server.selector = selector
         # What the daemon held at the fork stays as it is: a collection here would touch
         # every object and copy the daemon's pages into this process one by one.
         gc.freeze()
@@ -244,10 +269,20 @@ def serve(
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_read, 4096)
                     continue
-                received = receive_message(sock)
+                peer = key.fileobj
+                assert isinstance(peer, socket.socket)
+                try:
+                    received = receive_message(peer)
+                except (OSError, ForkServerError, pickle.UnpicklingError):
+                    if peer is sock:
+                        raise
+                    received = None
                 if received is None:
-                    _exit(server, on_exit, code)
-                _answer(server, sock, handlers, *received)
+                    if peer is sock:
+                        _exit(server, on_exit, code)
+                    server.drop_client(peer)
+                    continue
+                _answer(server, peer, handlers, *received)
             server.reap()
     except BaseException:
         traceback.print_exc(file=sys.stderr)
@@ -306,9 +341,12 @@ def _answer(
 class ForkServer:
     """The daemon's end of one fork server (:func:`start_fork_server` makes it)."""
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, *, owner: bool = True) -> None:
         self.pid = pid
         self.sock = sock
+        #: False for another client of a server its daemon owns (:meth:`ServerSide.
+        #: connect_client`): it neither kills nor reaps the server, and gets no notes.
+        self.owner = owner
         self._numbers = 0
         self._notes: deque[object] = deque()
         self.closed = False
@@ -445,6 +483,8 @@ class ForkServer:
             self._reap(block=False)
 
     def _reap(self, block: bool) -> bool:
+        if not self.owner:
+            return True
         try:
             pid, _status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
         except ChildProcessError:
@@ -461,9 +501,11 @@ class ForkServer:
         return bool(self._notes)
 
     def kill(self) -> None:
-        """End the server at once (its children live on)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+        """End the server at once (its children live on); another client only closes its
+        end."""
+        if self.owner:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
         self._gone()
         self._reap(block=True)
 
@@ -474,6 +516,8 @@ class ForkServer:
             return
         self.closed = True
         self.sock.close()
+        if not self.owner:
+            return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._reap(block=False):

@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 
 import attrs
 
 from epcore.config import Config
 from epcore.errors import EpError
 from epcore.startd.zygote import PrepareFailed, PrepareOrder, Zygote
+from epcore.starter.claim_loop import PREPARED_BACKENDS
 from epcore.starter.starter import cgroup_key, tracking_request
 from epcore.state.records import EngineState
 from epcore.state.states import BUSY, CLAIMED_IDLE
 from epcore.types import ContainerRuntime, IsolationBackend, tracked_by_starter
-
-#: The isolation backends whose groups a supervisor can join ahead of its job.
-PREPARED_BACKENDS = ("cgroup",)
 
 
 @attrs.frozen
@@ -59,6 +58,7 @@ class Preparations:
         execute_dir: str,
         startd_memory_mb: int,
         containers: tuple[ContainerRuntime, ...] = (),
+        own_next: Collection[str] = frozenset(),
     ) -> None:
         """Prepare the next job of every claim that has nothing prepared yet, Claimed/Idle or
         Claimed/Busy; drop what no claim needs now. A claim whose job runs in a container
@@ -68,7 +68,9 @@ class Preparations:
         A busy claim is prepared for its next job while its job runs: a schedd that reuses the
         claim at once when the job ends finds that job's cgroups made and joined, instead of
         paying the joins (a few milliseconds each) between one job and the next. The cost is
-        one waiting supervisor and one set of job groups per claim.
+        one waiting supervisor and one set of job groups per claim. The claims in
+        ``own_next`` get nothing: their starters make their next jobs ready themselves
+        (:mod:`epcore.starter.claim_loop`).
         """
         self._forget_lost(isolation)
         backend = next((b for b in isolation if b.name in PREPARED_BACKENDS), None)
@@ -82,7 +84,7 @@ class Preparations:
         if backend is None:
             return
         for claim_id, record in claimed.items():
-            if claim_id in self.ready:
+            if claim_id in self.ready or claim_id in own_next:
                 continue
             job = record.claim.job if record.claim is not None else None
             # No slot ad is at hand here: only runtimes whose jobs skip preparation are

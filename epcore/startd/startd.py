@@ -27,7 +27,7 @@ from epcore.slots.ads import SlotAdBuilder
 from epcore.slots.config_attrs import slot_prefix
 from epcore.slots.inventory import build_inventory, execute_disks_kb
 from epcore.slots.layout import plan_slots
-from epcore.startd import admission, backends, namespaces, recovery, starter_events
+from epcore.startd import admission, backends, kept_starters, namespaces, recovery, starter_events
 from epcore.startd.backfill import Backfill
 from epcore.startd.cleanup import Cleanup
 from epcore.startd.condor_load import CondorLoad, sample_startd
@@ -308,7 +308,9 @@ class Startd:
         return outcome
 
     def sync_preparations(self) -> None:
-        """Prepare the next job of every claim; drop what no claim needs any more."""
+        """Prepare the next job of every claim whose starter does not; drop what no claim
+        needs any more; retire the kept starters of claims that are over."""
+        kept_starters.retire_idle(self)
         self.preparations.sync(
             self.state,
             self.config,
@@ -316,6 +318,7 @@ class Startd:
             self.paths.execute,
             int(self.inventory.memory_mb),
             self.containers,
+            kept_starters.keeping(self),
         )
 
     def reached_at(self, sinful: str) -> None:

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 from epcore.classad import ClassAd, format_old
 from epcore.runtime import persist
 from epcore.runtime.forkserver import ForkServerError
-from epcore.startd import offline, recovery
+from epcore.startd import kept_starters, offline, recovery
 from epcore.startd.starters import StarterHandle
 from epcore.startd.zygote import Spawned
 from epcore.starter import protocol
+from epcore.starter.claim_loop import keeps_starter
 from epcore.starter.sandbox import sandbox_path
 from epcore.starter.starter import StarterOrder, cgroup_key
 from epcore.state.records import Action, ActionKind
@@ -130,7 +131,17 @@ def spawn_starter(startd: Startd, slot: str, claim_id: str, now: float) -> None:
         starter_log=f"{startd.paths.starter_log}.{slot}",
         lease=record.claim.lease,
         machine_ad=machine if runtime is not None else None,
+        keeps=runtime is None and keeps_starter(startd.config),
     )
+    kept = startd.starters.handles.get(claim_id)
+    if runtime is None and kept is not None and kept_starters.takes(startd, kept, order):
+        if kept_starters.give_next(startd, kept, order, saved_claim(startd, slot, now)):
+            startd.log.info("%s: job %s goes to starter %d", slot, record.job_id, kept.pid)
+        else:
+            startd.take(startd.engine.job_gone(startd.state, slot, now), now)
+        return
+    if kept is not None:
+        kept_starters.retire(startd, kept, "the next job needs a starter of its own")
     startd.preparations.take(claim_id)
     # A container runtime copies a job's files itself (epcore.starter.containers).
     transfers = runtime is None and plan.travels_here(job, startd.config)
@@ -153,6 +164,8 @@ def spawn_starter(startd: Startd, slot: str, claim_id: str, now: float) -> None:
         )
         startd.claims_file.add(entry)
         startd.saved[claim_id] = entry
+        handle.keeps = order.keeps
+        handle.order = order
 
     if not startd.zygote.alive:
         startd.zygote_gone()
@@ -226,6 +239,30 @@ def starter_message(startd: Startd, handle: StarterHandle, message: ClassAd, now
         finished(startd, handle, message, now)
     elif command == protocol.BROKEN:
         startd.cleanup.reported(handle, message, now)
+    elif command == protocol.READY:
+        pending = kept_starters.ready(startd, handle, message)
+        if pending is not None:
+            _give_pending(startd, handle, pending, now)
+
+
+def _activated(startd: Startd, slot: str, claim_id: str) -> bool:
+    """Whether ``slot`` runs a job (Claimed/Busy) on ``claim_id``."""
+    record = startd.state.slot(slot)
+    return (
+        record is not None
+        and record.claim is not None
+        and record.claim.claim_id == claim_id
+        and record.job_start is not None
+    )
+
+
+def _give_pending(startd: Startd, handle: StarterHandle, order: StarterOrder, now: float) -> None:
+    """Give a job activated before its kept starter said READY to that starter now."""
+    if not _activated(startd, handle.slot, handle.claim_id):
+        kept_starters.retire(startd, handle, "the job it waited for is gone")
+        return
+    if not kept_starters.give_next(startd, handle, order, saved_claim(startd, handle.slot, now)):
+        startd.take(startd.engine.job_gone(startd.state, handle.slot, now), now)
 
 
 def announce(startd: Startd, result: ClassAd, now: float) -> None:
@@ -307,7 +344,7 @@ def starter_exited(startd: Startd, handle: StarterHandle, now: float) -> None:
     if startd.backfill.owns(handle):
         startd.backfill.exited(handle, now)
         return
-    if handle.stage != "acknowledged":
+    if handle.stage not in kept_starters.BETWEEN_JOBS:
         saved = startd.saved.pop(handle.claim_id, None)
         startd.log.error("%s: starter %d died before reporting", handle.slot, handle.pid)
         if saved is not None:
@@ -331,3 +368,8 @@ def starter_exited(startd: Startd, handle: StarterHandle, now: float) -> None:
         )
     startd.cleanup.exited(handle, now)
     startd.starters.forget(handle.claim_id)
+    kept_starters.remove_next_groups(startd, handle)
+    if handle.pending is not None and _activated(startd, handle.slot, handle.claim_id):
+        # The starter exited instead of saying READY: the job activated meanwhile gets a
+        # starter of its own.
+        spawn_starter(startd, handle.slot, handle.claim_id, now)

@@ -27,6 +27,7 @@ from epcore.classad import ClassAd
 from epcore.runtime import framing
 from epcore.runtime.control import listen
 from epcore.starter import protocol
+from epcore.starter.starter import StarterOrder
 
 
 @attrs.define(eq=False)
@@ -52,6 +53,15 @@ class StarterHandle:
     exit_code: int | None = None
     #: True once the starter reported what its job left (protocol.BROKEN).
     broke: bool = False
+    #: The starter runs the claim's next jobs (:mod:`epcore.startd.kept_starters`): it says
+    #: READY after its ACK and waits (stage "ready") for NEXT or RETIRE ("retired").
+    keeps: bool = False
+    #: The order of the job it runs or ran last (None: an adopted starter).
+    order: StarterOrder | None = None
+    #: The groups it made for the claim's next job, as READY named them.
+    next_key: str | None = None
+    #: A next job activated before the starter said READY, sent when it does.
+    pending: StarterOrder | None = None
 
 
 #: What the startd writes on a new starter's pipe once the starter is recorded.

@@ -27,7 +27,6 @@ import os
 import pickle
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import attrs
 
@@ -46,49 +45,12 @@ from epcore.runtime.forkserver import (
 )
 from epcore.startd import backends
 from epcore.startd.starters import wait_for_go
-from epcore.starter.cgroups.mountinfo import read_layout
+from epcore.starter.cgroups.home import OwnGroup, home_files, own_groups
+from epcore.starter.claim_loop import PREPARED_BACKENDS
 from epcore.starter.main import run_starter, starter_log_settings
 from epcore.starter.starter import PreparedJob, StarterOrder, StarterRequest
 from epcore.starter.supervisor_server import SupervisorServer, wait_gone
 from epcore.types import ContainerRuntime, IsolationBackend, ScratchFilesystem, TrackingRequest
-
-#: One cgroup hierarchy: where it is mounted, and this process's group in it (None: unknown).
-OwnGroup = tuple[Path, str | None]
-
-
-def own_groups() -> tuple[OwnGroup, ...]:
-    """Every mounted cgroup hierarchy with this process's own group in it."""
-    own_v1: dict[frozenset[str], str] = {}
-    own_v2 = None
-    with open("/proc/self/cgroup", encoding="ascii") as handle:
-        for line in handle:
-            _, controllers, path = line.rstrip("\n").split(":", 2)
-            if controllers:
-                own_v1[frozenset(controllers.split(","))] = path
-            else:
-                own_v2 = path
-    layout = read_layout()
-    mounts: list[OwnGroup] = [(h.path, own_v1.get(h.controllers)) for h in layout.v1.values()]
-    if layout.v2 is not None:
-        mounts.append((layout.v2, own_v2))
-    return tuple(mounts)
-
-
-def home_files(join_files: tuple[str, ...], groups: tuple[OwnGroup, ...]) -> tuple[str, ...]:
-    """For each ``cgroup.procs`` file of a job's group, the same file of this process's own
-    group in that hierarchy (where a prepared supervisor goes back once its job runs)."""
-    # Plain string prefixes, not pathlib: this runs for every job the zygote prepares, and
-    # the mounts are absolute, normalised paths from mountinfo.
-    mounts = [
-        (f"{mount}/", f"{mount}/{own.strip('/')}") for mount, own in groups if own is not None
-    ]
-    homes = []
-    for join in join_files:
-        for prefix, home in mounts:
-            if join.startswith(prefix):
-                homes.append(f"{home.rstrip('/')}/cgroup.procs")
-                break
-    return tuple(dict.fromkeys(homes))
 
 
 @attrs.frozen
@@ -98,13 +60,15 @@ class SpawnOrder:
     the starter and free again, copying the pages both touch). The zygote's part: the
     claim whose preparation the starter takes, its StarterLog, the container runtime
     (None: none) whose starter modules it imports first, and whether the job's files travel
-    here (the zygote imports the file-transfer client first)."""
+    here (the zygote imports the file-transfer client first), and whether the starter runs
+    the claim's next jobs (it gets a client of the supervisor server of its own)."""
 
     claim_id: str
     starter_log: str
     runtime: str | None
     order: bytes
     transfers: bool = False
+    keeps: bool = False
 
 
 @attrs.frozen
@@ -268,6 +232,10 @@ class ZygoteWork:
             log_settings = starter_log_settings(self.config, order.starter_log)
             self._log_settings[order.starter_log] = log_settings
 
+        # A starter that runs its claim's next jobs has their supervisors made by the same
+        # server, over a socket of its own.
+        supervisors = self._supervisors_for() if order.keeps else None
+
         def starter() -> int:
             # Another claim's supervisor is not this starter's business, nor their server.
             for other in self.prepared.values():
@@ -283,6 +251,7 @@ class ZygoteWork:
                 containers=self.containers,
                 scratch=self.scratch,
                 prepared=prepared,
+                supervisors=supervisors,
             )
             return run_starter(request, log_settings) if wait_for_go(go_read) else 1
 
@@ -294,9 +263,22 @@ class ZygoteWork:
             raise
         finally:
             os.close(go_read)
+            if supervisors is not None:
+                supervisors.close_in_child()
         if prepared is not None:
             prepared.supervisor.forget()
         return Spawned(pid, prepared.job_key if prepared is not None else None)
+
+    def _supervisors_for(self) -> SupervisorServer | None:
+        """A client of the supervisor server for a starter that runs its claim's next jobs
+        (None: no backend has supervisors prepared, or no server can be had)."""
+        if not any(b.name in PREPARED_BACKENDS for b in self.isolation):
+            return None
+        try:
+            return self.supervisors.client()
+        except (EpError, OSError) as error:
+            logging.getLogger(__name__).warning("no supervisor server for a starter: %s", error)
+            return None
 
     def _import_for(self, runtime: str | None) -> None:
         """Import what the container runtime named ``runtime`` (None: no container) needs in
@@ -418,7 +400,12 @@ class Zygote:
         ``runtime`` runs (None: no container), whose files travel here when ``transfers``;
         ForkServerError when it could not."""
         spawn = SpawnOrder(
-            order.claim_id, order.starter_log, runtime, pickle.dumps(order), transfers
+            order.claim_id,
+            order.starter_log,
+            runtime,
+            pickle.dumps(order),
+            transfers,
+            keeps=order.keeps,
         )
         spawned = self.server.call("spawn", spawn, [go_read])
         if not isinstance(spawned, Spawned):

@@ -459,6 +459,7 @@ def run_job(starter: Starter) -> int:
             if runtime is None:
                 launched = _launch(starter, command)
             else:
+                starter.container_job = True
                 launched, before = launch_container(starter, runtime, command)
             starter.start_time = starter.clock()
             starter.stage = "running"
@@ -474,6 +475,8 @@ def run_job(starter: Starter) -> int:
                     slot_name=request.slot_name,
                 )
             )
+            if starter.after_launch is not None and runtime is None:
+                starter.after_launch()
             run = _Supervision(starter, launched, command)
             _supervise(starter, run, logs, keyword)
             status = launched.poll()

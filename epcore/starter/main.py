@@ -7,8 +7,8 @@ import os
 
 from epcore.config import Config
 from epcore.logs import LogSettings, file_logger
-from epcore.starter.lifecycle import run_job
-from epcore.starter.starter import Starter, StarterRequest
+from epcore.starter.claim_loop import run_claim
+from epcore.starter.starter import StarterRequest
 
 LOG_FORMAT = "%(asctime)s (pid:%(process)d) %(message)s"
 #: The logger of the cgroup backend (epcore.starter.cgroups), used inside starters.
@@ -37,8 +37,10 @@ def starter_logger(request: StarterRequest, settings: LogSettings | None = None)
 
 
 def run_starter(request: StarterRequest, log_settings: LogSettings | None = None) -> int:
-    """Run the starter of ``request`` to its end; the process's exit status. ``log_settings``
-    spares the starter reading them from the configuration (its zygote keeps them)."""
+    """Run the starter of ``request`` to its end (its job, then the claim's next jobs the
+    startd sends it: :mod:`epcore.starter.claim_loop`); the process's exit status.
+    ``log_settings`` spares the starter reading them from the configuration (its zygote
+    keeps them)."""
     log = starter_logger(request, log_settings)
     log.info("starter for %s (claim %s...)", request.slot_name, request.claim_id[:24])
-    return run_job(Starter(request, log))
+    return run_claim(request, log)

@@ -20,6 +20,11 @@ FINISHED = "Finished"
 #: After the ACK, when the job left what the starter could not clean up (its scratch volume):
 #: SlotBrokenCode, SlotBrokenReason, and EpCleanupBackend/EpCleanupItem naming what is left.
 BROKEN = "Broken"
+#: After the ACK, from a starter that can run its claim's next job
+#: (:mod:`epcore.starter.claim_loop`): it waits for NEXT or RETIRE. NextTrackingKey names the
+#: groups it made for that job ahead of it (absent: none).
+READY = "Ready"
+NEXT_TRACKING_KEY = "NextTrackingKey"
 # startd -> starter
 SUSPEND = "Suspend"
 CONTINUE = "Continue"
@@ -28,8 +33,13 @@ SOFT_KILL = "SoftKill"
 REMOVED = "Removed"
 HARD_KILL = "HardKill"
 ACK = "Ack"
+#: To a READY starter: the claim's next job (a StarterOrder's fields, see
+#: :func:`epcore.starter.claim_loop.next_message`).
+NEXT = "Next"
+#: To a READY starter: the claim is over, or its next job needs a starter of its own: exit.
+RETIRE = "Retire"
 
-STARTER_COMMANDS = (HELLO, STARTED, UPDATE, FINISHED, BROKEN)
+STARTER_COMMANDS = (HELLO, STARTED, UPDATE, FINISHED, BROKEN, READY)
 
 #: In FINISHED, when the machine failed the job's universe (errors.UniverseOffline): the
 #: universe's name, its JobUniverse and why; the startd advertises it offline and keeps these
@@ -38,4 +48,4 @@ OFFLINE_UNIVERSE = "EpOfflineUniverse"
 OFFLINE_UNIVERSE_NUMBER = "EpOfflineUniverseNumber"
 OFFLINE_REASON = "EpOfflineReason"
 OFFLINE_ATTRIBUTES = (OFFLINE_UNIVERSE, OFFLINE_UNIVERSE_NUMBER, OFFLINE_REASON)
-STARTD_COMMANDS = (SUSPEND, CONTINUE, SOFT_KILL, HARD_KILL, ACK)
+STARTD_COMMANDS = (SUSPEND, CONTINUE, SOFT_KILL, HARD_KILL, ACK, NEXT, RETIRE)

@@ -26,6 +26,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 import psutil
@@ -62,6 +63,9 @@ from epcore.types import (
     SlotBreak,
     TrackingRequest,
 )
+
+if TYPE_CHECKING:
+    from epcore.starter.supervisor_server import SupervisorServer
 
 #: How long the starter waits for the processes a job left behind to die after SIGKILL.
 CLEANUP_SECONDS = 10.0
@@ -138,6 +142,9 @@ class StarterOrder:
     #: The slot's ad itself, sent only for a job a container runtime runs (which reads it):
     #: the old syntax cannot hold every string (a newline in one is written as it is).
     machine_ad: ClassAd | None = None
+    #: The starter runs the claim's next jobs the startd sends it (:mod:`epcore.starter.
+    #: claim_loop`); False: it exits after this one (a backfill client, a container's job).
+    keeps: bool = False
 
     def machine(self) -> ClassAd:
         """The slot's ad (:attr:`machine_ad`, else read from :attr:`machine_text`)."""
@@ -159,6 +166,9 @@ class StarterRequest(StarterOrder):
     containers: tuple[ContainerRuntime, ...] = ()
     #: The per-job scratch filesystem the startd started (None: a plain sandbox).
     scratch: ScratchFilesystem | None = None
+    #: Where the claim's next jobs' supervisors come from, for a starter that runs them
+    #: (:mod:`epcore.starter.claim_loop`); None: it makes none.
+    supervisors: SupervisorServer | None = None
 
 
 def job_id(job: ClassAd) -> str:
@@ -211,6 +221,7 @@ class Starter:
         *,
         clock: Callable[[], float] = time.time,
         starter_id: int | None = None,
+        channel: framing.Channel | None = None,
     ) -> None:
         self.request = request
         self.log = log
@@ -218,7 +229,17 @@ class Starter:
         self.starter_id = os.getpid() if starter_id is None else starter_id
         self.job = request.job.copy()
         self.selector = selectors.DefaultSelector()
+        #: The connection to the startd: ``channel`` is one an earlier job of the claim left
+        #: open (:mod:`epcore.starter.claim_loop`); without one, :meth:`connect` makes one.
         self.channel: framing.Channel | None = None
+        if channel is not None and not channel.closed:
+            self.channel = channel
+            self.selector.register(channel, selectors.EVENT_READ, "startd")
+        #: Called once the job runs (not in a container): the claim loop prepares the claim's
+        #: next job then, while this one runs.
+        self.after_launch: Callable[[], None] | None = None
+        #: True once the job was given to a container runtime.
+        self.container_job = False
         self.stage = "setup"
         self.sandbox: Sandbox | None = None
         self.trackings: list[JobTracking] = []

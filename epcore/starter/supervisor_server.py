@@ -10,6 +10,10 @@ and waits for its job (:func:`epcore.starter.launch_child.prepared_main`); the r
 the supervisor's PID and its two pipes (the spec pipe's write end, the report pipe's read
 end), which become a :class:`~epcore.starter.launch.PreparedSupervisor`. The server reaps
 the supervisors; it exits when its owner's end of the socket closes.
+
+``connect`` gives its owner a socket of another client, served as the owner's: the zygote
+asks for one for each starter that runs its claim's successive jobs, which then has its
+next jobs' supervisors made here too (:mod:`epcore.starter.claim_loop`).
 """
 
 from __future__ import annotations
@@ -85,14 +89,37 @@ def main() -> None:
     libc = Libc()
     max_fd = os.sysconf("SC_OPEN_MAX")
     sock = socket.socket(fileno=SERVER_FD)
-    serve(sock, {"prepare": _prepare(libc, max_fd)}, lambda side: None)
+    handlers = {"prepare": _prepare(libc, max_fd), "connect": _connect}
+    serve(sock, handlers, lambda side: None)
+
+
+def _connect(side: ServerSide, request: object, fds: list[int]) -> object:
+    for fd in fds:
+        os.close(fd)
+    return WithFds(None, (side.connect_client(),))
 
 
 class SupervisorServer:
-    """The owner's end: started on first use, started again when it died."""
+    """The owner's end: started on first use, started again when it died. ``attached``: the
+    end of another client of a server someone else owns (:meth:`client`)."""
 
-    def __init__(self) -> None:
-        self._server: ForkServer | None = None
+    def __init__(self, attached: ForkServer | None = None) -> None:
+        self._server = attached
+
+    def client(self) -> SupervisorServer:
+        """Another client of this server (started first if need be), for a process forked
+        from the owner: its requests are served as the owner's, and it never ends the
+        server. OSError or ForkServerError when there is none to be had."""
+        if self._server is None or not self._server.alive:
+            self._server = self._start()
+        _value, fds = self._server.call_with_fds("connect", None)
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise ForkServerError("the supervisor server gave no client socket")
+        os.set_inheritable(fds[0], False)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fds[0])
+        return SupervisorServer(ForkServer(self._server.pid, sock, owner=False))
 
     def _start(self) -> ForkServer:
         owner_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -116,8 +116,9 @@ def test_a_claim_is_prepared_and_stale_groups_are_swept(
 ) -> None:
     """A claim gets its job's cgroups and a supervisor inside them before activation (the
     job then starts inside them); groups left by a startd killed with its zygote are
-    removed by the next startd."""
-    startd = startd_factory(cpus=2)
+    removed by the next startd. (A starter per job: a kept starter makes its claim's next
+    job ready itself, and removes those groups when its startd goes; test_kept_starters.)"""
+    startd = startd_factory("STARTER_KEEP_FOR_CLAIM = False\n", cpus=2)
     user = slot_users[2]
     cgroup = startd.config_path.read_text().split("BASE_CGROUP = ", 1)[1].split("\n", 1)[0]
     iwd = tmp_path / "iwd"

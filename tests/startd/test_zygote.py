@@ -12,7 +12,8 @@ from epcore import hookimpl
 from epcore.classad import ClassAd
 from epcore.config import Config
 from epcore.plugins import load_plugins
-from epcore.startd.zygote import PortableConfig, ZygoteWork, home_files
+from epcore.startd.zygote import PortableConfig, ZygoteWork
+from epcore.starter.cgroups.home import home_files
 from epcore.types import ContainerJob, ContainerRuntimeSpec, MachineAttribute, RunningContainer
 
 #: A module of the standard library no test imports (the zygote imports it for a runtime).
