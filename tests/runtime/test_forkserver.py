@@ -18,6 +18,7 @@ from epcore.runtime.forkserver import (
     ForkServer,
     ForkServerError,
     ServerSide,
+    WithFds,
     receive_message,
     send_message,
     start_fork_server,
@@ -76,9 +77,12 @@ def server(tmp_path: Path) -> Iterator[ForkServer]:
             handle.write(str(argument))
         return None
 
+    def connect(side: ServerSide, argument: object, fds: list[int]) -> object:
+        return WithFds(None, (side.connect_client(),))
+
     (tmp_path / "before").write_text(" ".join(os.listdir("/proc/self/fd")))
     made = start_fork_server(
-        {"echo": echo, "fail": fail, "run": run, "write_to": write_to},
+        {"echo": echo, "fail": fail, "run": run, "write_to": write_to, "connect": connect},
         on_exit=lambda side: (tmp_path / "ended").write_text("yes"),
     )
     try:
@@ -123,6 +127,49 @@ def test_a_reported_child_s_end_comes_as_a_note(server: ForkServer, tmp_path: Pa
     # What the test process had before the server existed, and the one listdir opened: not
     # the socket pair's ends, not the server's own pipe and selector.
     assert len(fds - before) <= 1, fds - before
+
+
+def _client(server: ForkServer) -> ForkServer:
+    _value, (fd,) = server.call_with_fds("connect", None)
+    return ForkServer(server.pid, socket.socket(fileno=fd), owner=False)
+
+
+def test_another_client_is_served_as_the_daemon_and_its_end_is_its_own(
+    server: ForkServer,
+) -> None:
+    """A client the server connected gets replies to its own requests; closing (or
+    "killing") its end leaves the server serving the daemon."""
+    client = _client(server)
+    assert client.call("echo", "from the client") == ("echo", "from the client", 0)
+    with pytest.raises(ForkServerError, match="ValueError"):
+        client.call("fail", 1)
+    assert server.call("echo", "from the daemon") == ("echo", "from the daemon", 0)
+    client.kill()
+    client.close()
+    assert not client.alive
+    assert server.call("echo", "still here") == ("echo", "still here", 0)
+    assert _client(server).call("echo", 2) == ("echo", 2, 0)
+
+
+def test_a_child_holds_no_client_s_socket(server: ForkServer, tmp_path: Path) -> None:
+    """A child forked after a client connected holds none of the server's descriptors."""
+    client = _client(server)
+    pid = client.call("run", 0)
+    assert isinstance(pid, int)
+    _wait_exit(server, pid)  # its end is noted to the daemon, not to the client
+    fds = set((tmp_path / f"fds.{pid}").read_text().split())
+    before = set((tmp_path / "before").read_text().split())
+    assert len(fds - before) <= 1, fds - before
+    client.close()
+
+
+def test_garbage_from_a_client_ends_that_client_alone(server: ForkServer) -> None:
+    """A client that sends what is not a message is dropped; the daemon is still served."""
+    client = _client(server)
+    client.sock.sendall(b"\x00\x00\x00\x05junk!")
+    with pytest.raises(ForkServerError):
+        client.call("echo", 1)
+    assert server.call("echo", "daemon") == ("echo", "daemon", 0)
 
 
 def test_notes_that_come_during_a_call_are_kept(server: ForkServer) -> None:

@@ -41,6 +41,28 @@ def test_a_prepared_supervisor_runs_its_job(supervisors: SupervisorServer, tmp_p
 
 
 @pytest.mark.system
+def test_a_client_of_the_server_has_supervisors_made_for_it(
+    supervisors: SupervisorServer, tmp_path: Path
+) -> None:
+    """Another client of the owner's server (a kept starter's) has supervisors prepared by
+    the same server; its end closing leaves the server to its owner."""
+    client = supervisors.client()
+    prepared = client.prepare((), ())
+    owner = supervisors._server
+    assert owner is not None and client._server is not None
+    assert client._server.pid == owner.pid
+    job = prepared.launch(shell("exit 4", tmp_path))
+    status = job.wait(PATIENCE)
+    assert status is not None and status.code == 4
+    job.close()
+    client.close()
+    assert owner.alive and psutil.pid_exists(owner.pid)
+    again = supervisors.prepare((), ())
+    again.abandon()
+    assert wait_gone(again.pid)
+
+
+@pytest.mark.system
 def test_a_dead_server_is_started_again(supervisors: SupervisorServer, tmp_path: Path) -> None:
     """When the server was killed, the next request starts a new one."""
     first = supervisors.prepare((), ())
