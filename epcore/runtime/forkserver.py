@@ -10,15 +10,21 @@ server, which never starts a thread, runs a handler for each (the handlers are t
 functions, inherited at the fork: nothing that matters is serialised but the request's data)
 and forks the children.
 
-The wire: a message is a 4-byte length and a pickle, with descriptors passed beside it
-(SCM_RIGHTS). Pickle is safe here because the socket pair reaches nobody else: it has no name,
-the server closes the daemon's end and every child closes the server's. A request is a tuple
-``(number, operation, argument)``; its reply ``(number, result, error)`` carries the same
-number and the handler's result (or the error it raised, as text). The server also sends
-*notes* of its own, ``(0, note, None)``: a reported child has exited (with its wait status).
-Plain tuples, not records: a spawn's request and reply are pickled and unpickled once per
-job on each side. The server exits when the daemon's end closes (the daemon exited or closed it);
-its children are not killed with it (a starter outlives its startd).
+The wire (:mod:`epcore.runtime.forkwire`): a message is a 4-byte length and a pickle, with
+descriptors passed beside it (SCM_RIGHTS). Pickle is safe here because the socket pairs reach
+nobody else: they have no name, the server closes the daemon's end and every child closes
+the server's. A request is a tuple ``(number, operation, argument)``; its reply ``(number,
+result, error)`` carries the same number and the handler's result (or the error it raised,
+as text). The server also sends *notes* of its own, ``(0, note, None)``: a reported child
+has exited (with its wait status). Plain tuples, not records: a spawn's request and reply
+are pickled and unpickled once per job on each side. The server exits when the daemon's end
+closes (the daemon exited or closed it); its children are not killed with it (a starter
+outlives its startd).
+
+A handler may give the daemon another *client* (:meth:`ServerSide.connect_client`): a socket
+pair whose far end the daemon passes on to a process it trusts as itself (a starter the
+daemon's zygote forked); that client's requests are served as the daemon's, it gets no
+notes, and its end closing ends it alone.
 """
 
 from __future__ import annotations
@@ -31,7 +37,6 @@ import select
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 import traceback
@@ -41,21 +46,19 @@ from typing import NoReturn
 
 import attrs
 
-from epcore.errors import EpError
+from epcore.runtime.forkwire import (
+    MAX_FDS,
+    MAX_MESSAGE,
+    ForkServerError,
+    encode,
+    receive_message,
+    send_message,
+)
 
-#: The most descriptors one message may carry.
-MAX_FDS = 8
-#: The largest message (a job ad and a machine ad are tens of kB; a configuration ~100 kB).
-MAX_MESSAGE = 64 * 1024 * 1024
 #: How long a request waits for its reply before the server counts as hung.
 REPLY_SECONDS = 30.0
-_HEADER = struct.Struct("!I")
 #: Signals whose handling a child of the server gets back to the default.
 _DEFAULT_IN_CHILD = (signal.SIGCHLD, signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)
-
-
-class ForkServerError(EpError):
-    """The fork server failed a request, or is gone."""
 
 
 @attrs.frozen
@@ -78,78 +81,6 @@ class WithFds:
 
 #: The number of a message that answers no request: a note of the server's own.
 _NOTE = 0
-
-
-def encode(message: object) -> bytes:
-    """``message`` as it goes on the wire: its length, then its pickle."""
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(data) > MAX_MESSAGE:
-        raise ForkServerError(f"a fork server message of {len(data)} bytes is too large")
-    return _HEADER.pack(len(data)) + data
-
-
-def send_message(sock: socket.socket, message: object, fds: Sequence[int] = ()) -> None:
-    """Send ``message`` (pickled) and ``fds`` on ``sock`` (blocking)."""
-    payload = memoryview(encode(message))
-    sent = socket.send_fds(sock, [payload], list(fds)) if fds else sock.send(payload)
-    while sent < len(payload):
-        sent += sock.send(payload[sent:])
-
-
-def _wait_readable(sock: socket.socket, deadline: float | None) -> None:
-    """Return once ``sock`` has something to read (at once without ``deadline``, a
-    ``time.monotonic()``); TimeoutError when the deadline passes first."""
-    if deadline is None:
-        return
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    while not poller.poll(max(deadline - time.monotonic(), 0.0) * 1000):
-        if time.monotonic() >= deadline:
-            raise TimeoutError("the fork server's socket stayed silent")
-
-
-def _receive_exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes | None:
-    chunks = []
-    while size:
-        _wait_readable(sock, deadline)
-        chunk = sock.recv(min(size, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def receive_message(
-    sock: socket.socket, deadline: float | None = None
-) -> tuple[object, list[int]] | None:
-    """The next message on the blocking ``sock`` and the descriptors that came with it; None
-    at the end. With ``deadline`` (a ``time.monotonic()``), TimeoutError when a part of it
-    has not come by then.
-
-    The sender writes a whole message at once, so once its first byte is here the rest
-    follows at once: a blocking read of the remainder does not wait on the sender's mood.
-    """
-    _wait_readable(sock, deadline)
-    header, fds, _flags, _address = socket.recv_fds(sock, _HEADER.size, MAX_FDS)
-    if not header:
-        for fd in fds:
-            os.close(fd)
-        return None
-    if len(header) < _HEADER.size:
-        rest = _receive_exactly(sock, _HEADER.size - len(header), deadline)
-        if rest is None:
-            return None
-        header += rest
-    (size,) = _HEADER.unpack(header)
-    if size > MAX_MESSAGE:
-        raise ForkServerError(f"a fork server message claims {size} bytes")
-    data = _receive_exactly(sock, size, deadline)
-    if data is None:
-        for fd in fds:
-            os.close(fd)
-        return None
-    return pickle.loads(data), fds
 
 
 # -- the server's side -----------------------------------------------------------------------
@@ -552,3 +483,20 @@ def start_fork_server(
         serve(server_end, handlers, on_exit)
     server_end.close()
     return ForkServer(pid, daemon_end)
+
+
+__all__ = [
+    "MAX_FDS",
+    "MAX_MESSAGE",
+    "ChildExited",
+    "ForkServer",
+    "ForkServerError",
+    "Handler",
+    "ServerSide",
+    "WithFds",
+    "encode",
+    "receive_message",
+    "send_message",
+    "serve",
+    "start_fork_server",
+]
