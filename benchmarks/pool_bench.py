@@ -9,12 +9,12 @@ Run from the project root, as root (cgroups need it), after
     python3 benchmarks/pool_bench.py --jobs-only    # only the jobs through ep run
 
 Throughput: an ``ep run`` subprocess with the personal pool's configuration on this machine
-(one partitionable slot with every core, cgroup tracking under a BASE_CGROUP made for the
-run). One cluster of N jobs of ``/bin/true`` (one core, 64 MB each) is submitted through the
-pool's socket as ``ep submit`` does, and the clock runs from the submission to the moment the
-last job has left the queue (looked at every 0.2 s): negotiation, claiming, claim reuse, a
-starter per claim running the claim's jobs one after the other (STARTER_KEEP_FOR_CLAIM), each
-job's cgroups and supervisor, the queue's writes. The target is issue 20's: at least 90 jobs per second on
+(one partitionable slot with every core, cgroup tracking under a BASE_CGROUP made for the run).
+One cluster of N jobs of ``/bin/true`` (one core, 64 MB each) is submitted through the pool's
+socket as ``ep submit`` does, and the clock runs from the submission to the moment the last job
+has left the queue (looked at every 0.2 s): negotiation, claiming, claim reuse, a starter per
+claim running the claim's jobs one after the other (STARTER_KEEP_FOR_CLAIM), each job's cgroups
+and supervisor, the queue's writes. The target is issue 20's: at least 90 jobs per second on
 this 2-core machine, about twice what Slurm does here (``slurm_compare.py``). The baseline in
 the same run is a shell loop fork-and-exec of the same N jobs of ``/bin/true`` (``sh -c`` with
 a ``while`` loop), the cost of the bare process creation; N sequential
