@@ -282,6 +282,10 @@ def _supervise(starter: Starter, run: _Supervision, logs: JobLogs, keyword: str 
                 _end_for_lost_startd(starter, logs, run)
                 continue
             starter.connect()
+            if starter.channel is not None and starter.channel.has_message:
+                # Read with the claim's next job (NEXT), before this job started: the socket
+                # has nothing more to say about them, so a select would not wake for them.
+                starter.read_startd(on_command)
             now = time.monotonic()
             timeout = max(0.0, min(next_update, next_oom_check, next_disk_check) - now)
             for key, _events in starter.selector.select(timeout=min(timeout, 1.0)):

@@ -11,8 +11,8 @@ import psutil
 import pytest
 
 from epcore.classad import parse_ad
-from epcore.testing.startd import StartdProcess
-from epcore.testing.system import SlotUser
+from epcore.testing.startd import BASE_CONFIG, InProcessStartd, StartdProcess
+from epcore.testing.system import SlotUser, open_up
 
 pytestmark = pytest.mark.system
 
@@ -140,3 +140,44 @@ def test_a_kept_starter_whose_startd_dies_exits_and_removes_its_next_groups(
     startd.kill9(with_zygote=True)
     startd.wait_for(lambda: not psutil.pid_exists(starter), 10, "the starter to exit")
     assert not any(f"_{starter}r" in g for g in _cgroup_dirs(base))
+
+
+def test_a_hard_kill_sent_right_behind_the_next_job_stops_it(
+    tmp_path, base_cgroup, slot_users
+) -> None:
+    """A hard kill the startd sends just after NEXT (the kept starter reads both at once)
+    stops the next job at once, not when the startd next says something."""
+    local = tmp_path / "local"
+    local.mkdir()
+    local.chmod(0o755)
+    open_up(tmp_path)
+    config = tmp_path / "condor_config"
+    cgroup = f"{base_cgroup}/kept_hard_kill"
+    config.write_text(BASE_CONFIG.format(local=local, cpus=2, memory=4096, cgroup=cgroup))
+    user = slot_users[2]
+    iwd = _iwd(tmp_path, user)
+    embedded = InProcessStartd.open(str(config))
+    try:
+        startd = embedded.startd
+        claim_id = startd.claim("slot1", parse_ad(JOB.format(proc=0, owner=user.name, iwd=iwd)))
+        startd.activate(claim_id)
+        embedded.turn_until(lambda: len(startd.results) == 1, 30, "the first job")
+        handle = startd.starters.handles[claim_id]
+        embedded.turn_until(lambda: handle.stage == "ready", 10, "the starter's READY")
+        sleeper = JOB.format(proc=1, owner=user.name, iwd=iwd).replace(
+            "cat /proc/self/cgroup >> w.1", "sleep 300"
+        )
+        # Stopped meanwhile, the starter finds both messages waiting and reads them at once.
+        os.kill(handle.pid, signal.SIGSTOP)
+        try:
+            startd.activate(claim_id, parse_ad(sleeper))
+            startd.vacate(handle.slot, fast=True)
+        finally:
+            os.kill(handle.pid, signal.SIGCONT)
+        embedded.turn_until(lambda: len(startd.results) == 2, 20, "the killed job's end")
+        assert startd.results[1].evaluate("JobOutcome") == "evicted"
+        assert startd.results[1].evaluate("ExitSignal") == 9
+        first_sandbox = (iwd / "w.0").read_text().splitlines()[0]
+        assert (iwd / "w.1").read_text().splitlines() == [first_sandbox]  # the same starter
+    finally:
+        embedded.close()
