@@ -36,7 +36,7 @@ from epcore.config import Config
 from epcore.errors import EpError, JobSetupError, UniverseOffline
 from epcore.jobs.command import JobCommand, job_environment
 from epcore.jobs.syntax import Environment
-from epcore.runtime import framing
+from epcore.runtime import forkwire, framing
 from epcore.slots.broken import STARTER_EXIT_IMMORTAL_LVM, broken_by_exit
 from epcore.starter import protocol
 from epcore.starter.hooks import HookRunner
@@ -303,7 +303,10 @@ class Starter:
                 self.lost_since = now
             return
         self.lost_since = None
-        self.channel = framing.Channel(sock, protocol.STARTD_COMMANDS)
+        # The startd's NEXT carries a whole job ad: as large as a job the zygote may be given.
+        self.channel = framing.Channel(
+            sock, protocol.STARTD_COMMANDS, max_line=forkwire.MAX_MESSAGE
+        )
         self.selector.register(self.channel, selectors.EVENT_READ, "startd")
         self.channel.send(self._hello())
         self.log.info("connected to the startd at %s", self.request.startd_socket)
