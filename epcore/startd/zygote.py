@@ -45,11 +45,12 @@ from epcore.runtime.forkserver import (
 )
 from epcore.startd import backends
 from epcore.startd.starters import wait_for_go
-from epcore.starter.cgroups.home import OwnGroup, home_files, own_groups
+from epcore.starter.cgroups.home import OwnGroup, own_groups
 from epcore.starter.claim_loop import PREPARED_BACKENDS
 from epcore.starter.main import run_starter, starter_log_settings
+from epcore.starter.prepared import give_up, prepare_job
 from epcore.starter.starter import PreparedJob, StarterOrder, StarterRequest
-from epcore.starter.supervisor_server import SupervisorServer, wait_gone
+from epcore.starter.supervisor_server import SupervisorServer
 from epcore.types import ContainerRuntime, IsolationBackend, ScratchFilesystem, TrackingRequest
 
 
@@ -173,25 +174,14 @@ class ZygoteWork:
         backend = next((b for b in self.isolation if b.name == order.backend), None)
         if backend is None or order.claim_id in self.prepared:
             return
-        key = order.request.job_key
         try:
-            tracking = backend.track(order.request)
-        except (EpError, OSError) as error:
-            server.note(PrepareFailed(order.claim_id, key, str(error)))
-            return
-        try:
-            joins = tracking.child_setup().join_files
             if self._own_groups is None:
                 self._own_groups = own_groups()
-            supervisor = self.supervisors.prepare(joins, home_files(joins, self._own_groups))
+            prepared = prepare_job(backend, order.request, self.supervisors, self._own_groups)
         except (EpError, OSError) as error:
-            with contextlib.suppress(EpError):
-                tracking.release()
-            server.note(PrepareFailed(order.claim_id, key, str(error)))
+            server.note(PrepareFailed(order.claim_id, order.request.job_key, str(error)))
             return
-        self.prepared[order.claim_id] = PreparedJob(
-            backend.name, order.request.job_key, tracking, supervisor
-        )
+        self.prepared[order.claim_id] = prepared
 
     def discard(self, server: ServerSide, claim_id: object, fds: list[int]) -> None:
         assert isinstance(claim_id, str)
@@ -205,14 +195,8 @@ class ZygoteWork:
         prepared = self.prepared.pop(claim_id, None)
         if prepared is None:
             return None
-        # A group left frozen (a killer that died between its freeze and its thaw) would hold
-        # the killed supervisor, and its groups, until someone thawed it: thaw it first.
-        prepared.tracking.thaw()
-        prepared.supervisor.abandon()
-        # Its groups can be removed once it is gone (its server reaps it).
-        wait_gone(prepared.supervisor.pid)
         try:
-            prepared.tracking.release()
+            give_up(prepared)
         except EpError as error:
             why = f"cannot remove a prepared job's groups: {error}"
             return PrepareFailed(claim_id, prepared.job_key, why)

@@ -22,7 +22,6 @@ removes them; READY names them, for the claims file's record of the job that get
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
@@ -35,8 +34,9 @@ from epcore.config import Config
 from epcore.errors import EpError
 from epcore.runtime import framing
 from epcore.starter import protocol
-from epcore.starter.cgroups.home import OwnGroup, home_files, own_groups
+from epcore.starter.cgroups.home import OwnGroup, own_groups
 from epcore.starter.lifecycle import run_job
+from epcore.starter.prepared import give_up, prepare_job
 from epcore.starter.starter import (
     PreparedJob,
     Starter,
@@ -46,7 +46,6 @@ from epcore.starter.starter import (
     job_id,
     tracking_request,
 )
-from epcore.starter.supervisor_server import wait_gone
 
 #: epcore's knob: whether a starter runs its claim's next jobs (default true).
 KEEP_KNOB = "STARTER_KEEP_FOR_CLAIM"
@@ -181,21 +180,11 @@ class NextJob:
             request.startd_memory_mb,
         )
         try:
-            tracking = backend.track(tracking_of)
-        except (EpError, OSError) as error:
-            self.log.warning("cannot prepare the claim's next job: %s", error)
-            return
-        try:
-            joins = tracking.child_setup().join_files
             if self._groups is None:
                 self._groups = own_groups()
-            supervisor = supervisors.prepare(joins, home_files(joins, self._groups))
+            self.prepared = prepare_job(backend, tracking_of, supervisors, self._groups)
         except (EpError, OSError) as error:
             self.log.warning("cannot prepare the claim's next job: %s", error)
-            with contextlib.suppress(EpError):
-                tracking.release()
-            return
-        self.prepared = PreparedJob(backend.name, key, tracking, supervisor)
 
     def take(self) -> PreparedJob | None:
         """The prepared job, handed to the next job's starter (None: nothing prepared)."""
@@ -207,12 +196,8 @@ class NextJob:
         prepared = self.take()
         if prepared is None:
             return
-        prepared.tracking.thaw()
-        prepared.supervisor.abandon()
-        # Its groups can be removed once it is gone (the supervisor server reaps it).
-        wait_gone(prepared.supervisor.pid)
         try:
-            prepared.tracking.release()
+            give_up(prepared)
         except EpError as error:
             self.log.error("cannot remove the next job's groups: %s", error)
 
