@@ -176,15 +176,19 @@ def _describe(pid: int, dumps: Path) -> str:
 
 
 @contextlib.contextmanager
-def _embedded(top: Path, cgroup: str, cron: LockingCron) -> Iterator[tuple[StartdLoop, Path]]:
+def _embedded(
+    top: Path, cgroup: str, cron: LockingCron, *, keep: bool = True
+) -> Iterator[tuple[StartdLoop, Path]]:
     """An opened startd of SLOTS slots with ``cron``'s jobs, in this process; the file its
-    starters dump their Python stacks to on SIGUSR2. Shut down fast on the way out."""
+    starters dump their Python stacks to on SIGUSR2. Shut down fast on the way out.
+    ``keep``: STARTER_KEEP_FOR_CLAIM (False: a starter forked per job)."""
     local = top / "local"
     config = top / "condor_config"
     config.write_text(
         BASE_CONFIG.format(local=local, cpus=SLOTS, memory=SLOTS * 256, cgroup=cgroup)
         + f"NUM_SLOTS = {SLOTS}\nSTARTER_UPDATE_INTERVAL = 300\n"
         + "STARTER_INITIAL_UPDATE_INTERVAL = 300\n"
+        + f"STARTER_KEEP_FOR_CLAIM = {keep}\n"
     )
     plugins = load_plugins(extra=[("stress", cron)], strict=True)
     dumps = top / "stacks"
@@ -234,15 +238,18 @@ def stress_dirs(base_cgroup: str, slot_users: object) -> Iterator[tuple[Path, st
     shutil.rmtree(top, ignore_errors=True)
 
 
+@pytest.mark.parametrize("keep", [False, True], ids=["starter-per-job", "kept-starters"])
 @pytest.mark.parametrize("run", range(1, REPEAT + 1))
 def test_cron_threads_never_hang_a_starter(
-    run: int, stress_dirs: tuple[Path, str, LockingCron]
+    run: int, keep: bool, stress_dirs: tuple[Path, str, LockingCron]
 ) -> None:
     """With four Python cron jobs taking locks every 0.1 s, every one of JOBS /bin/true jobs
     on four slots ends with exit code 0 within STARTER_BOUND s of its activation, and the
-    cron jobs really ran throughout (at least one run per job every 0.5 s on average)."""
+    cron jobs really ran throughout (at least one run per job every 0.5 s on average): with
+    a starter forked per job (JOBS forks beside the cron threads) and with kept starters
+    (four forks, then each claim's jobs sent to its starter)."""
     top, cgroup, cron = stress_dirs
-    with _embedded(top, cgroup, cron) as (loop, dumps):
+    with _embedded(top, cgroup, cron, keep=keep) as (loop, dumps):
         elapsed, hung = _run_jobs(loop, top / "iwd", dumps)
     assert hung is None, hung
     assert sorted(cron.runs) == ["ALLOCATING", "FILE_LOCK", "HELD_LOCK", "LOGGING"], cron.runs

@@ -181,3 +181,34 @@ def test_a_hard_kill_sent_right_behind_the_next_job_stops_it(
         assert (iwd / "w.1").read_text().splitlines() == [first_sandbox]  # the same starter
     finally:
         embedded.close()
+
+
+def test_a_kept_starter_s_next_job_survives_a_restart_of_its_startd(
+    startd_factory, slot_users, tmp_path
+) -> None:
+    """The second job of a kept starter, running when its startd is killed with SIGKILL,
+    finishes under the next startd, which adopts the starter and retires it afterwards;
+    once the claim is given back nothing of either job is left."""
+    startd = startd_factory(cpus=2)
+    user = slot_users[2]
+    iwd = _iwd(tmp_path, user)
+    claim_id = startd.client.claim("slot1", parse_ad(JOB.format(proc=0, owner=user.name, iwd=iwd)))
+    startd.client.activate(claim_id)
+    startd.wait_for(lambda: len(startd.history()) == 1, 30, "the first job")
+    startd.wait_for(lambda: "Claimed/Idle" in startd.places().values(), 10, "the claim idle")
+    starter = _starter_pid(_where(iwd, 0)[0])
+    slow = JOB.format(proc=1, owner=user.name, iwd=iwd).replace("-c 'echo", "-c 'sleep 3; echo")
+    startd.client.activate(claim_id, parse_ad(slow))
+    startd.wait_for(
+        lambda: [entry.pid for entry in startd.saved_claims()] == [starter], 10, "the record"
+    )
+    startd.kill9()
+    startd.start()
+    startd.wait_for(lambda: len(startd.history()) == 2, 30, "the second job under the new startd")
+    second = startd.history()[1]
+    assert (second.evaluate("JobOutcome"), second.evaluate("ExitCode")) == ("exited", 0)
+    assert _starter_pid(_where(iwd, 1)[0]) == starter
+    startd.wait_for(lambda: not psutil.pid_exists(starter), 15, "the adopted starter to retire")
+    startd.client.release(claim_id)
+    startd.wait_for(lambda: _cgroup_dirs(_base_cgroup(startd)) == [], 10, "no group left")
+    assert list((startd.directory / "execute").iterdir()) == []
