@@ -47,7 +47,7 @@ from epcore.starter.cgroups.files import read_int, read_keyed, read_pids
 from epcore.starter.cgroups.mountinfo import CgroupLayout, read_layout
 from epcore.starter.cgroups.v1 import V1Group
 from epcore.starter.privileges import as_user
-from epcore.starter.userfiles import NotARegularFile, open_user_file
+from epcore.transfer.userfs import NotARegularFile, open_user_file
 
 __all__ = [
     "CgroupLayout",

@@ -10,17 +10,16 @@ is rescheduled. The starter writes every other event of the run (:mod:`epcore.st
 
 The log is the job owner's file, named by the owner: the schedd (root) opens it with the
 owner's file-system identity (:func:`epcore.transfer.userfs.as_owner`), never blocking on a
-FIFO, and appends only to a regular file. A log that cannot be written is reported in the
-SchedLog; the job goes on.
+FIFO, and appends only to a regular file or a character device such as /dev/null, as the
+starter does (:func:`epcore.transfer.userfs.open_user_file`). A log that cannot be written
+is reported in the SchedLog; the job goes on.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import pwd
-import stat
 
 from epcore.classad import ClassAd
 from epcore.jobs.events import (
@@ -33,7 +32,7 @@ from epcore.jobs.events import (
     format_text,
     format_xml,
 )
-from epcore.transfer.userfs import as_owner
+from epcore.transfer.userfs import as_owner, open_user_file
 
 #: HTCondor's reason in the disconnected event of a job taken back after a restart.
 RESTART_REASON = "Local schedd and job shadow died, schedd now running again"
@@ -42,7 +41,7 @@ SILENT_REASON = "Socket between submit and execute hosts closed unexpectedly"
 #: HTCondor's shadow's reason when the startd answers that it has no such claim.
 NO_CLAIM_REASON = "Claim not found at execution machine"
 #: Opening the log: appending, never blocking on a FIFO, never a terminal.
-APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 
 
 def _text(job: ClassAd, attribute: str) -> str | None:
@@ -78,11 +77,8 @@ def append(job: ClassAd, event: JobEvent) -> None:
     entry = format_xml(event) if job.evaluate("UserLogUseXML") is True else format_text(event)
     try:
         with as_owner(*_owner(job)):
-            fd = os.open(path, APPEND_FLAGS, 0o644)
+            fd = open_user_file(path, APPEND_FLAGS, 0o644)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EINVAL, "not a regular file", path)
-            os.set_blocking(fd, True)
             os.write(fd, entry.encode("utf-8", errors="replace"))
         finally:
             os.close(fd)

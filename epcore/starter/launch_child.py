@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 import attrs
 
 from epcore.errors import EpError
-from epcore.starter.userfiles import NotARegularFile, open_user_file
+from epcore.transfer.userfs import NotARegularFile, open_user_file
 
 if TYPE_CHECKING:
     from epcore.starter.launch import LaunchSpec
@@ -200,7 +200,7 @@ def _job_main(spec: LaunchSpec, err_w: int, ignored: list[int]) -> NoReturn:
         # Directory and files are reached as the job's user, so its permissions apply.
         stage = "cwd"
         os.chdir(spec.cwd)
-        # Never blocking on a FIFO the job names (see userfiles.py): the starter waits here.
+        # Never blocking on a FIFO the job names (epcore.transfer.userfs): the starter waits.
         stage = "stdin"
         stdin = open_user_file(spec.stdin, os.O_RDONLY)
         stage = "stdout"

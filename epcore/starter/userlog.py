@@ -16,7 +16,7 @@ from epcore.jobs.events import (
     format_xml,
     one_line,
 )
-from epcore.starter.userfiles import open_user_file
+from epcore.transfer.userfs import open_user_file
 
 _NO_REASON = "Reason unspecified"
 

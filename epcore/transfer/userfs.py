@@ -8,6 +8,14 @@ only the calling thread's. :func:`as_owner` sets those three around each open, m
 directory listing, so the kernel checks the owner's permissions on every path component
 (a link or a directory the owner planted reaches only what the owner may reach), files made
 belong to the owner, and nothing else in the process notices.
+
+:func:`open_user_file` opens a file a job names (its event log, input, output, error) without
+ever blocking: opening a FIFO blocks until its other end is opened too, and opening some
+devices may wait as well, so a user who names such a file would hold the daemon, or the job's
+setup the starter waits for, indefinitely. It opens with ``O_NONBLOCK``, checks with
+``fstat`` that it has a regular file or a character device (``/dev/null`` is a common
+output), and only then makes the descriptor blocking again for the writes and reads that
+follow. The schedd's event log writes and the starter's use it alike.
 """
 
 from __future__ import annotations
@@ -144,3 +152,45 @@ def is_directory(path: str, uid: int, gid: int, groups: tuple[int, ...]) -> tupl
     with as_owner(uid, gid, groups):
         info = os.stat(path)
     return stat.S_ISDIR(info.st_mode), stat.S_IMODE(info.st_mode)
+
+
+class NotARegularFile(OSError):
+    """A job's file that is a FIFO, socket, directory or block device; names the file."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"it is a {kind}, not a regular file", path)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    return "special file"
+
+
+def open_user_file(path: str, flags: int, mode: int = 0o666) -> int:
+    """Open ``path`` with ``flags`` without blocking; a blocking descriptor of a regular file
+    or a character device. Raises OSError, :class:`NotARegularFile` for anything else (a FIFO
+    no process reads included)."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, mode)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            # What a write-only, non-blocking open of a FIFO without a reader (or of a
+            # socket) fails with.
+            raise NotARegularFile(path, "FIFO or socket") from error
+        raise
+    try:
+        kind = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(kind) or stat.S_ISCHR(kind)):
+            raise NotARegularFile(path, _kind(kind))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

@@ -94,6 +94,17 @@ def test_the_log_is_made_by_the_owner_and_a_forbidden_one_only_reported(
     assert f"cannot write job event log {closed / 'job.log'}" in caplog.text
 
 
+def test_a_character_device_log_is_written_as_the_starter_writes_one() -> None:
+    """A log that is /dev/null (a character device) is taken, as the starter takes it: the
+    schedd and the starter share one rule for a job's files."""
+    joblog.append(
+        _job("/dev/null", _me()),
+        joblog.JobReconnectFailedEvent(
+            job=joblog.JobIds(4, 1), when=NOW, reason="gone", startd_name="slot1"
+        ),
+    )
+
+
 def test_a_fifo_log_is_refused_without_blocking(tmp_path: Path) -> None:
     """A log that is a FIFO nobody reads is refused at once (the schedd's loop never waits
     on it)."""

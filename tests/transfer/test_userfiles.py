@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from epcore.starter.userfiles import NotARegularFile, open_user_file
+from epcore.transfer.userfs import NotARegularFile, open_user_file
 
 WRITE = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 
