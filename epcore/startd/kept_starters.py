@@ -49,6 +49,7 @@ def takes(startd: Startd, handle: StarterHandle | None, order: StarterOrder) -> 
     return (
         handle is not None
         and handle.keeps
+        and order.keeps
         and not handle.gone
         and handle.stage in (ACKNOWLEDGED, READY)
         and handle.order is not None
@@ -143,6 +144,16 @@ def retire_idle(startd: Startd) -> None:
     for handle in list(startd.starters.handles.values()):
         if handle.stage == READY and not handle.gone and not _claim_lives(startd, handle):
             retire(startd, handle, "its claim is over")
+
+
+def reconfigured(startd: Startd) -> None:
+    """The startd read its configuration again: a kept starter holds the one it was forked
+    with, so none takes another job; those waiting are retired, the others when they say
+    READY, and the claims' next jobs get starters with the new configuration."""
+    for handle in list(startd.starters.handles.values()):
+        if handle.keeps and not handle.gone:
+            handle.keeps = False
+            retire(startd, handle, "the configuration changed")
 
 
 def keeping(startd: Startd) -> frozenset[str]:

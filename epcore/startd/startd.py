@@ -509,6 +509,7 @@ class Startd:
         self.config = new
         self.containers = backends.container_runtimes(self.plugins, new, self.log)
         self.zygote.reconfig(new)
+        kept_starters.reconfigured(self)
         self.engine, self.builder = self._policy(new)
         self.backfill.reconfigured(self.clock())
         self.cron.reconfig(new)

@@ -212,3 +212,24 @@ def test_a_kept_starter_s_next_job_survives_a_restart_of_its_startd(
     startd.client.release(claim_id)
     startd.wait_for(lambda: _cgroup_dirs(_base_cgroup(startd)) == [], 10, "no group left")
     assert list((startd.directory / "execute").iterdir()) == []
+
+
+def test_after_a_reconfiguration_the_claim_s_next_job_gets_a_new_starter(
+    startd_factory, slot_users, tmp_path
+) -> None:
+    """A kept starter holds the configuration it was forked with: after ``reconfig`` it is
+    retired and the claim's next job runs in a new starter."""
+    startd = startd_factory(cpus=2)
+    user = slot_users[2]
+    iwd = _iwd(tmp_path, user)
+    claim_id = startd.client.claim("slot1", parse_ad(JOB.format(proc=0, owner=user.name, iwd=iwd)))
+    startd.client.activate(claim_id)
+    startd.wait_for(lambda: len(startd.history()) == 1, 30, "the first job")
+    startd.wait_for(lambda: "Claimed/Idle" in startd.places().values(), 10, "the claim idle")
+    first = _starter_pid(_where(iwd, 0)[0])
+    startd.client.reconfig()
+    startd.wait_for(lambda: not psutil.pid_exists(first), 10, "the kept starter to retire")
+    startd.client.activate(claim_id, parse_ad(JOB.format(proc=1, owner=user.name, iwd=iwd)))
+    startd.wait_for(lambda: len(startd.history()) == 2, 30, "the second job")
+    assert _starter_pid(_where(iwd, 1)[0]) != first
+    assert f"retiring starter {first} (the configuration changed)" in startd.log()

@@ -189,3 +189,27 @@ def test_a_starter_that_runs_a_job_or_was_retired_takes_none(stage: str) -> None
     """Only a kept starter between jobs, not retired, can take the claim's next job."""
     startd = _startd()
     assert not kept_starters.takes(startd, _kept(startd, stage), ORDER)
+
+
+def test_a_reconfiguration_retires_kept_starters_and_they_take_no_more_jobs() -> None:
+    """After a reconfiguration a kept starter (forked with the old configuration) takes no
+    next job: one waiting is retired at once, one running a job when it says READY."""
+    startd = _startd()
+    waiting = _kept(startd, kept_starters.READY)
+    kept_starters.reconfigured(startd)
+    assert _commands(waiting) == [protocol.RETIRE]
+    assert not kept_starters.takes(startd, waiting, ORDER)
+    running = _kept(startd, "running")
+    kept_starters.reconfigured(startd)
+    assert _commands(running) == []
+    running.stage = kept_starters.ACKNOWLEDGED
+    assert kept_starters.ready(startd, running, _ready()) is None
+    assert _commands(running) == [protocol.RETIRE]
+
+
+def test_an_order_that_does_not_keep_its_starter_is_not_given_to_one() -> None:
+    """A next job whose order says its starter must not keep (STARTER_KEEP_FOR_CLAIM turned
+    off since) goes to a starter of its own."""
+    startd = _startd()
+    handle = _kept(startd, kept_starters.READY)
+    assert not kept_starters.takes(startd, handle, attrs.evolve(ORDER, keeps=False))
