@@ -50,12 +50,19 @@ def _where(iwd: Path, proc: int) -> tuple[str, str]:
     return lines[0], memory.rsplit("/", 1)[-1]
 
 
-def _run_two_jobs(startd: StartdProcess, user: SlotUser, iwd: Path) -> str:
-    """Run jobs 0 and 1 one after the other on one claim of slot1; the ClaimId."""
+def _first_job(startd: StartdProcess, user: SlotUser, iwd: Path) -> tuple[str, int]:
+    """Claim slot1 for job 0 and run it to its end (the claim then idle); the ClaimId and
+    the PID of the starter that ran it."""
     claim_id = startd.client.claim("slot1", parse_ad(JOB.format(proc=0, owner=user.name, iwd=iwd)))
     startd.client.activate(claim_id)
     startd.wait_for(lambda: len(startd.history()) == 1, 30, "the first job")
     startd.wait_for(lambda: "Claimed/Idle" in startd.places().values(), 10, "the claim idle")
+    return claim_id, _starter_pid(_where(iwd, 0)[0])
+
+
+def _run_two_jobs(startd: StartdProcess, user: SlotUser, iwd: Path) -> str:
+    """Run jobs 0 and 1 one after the other on one claim of slot1; the ClaimId."""
+    claim_id, _starter = _first_job(startd, user, iwd)
     startd.client.activate(claim_id, parse_ad(JOB.format(proc=1, owner=user.name, iwd=iwd)))
     startd.wait_for(lambda: len(startd.history()) == 2, 30, "the second job")
     return claim_id
@@ -109,10 +116,7 @@ def test_a_kept_starter_killed_between_jobs_leaves_its_next_groups_to_the_startd
     startd = startd_factory(cpus=2)
     user = slot_users[2]
     iwd = _iwd(tmp_path, user)
-    claim_id = startd.client.claim("slot1", parse_ad(JOB.format(proc=0, owner=user.name, iwd=iwd)))
-    startd.client.activate(claim_id)
-    startd.wait_for(lambda: len(startd.history()) == 1, 30, "the first job")
-    starter = _starter_pid(_where(iwd, 0)[0])
+    claim_id, starter = _first_job(startd, user, iwd)
     mark = f"_{starter}r"
     base = _base_cgroup(startd)
     startd.wait_for(lambda: any(mark in g for g in _cgroup_dirs(base)), 10, "the next groups")
@@ -192,11 +196,7 @@ def test_a_kept_starter_s_next_job_survives_a_restart_of_its_startd(
     startd = startd_factory(cpus=2)
     user = slot_users[2]
     iwd = _iwd(tmp_path, user)
-    claim_id = startd.client.claim("slot1", parse_ad(JOB.format(proc=0, owner=user.name, iwd=iwd)))
-    startd.client.activate(claim_id)
-    startd.wait_for(lambda: len(startd.history()) == 1, 30, "the first job")
-    startd.wait_for(lambda: "Claimed/Idle" in startd.places().values(), 10, "the claim idle")
-    starter = _starter_pid(_where(iwd, 0)[0])
+    claim_id, starter = _first_job(startd, user, iwd)
     slow = JOB.format(proc=1, owner=user.name, iwd=iwd).replace("-c 'echo", "-c 'sleep 3; echo")
     startd.client.activate(claim_id, parse_ad(slow))
     startd.wait_for(
@@ -222,11 +222,7 @@ def test_after_a_reconfiguration_the_claim_s_next_job_gets_a_new_starter(
     startd = startd_factory(cpus=2)
     user = slot_users[2]
     iwd = _iwd(tmp_path, user)
-    claim_id = startd.client.claim("slot1", parse_ad(JOB.format(proc=0, owner=user.name, iwd=iwd)))
-    startd.client.activate(claim_id)
-    startd.wait_for(lambda: len(startd.history()) == 1, 30, "the first job")
-    startd.wait_for(lambda: "Claimed/Idle" in startd.places().values(), 10, "the claim idle")
-    first = _starter_pid(_where(iwd, 0)[0])
+    claim_id, first = _first_job(startd, user, iwd)
     startd.client.reconfig()
     startd.wait_for(lambda: not psutil.pid_exists(first), 10, "the kept starter to retire")
     startd.client.activate(claim_id, parse_ad(JOB.format(proc=1, owner=user.name, iwd=iwd)))
