@@ -226,7 +226,8 @@ def wait_for_next(
                     channel,
                     selectors.EVENT_READ | (selectors.EVENT_WRITE if channel.pending else 0),
                 )
-            selector.select()
+            if not channel.has_message:
+                selector.select()
             try:
                 for ad in channel.receive():
                     command = ad.evaluate("Command")

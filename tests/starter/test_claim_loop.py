@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import socket
+import threading
+
 import attrs
 import pytest
 from hypothesis import given, settings
@@ -11,7 +15,13 @@ from epcore.classad import ClassAd, parse_ad
 from epcore.config import Config
 from epcore.runtime import framing
 from epcore.starter import protocol
-from epcore.starter.claim_loop import NextJobError, next_key_prefix, next_message, next_request
+from epcore.starter.claim_loop import (
+    NextJobError,
+    next_key_prefix,
+    next_message,
+    next_request,
+    wait_for_next,
+)
 from epcore.starter.starter import StarterOrder, StarterRequest
 
 ORDER = StarterOrder(
@@ -132,3 +142,26 @@ def test_next_groups_are_named_for_their_starter_alone() -> None:
     prefix = next_key_prefix("/var/lib/condor/execute", "slot1_1", 123)
     assert f"{prefix}1".startswith(prefix)
     assert not next_key_prefix("/var/lib/condor/execute", "slot1_1", 1234).startswith(prefix)
+
+
+def test_a_retire_read_with_the_next_job_ends_the_following_wait_at_once() -> None:
+    """Messages read together with NEXT stay for the next wait, which takes them without
+    waiting for the socket to say more (here RETIRE, right behind NEXT)."""
+    starter_end, startd_end = socket.socketpair()
+    channel = framing.Channel(starter_end, protocol.STARTD_COMMANDS)
+    both = framing.encode(framing.message(protocol.NEXT, next_message(ORDER))) + framing.encode(
+        framing.message(protocol.RETIRE)
+    )
+    startd_end.sendall(both)
+    log = logging.getLogger("test")
+    taken = wait_for_next(channel, _current(), log)
+    assert taken is not None and taken.job.evaluate("ProcId") == 2
+    outcome: list[object] = []
+    waiter = threading.Thread(target=lambda: outcome.append(wait_for_next(channel, taken, log)))
+    waiter.start()
+    waiter.join(5)
+    alive = waiter.is_alive()
+    startd_end.close()  # ends a wait that did block, so the test does not hang
+    waiter.join(5)
+    assert not alive and outcome == [None]
+    starter_end.close()
