@@ -140,7 +140,7 @@ def spawn_starter(startd: Startd, slot: str, claim_id: str, now: float) -> None:
         else:
             startd.take(startd.engine.job_gone(startd.state, slot, now), now)
         return
-    if kept is not None:
+    if kept is not None and kept.keeps:
         kept_starters.retire(startd, kept, "the next job needs a starter of its own")
     startd.preparations.take(claim_id)
     # A container runtime copies a job's files itself (epcore.starter.containers).
