@@ -45,7 +45,11 @@ from epcore.types import PythonCronJob
 
 pytestmark = pytest.mark.system
 
+#: Jobs per run with a starter forked per job (the forks beside the cron threads are what
+#: the test is about) and with kept starters (four forks; fewer jobs: the test's group runs
+#: its tests one after the other in CI). EPCORE_STRESS_JOBS sets both.
 JOBS = int(os.environ.get("EPCORE_STRESS_JOBS", "2000"))
+KEPT_JOBS = int(os.environ.get("EPCORE_STRESS_JOBS", "500"))
 REPEAT = int(os.environ.get("EPCORE_STRESS_REPEAT", "1"))
 SLOTS = 4
 #: The cron jobs' period, in seconds.
@@ -243,18 +247,19 @@ def stress_dirs(base_cgroup: str, slot_users: object) -> Iterator[tuple[Path, st
 def test_cron_threads_never_hang_a_starter(
     run: int, keep: bool, stress_dirs: tuple[Path, str, LockingCron]
 ) -> None:
-    """With four Python cron jobs taking locks every 0.1 s, every one of JOBS /bin/true jobs
-    on four slots ends with exit code 0 within STARTER_BOUND s of its activation, and the
-    cron jobs really ran throughout (at least one run per job every 0.5 s on average): with
-    a starter forked per job (JOBS forks beside the cron threads) and with kept starters
-    (four forks, then each claim's jobs sent to its starter)."""
+    """With four Python cron jobs taking locks every 0.1 s, every /bin/true job on four
+    slots ends with exit code 0 within STARTER_BOUND s of its activation, and the cron jobs
+    really ran throughout (at least one run per job every 0.5 s on average): JOBS jobs with
+    a starter forked per job (as many forks beside the cron threads), KEPT_JOBS with kept
+    starters (four forks, then each claim's jobs sent to its starter)."""
     top, cgroup, cron = stress_dirs
+    jobs = KEPT_JOBS if keep else JOBS
     with _embedded(top, cgroup, cron, keep=keep) as (loop, dumps):
-        elapsed, hung = _run_jobs(loop, top / "iwd", dumps)
+        elapsed, hung = _run_jobs(loop, top / "iwd", dumps, jobs=jobs)
     assert hung is None, hung
     assert sorted(cron.runs) == ["ALLOCATING", "FILE_LOCK", "HELD_LOCK", "LOGGING"], cron.runs
     assert min(cron.runs.values()) >= elapsed / 0.5, (cron.runs, elapsed)
-    print(f"run {run}: {JOBS} jobs in {elapsed:.1f} s ({JOBS / elapsed:.1f}/s), cron {cron.runs}")
+    print(f"run {run}: {jobs} jobs in {elapsed:.1f} s ({jobs / elapsed:.1f}/s), cron {cron.runs}")
 
 
 def test_a_silent_starter_is_named_with_its_stacks(
@@ -268,7 +273,8 @@ def test_a_silent_starter_is_named_with_its_stacks(
             loop, top / "iwd", dumps, jobs=1, bound=3.0, program="/bin/sleep 600"
         )
     assert silent is not None
-    assert re.search(r"job 0 on slot\d: starter \d+ silent for 3 s after 0 jobs ended", silent)
+    # Three seconds or a little more: the check runs between turns of a loaded loop.
+    assert re.search(r"job 0 on slot\d: starter \d+ silent for \d+ s after 0 jobs ended", silent)
     assert "wchan: " in silent, silent
     assert re.search(r'File ".*/epcore/starter/\w+\.py", line \d+ in \w+', silent), silent
 
