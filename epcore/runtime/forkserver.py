@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import pickle
 import select
 import selectors
 import signal
@@ -204,7 +203,8 @@ def serve(
                 assert isinstance(peer, socket.socket)
                 try:
                     received = receive_message(peer)
-                except (OSError, ForkServerError, pickle.UnpicklingError):
+                except Exception:
+                    # What another client sent cannot end the server: that client is dropped.
                     if peer is sock:
                         raise
                     received = None

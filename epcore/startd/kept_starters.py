@@ -178,4 +178,3 @@ def remove_next_groups(startd: Startd, handle: StarterHandle) -> None:
                 startd.log.info("%s: removed the groups %s", handle.slot, key)
         except EpError as error:
             startd.log.error("cannot remove the groups of starter %d: %s", handle.pid, error)
-    handle.next_key = None

@@ -292,14 +292,14 @@ def finished(startd: Startd, handle: StarterHandle, message: ClassAd, now: float
     starter acknowledged (it forgets the result) and the engine told. A schedd in this
     process hears the result last, once the slot is Claimed/Idle for its next job."""
     result: ClassAd | None = None
-    if handle.stage != "acknowledged":
+    if handle.stage != kept_starters.ACKNOWLEDGED:
         result = message.copy()
         del result["Command"]
         offline_report(startd, handle, result, now)
         result["SlotName"] = handle.slot
         result["ClaimId"] = handle.claim_id
         record_result(startd, result, now)
-    handle.stage = "acknowledged"
+    handle.stage = kept_starters.ACKNOWLEDGED
     early = kept_first(startd)
     if result is not None and early:
         announce(startd, result, now)

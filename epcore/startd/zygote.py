@@ -248,7 +248,7 @@ class ZygoteWork:
         finally:
             os.close(go_read)
             if supervisors is not None:
-                supervisors.close_in_child()
+                supervisors.close()  # the starter's client socket: the zygote keeps no copy
         if prepared is not None:
             prepared.supervisor.forget()
         return Spawned(pid, prepared.job_key if prepared is not None else None)

@@ -70,20 +70,8 @@ def keeps_starter(config: Config) -> bool:
 
 # -- the next job on the wire ----------------------------------------------------------------
 
-#: The StarterOrder fields NEXT carries, by attribute name (:func:`next_request` reads them
-#: back); the slot, the claim, the startd's socket and the StarterLog are the starter's own
-#: already and are checked, not taken.
-_STRINGS = {
-    "MachineText": "machine_text",
-    "ExecuteDir": "execute_dir",
-    "StartdAddress": "startd_address",
-}
-_INTEGERS = {
-    "SlotId": "slot_id",
-    "Memory": "memory_mb",
-    "StartdMemory": "startd_memory_mb",
-    "Lease": "lease",
-}
+#: The StarterOrder fields the starter has already and checks in NEXT, by attribute name;
+#: :func:`next_message` writes the others and :func:`next_request` reads them back.
 _CHECKED = {
     "SlotName": "slot_name",
     "ClaimId": "claim_id",
@@ -95,8 +83,15 @@ _CHECKED = {
 def next_message(order: StarterOrder) -> ClassAd:
     """The payload of NEXT for ``order`` (a job no container runtime runs: no slot ad)."""
     ad = ClassAd()
-    for name, field in (*_STRINGS.items(), *_INTEGERS.items(), *_CHECKED.items()):
+    for name, field in _CHECKED.items():
         ad[name] = getattr(order, field)
+    ad["MachineText"] = order.machine_text
+    ad["ExecuteDir"] = order.execute_dir
+    ad["StartdAddress"] = order.startd_address
+    ad["SlotId"] = order.slot_id
+    ad["Memory"] = order.memory_mb
+    ad["StartdMemory"] = order.startd_memory_mb
+    ad["Lease"] = order.lease
     ad["Cpus"] = float(order.cpus)
     ad["Job"] = order.job
     return ad
