@@ -26,7 +26,13 @@ from epcore.classad.runtime import (
     evaluate_binding,
     ref,
 )
-from epcore.classad.unparse import attribute_name, old_literal, unparse, unparse_attributes
+from epcore.classad.unparse import (
+    attribute_name,
+    old_attribute_name,
+    old_literal,
+    unparse,
+    unparse_attributes,
+)
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value, _Error, _Undefined
 
 _DEFAULT_CONTEXT: Final = EvalContext()
@@ -98,8 +104,8 @@ class Binding:
         and the wire sends a collector's stored ads over and over."""
         line = self._old
         if line is None:
-            text = unparse(self.node, old_literal)
-            line = self._old = f"{attribute_name(self.name)} = {text}"
+            text = unparse(self.node, old_literal, old_attribute_name)
+            line = self._old = f"{old_attribute_name(self.name)} = {text}"
         return line
 
     def piece(self) -> str:

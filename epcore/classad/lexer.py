@@ -208,16 +208,18 @@ class Lexer:
                 # libclassad reads text as a C string: a NUL ends it inside the literal.
                 self.pos = pos
                 raise self.error(f"NUL character in {what}", pos)
-            if char == "\\" and self.old_strings and quote == '"':
-                # As HTCondor converts old escaping: a backslash before a quote escapes it,
-                # unless that quote ends the line (a string ending in a backslash, which the
-                # old syntax writes unescaped).
+            if char == "\\" and self.old_strings:
+                # As libclassad's old-syntax lexer reads strings and quoted names: a backslash
+                # escapes only the closing quote, and not when that quote ends the text or its
+                # line (a value ending in a backslash, which the old syntax writes unescaped).
+                # A carriage return is not a line end here: HTCondor's old writer puts one raw
+                # in a string (libclassad reads "\"<CR>" as quote, CR).
                 if (
                     pos + 1 < length
-                    and text[pos + 1] == '"'
-                    and not (pos + 2 == length or text[pos + 2] in "\n\r")
+                    and text[pos + 1] == quote
+                    and not (pos + 2 == length or text[pos + 2] == "\n")
                 ):
-                    out.append(0x22)
+                    out.append(ord(quote))
                     pos += 2
                 else:
                     out.append(0x5C)

@@ -16,9 +16,13 @@ import re
 from collections.abc import Callable
 from typing import Final
 
+import attrs
+
 from epcore.classad import ast
 from epcore.classad.timetext import format_abs_time, format_rel_time
 from epcore.classad.values import ERROR, UNDEFINED, AbsTime, RelTime
+
+NameFormatter = Callable[[str], str]
 
 _PLAIN_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Names that must be quoted to read back as attribute names.
@@ -59,12 +63,20 @@ def attribute_name(name: str) -> str:
     return quote_string(name, "'")
 
 
-def _selected_name(name: str) -> str:
+def old_attribute_name(name: str) -> str:
+    """An attribute name as HTCondor's old syntax writes it: single-quoted when needed, with
+    only the quote escaped (old syntax reads other backslashes literally)."""
+    if _PLAIN_NAME.match(name) and name.lower() not in _RESERVED_NAMES:
+        return name
+    return "'" + name.replace("'", "\\'") + "'"
+
+
+def _selected_name(name: str, spelled: NameFormatter) -> str:
     # Selected from an ad, "parent" is a plain name, which libclassad prints bare (b.parent); the
     # literal keywords stay quoted, as only quoted they read back (libclassad prints b.true).
     if name.lower() == "parent":
         return name
-    return attribute_name(name)
+    return spelled(name)
 
 
 def format_real(value: float) -> str:
@@ -108,69 +120,85 @@ def format_literal(value: object) -> str:
 LiteralFormatter = Callable[[object], str]
 
 
-def unparse(node: ast.Node, literal: LiteralFormatter = format_literal) -> str:
-    """The text of ``node`` on one line; ``literal`` writes the literals (new syntax by default)."""
+@attrs.frozen
+class _Spelling:
+    """How one syntax writes the two things the syntaxes write differently."""
+
+    literal: LiteralFormatter
+    name: NameFormatter
+
+
+_NEW_SPELLING: Final = _Spelling(format_literal, attribute_name)
+
+
+def unparse(
+    node: ast.Node,
+    literal: LiteralFormatter = format_literal,
+    name: NameFormatter = attribute_name,
+) -> str:
+    """The text of ``node`` on one line; ``literal`` and ``name`` write the literals and the
+    attribute names (new syntax by default)."""
     parts: list[str] = []
-    _emit(node, parts, literal)
+    _emit(node, parts, _Spelling(literal, name))
     return "".join(parts)
 
 
 def unparse_attributes(entries: tuple[tuple[str, ast.Node], ...]) -> str:
     """``[ a = 1; b = 2 ]`` for a sequence of (name, node) pairs."""
     parts: list[str] = []
-    _emit(ast.AdExpr(entries), parts, format_literal)
+    _emit(ast.AdExpr(entries), parts, _NEW_SPELLING)
     return "".join(parts)
 
 
-def _emit(node: ast.Node, out: list[str], literal: LiteralFormatter) -> None:
+def _emit(node: ast.Node, out: list[str], spelling: _Spelling) -> None:
     # An explicit stack would be faster to write for deep trees, but the parser bounds
     # nesting well below Python's recursion limit, so plain recursion is safe here.
     kind = type(node)
     if kind is ast.Literal:
-        out.append(literal(node.value))  # type: ignore[union-attr]
+        out.append(spelling.literal(node.value))  # type: ignore[union-attr]
     elif kind is ast.AttrRef:
         ref: ast.AttrRef = node  # type: ignore[assignment]
         if ref.scope is not None:
-            _emit(ref.scope, out, literal)
+            _emit(ref.scope, out, spelling)
             out.append(".")
-            out.append(_selected_name(ref.name))
+            out.append(_selected_name(ref.name, spelling.name))
         else:
             out.append("." if ref.absolute else "")
-            out.append(attribute_name(ref.name))
+            out.append(spelling.name(ref.name))
     elif kind is ast.Binary:
         binary: ast.Binary = node  # type: ignore[assignment]
-        _emit(binary.left, out, literal)
+        _emit(binary.left, out, spelling)
         out.append(f" {binary.op} ")
-        _emit(binary.right, out, literal)
+        _emit(binary.right, out, spelling)
     elif kind is ast.Unary:
         unary: ast.Unary = node  # type: ignore[assignment]
         operand: list[str] = []
-        _emit(unary.operand, operand, literal)
+        _emit(unary.operand, operand, spelling)
         text = "".join(operand)
         # "-5" would read back as the literal -5, not as minus applied to 5.
         gap = " " if unary.op == "-" and text[:1] in "0123456789." and text else ""
         out.append(" " + unary.op + gap + text)
     elif kind is ast.Paren:
         out.append("(")
-        _emit(node.inner, out, literal)  # type: ignore[union-attr]
+        _emit(node.inner, out, spelling)  # type: ignore[union-attr]
         out.append(")")
     elif kind is ast.Ternary:
         ternary: ast.Ternary = node  # type: ignore[assignment]
-        _emit(ternary.cond, out, literal)
+        _emit(ternary.cond, out, spelling)
         out.append(" ? ")
-        _emit(ternary.then, out, literal)
+        _emit(ternary.then, out, spelling)
         out.append(" : ")
-        _emit(ternary.otherwise, out, literal)
+        _emit(ternary.otherwise, out, spelling)
     elif kind is ast.Elvis:
         elvis: ast.Elvis = node  # type: ignore[assignment]
-        _emit(elvis.left, out, literal)
+        _emit(elvis.left, out, spelling)
         out.append(" ?: ")
-        _emit(elvis.right, out, literal)
+        _emit(elvis.right, out, spelling)
     elif kind is ast.Subscript:
         subscript: ast.Subscript = node  # type: ignore[assignment]
-        _emit(subscript.base, out, literal)
+        _emit(subscript.base, out, spelling)
         out.append("[")
-        _emit(subscript.index, out, literal)
+        _emit(subscript.index, out, spelling)
         out.append("]")
     elif kind is ast.Call:
         call: ast.Call = node  # type: ignore[assignment]
@@ -178,7 +206,7 @@ def _emit(node: ast.Node, out: list[str], literal: LiteralFormatter) -> None:
         for position, arg in enumerate(call.args):
             if position:
                 out.append(",")
-            _emit(arg, out, literal)
+            _emit(arg, out, spelling)
         out.append(")")
     elif kind is ast.ListExpr:
         items = node.items  # type: ignore[union-attr]
@@ -186,7 +214,7 @@ def _emit(node: ast.Node, out: list[str], literal: LiteralFormatter) -> None:
         for position, item in enumerate(items):
             if position:
                 out.append(",")
-            _emit(item, out, literal)
+            _emit(item, out, spelling)
         out.append(" }")
     elif kind is ast.AdExpr:
         entries = node.attrs  # type: ignore[union-attr]
@@ -194,8 +222,8 @@ def _emit(node: ast.Node, out: list[str], literal: LiteralFormatter) -> None:
         for position, (name, value) in enumerate(entries):
             if position:
                 out.append("; ")
-            out.append(attribute_name(name) + " = ")
-            _emit(value, out, literal)
+            out.append(spelling.name(name) + " = ")
+            _emit(value, out, spelling)
         out.append(" ]")
     else:
         raise TypeError(f"not a ClassAd AST node: {node!r}")

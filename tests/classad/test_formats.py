@@ -50,6 +50,67 @@ def test_format_old_round_trips() -> None:
     assert format_old(ad).splitlines()[2] == "Memory = Cpus * 1024"
 
 
+# Old-syntax lines whose strings and quoted names hold backslashes, with the value of A that
+# libclassad's old-syntax lexer gives (None: the line is refused). A backslash escapes only the
+# closing quote, and not when that quote ends the text or its line; a carriage return after
+# it is string text (HTCondor's old writer puts one there raw).
+OLD_BACKSLASHES = [
+    ('A = "x\\"\r"', 'x"\r'),
+    ('A = "x\\"', "x\\"),
+    ('A = "x\\"\nB = 1', "x\\"),
+    ('A = "x\\"   ', None),
+    ('A = "x\\"\r', None),
+    ('A = "a\\\\b"', "a\\\\b"),
+    ('A = "a\\nb"', "a\\nb"),
+    ("A = [ 'a\\'b' = 1 ].'a\\'b'", 1),
+    ("A = [ 'q\\r' = 2 ].'q\\r'", 2),
+    ("A = [ 'a\\' = 3 ]", None),
+]
+
+
+@pytest.mark.parametrize(("text", "value"), OLD_BACKSLASHES)
+def test_old_syntax_backslashes_are_read_as_libclassad_reads_them(text: str, value: object) -> None:
+    """A backslash in an old-syntax string or quoted name escapes only a closing quote that
+    does not end the line."""
+    if value is None:
+        with pytest.raises(ClassAdSyntaxError):
+            parse_ad(text)
+    else:
+        assert parse_ad(text).evaluate("A") == value
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize(("text", "value"), OLD_BACKSLASHES)
+def test_old_syntax_backslash_cases_agree_with_classad2(text: str, value: object) -> None:
+    """classad2's old-syntax reader gives the values (or refusals) the cases above expect."""
+    classad2 = pytest.importorskip("classad2")
+    theirs = classad2.parseOne(text, classad2.ParserType.Old)
+    if value is None:
+        assert "A" not in theirs
+    else:
+        assert theirs.eval("A") == value
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[ A = 'a\\\\b' + 1 ]",
+        "[ A = 'a\\'b' + 1 ]",
+        '[ A = "x\\"\\r" ]',
+        '[ A = "C:\\\\temp" ]',
+        "[ A = [ 'q\\\\r' = 1 ] ]",
+    ],
+)
+def test_format_old_writes_what_classad2_writes(text: str) -> None:
+    """format_old spells strings and quoted names as classad2's printOld does (only the quote
+    escaped), and reads its text back unchanged."""
+    classad2 = pytest.importorskip("classad2")
+    ad = parse_ad(text)
+    assert format_old(ad) == classad2.parseOne(text, classad2.ParserType.New).printOld()
+    assert parse_ad(format_old(ad)) == ad
+
+
 def test_old_syntax_errors_name_line_and_column() -> None:
     """A bad old-syntax line is reported at its own line and column, with the file name."""
     with pytest.raises(ClassAdSyntaxError) as caught:
