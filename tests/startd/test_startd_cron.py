@@ -186,7 +186,10 @@ def test_hung_job_is_killed_and_never_blocks_the_startd(startd_factory, tmp_path
         "STARTD_CRON_HANG_MODE = Periodic\nSTARTD_CRON_HANG_PERIOD = 2s\n"
         "STARTD_CRON_HANG_KILL = true\n"
     )
-    startd.wait_for(lambda: starts.exists(), 30, "the job to start")
+    # The shell makes the file for its ">>" before echo writes the pid into it.
+    startd.wait_for(
+        lambda: starts.exists() and bool(starts.read_text().strip()), 30, "the job to start"
+    )
     first = int(starts.read_text().split()[0])
     for _ in range(10):
         began = time.monotonic()
