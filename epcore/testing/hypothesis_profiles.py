@@ -3,7 +3,9 @@ test ran: a pytest plugin module, loaded through ``pytest_plugins`` by tests/con
 each plugin's tests/conftest.py (pytest registers it once however many ask).
 
 Profiles: "ci" (chosen when CI=true) is reproducible (derandomize) and runs
-:data:`CI_EXAMPLES` examples per test; "dev" runs :data:`DEV_EXAMPLES` for a quick local loop.
+:data:`CI_EXAMPLES` examples per test; "dev" runs :data:`DEV_EXAMPLES` for a quick local loop;
+"ci-recheck" is "ci" with a third of the examples, for CI's second pass over the ClassAd and
+configuration suites. ``EPCORE_HYPOTHESIS_PROFILE`` names one over CI's choice.
 The suites whose acceptance criteria ask for example counts (the ClassAd differential suite, at
 least 5,000 generated expressions, and the ClassAd fuzz suite, at least 20,000 examples, under
 CI) scale :func:`full_examples` instead (``scaled`` in tests/classad/strategies.py): 1,000 under
@@ -33,6 +35,14 @@ CI_EXAMPLES = 300
 DEV_EXAMPLES = 100
 #: The count the suites with acceptance counts scale under the "ci" profile (full_examples).
 CI_FULL_EXAMPLES = 1000
+#: The environment variable that names a profile, over CI's choice.
+PROFILE_VARIABLE = "EPCORE_HYPOTHESIS_PROFILE"
+#: CI's second pass over the ClassAd and configuration suites (with the mypyc build in place,
+#: .ci/run): reproducible as "ci", with a third of its examples. That pass checks that the
+#: compiled parser gives the pure one's answers on the same derandomized examples; the
+#: example counts the acceptance criteria ask for are the first pass's.
+RECHECK_PROFILE = "ci-recheck"
+RECHECK_DIVISOR = 3
 
 _SUPPRESSED = [
     HealthCheck.too_slow,
@@ -77,7 +87,12 @@ def peak_memory_mb() -> float:
 
 def full_examples() -> int:
     """The example count that suites with acceptance counts scale under the active profile."""
-    return CI_FULL_EXAMPLES if settings.get_current_profile_name() == "ci" else DEV_EXAMPLES
+    profile = settings.get_current_profile_name()
+    if profile == "ci":
+        return CI_FULL_EXAMPLES
+    if profile == RECHECK_PROFILE:
+        return CI_FULL_EXAMPLES // RECHECK_DIVISOR
+    return DEV_EXAMPLES
 
 
 def load_profiles() -> None:
@@ -92,8 +107,22 @@ def load_profiles() -> None:
         suppress_health_check=_SUPPRESSED,
     )
     settings.register_profile(
+        RECHECK_PROFILE,
+        settings.get_profile("ci"),
+        max_examples=CI_EXAMPLES // RECHECK_DIVISOR,
+    )
+    settings.register_profile(
         "dev", max_examples=DEV_EXAMPLES, deadline=None, suppress_health_check=_SUPPRESSED
     )
+    asked = os.environ.get(PROFILE_VARIABLE)
+    if asked is not None:
+        if asked not in (RECHECK_PROFILE, "ci", "dev"):
+            raise pytest.UsageError(
+                f"{PROFILE_VARIABLE}={asked!r}: no such hypothesis profile "
+                f"(ci, dev or {RECHECK_PROFILE})"
+            )
+        settings.load_profile(asked)
+        return
     settings.load_profile("ci" if os.environ.get("CI") == "true" else "dev")
 
 

@@ -11,7 +11,11 @@ from epcore.testing.hypothesis_profiles import (
     CI_EXAMPLES,
     CI_FULL_EXAMPLES,
     DEV_EXAMPLES,
+    PROFILE_VARIABLE,
+    RECHECK_DIVISOR,
+    RECHECK_PROFILE,
     full_examples,
+    load_profiles,
 )
 
 
@@ -39,3 +43,28 @@ def test_dev_scales_its_own_count() -> None:
     settings.load_profile("dev")
     assert settings().max_examples == DEV_EXAMPLES
     assert full_examples() == DEV_EXAMPLES
+
+
+@pytest.mark.usefixtures("restored_profile")
+def test_the_recheck_profile_is_ci_with_a_third_of_the_examples() -> None:
+    """ "ci-recheck" is reproducible as "ci" and runs a third of its examples, scaled suites too."""
+    settings.load_profile(RECHECK_PROFILE)
+    assert RECHECK_DIVISOR == 3
+    assert settings().max_examples == CI_EXAMPLES // 3
+    assert full_examples() == CI_FULL_EXAMPLES // 3
+    assert settings().derandomize
+    assert settings().database is None
+
+
+@pytest.mark.usefixtures("restored_profile")
+def test_the_variable_names_the_profile_over_ci_and_refuses_an_unknown_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """EPCORE_HYPOTHESIS_PROFILE wins over CI=true; an unknown name is a usage error naming it."""
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv(PROFILE_VARIABLE, RECHECK_PROFILE)
+    load_profiles()
+    assert settings.get_current_profile_name() == RECHECK_PROFILE
+    monkeypatch.setenv(PROFILE_VARIABLE, "fast")
+    with pytest.raises(pytest.UsageError, match="EPCORE_HYPOTHESIS_PROFILE='fast'"):
+        load_profiles()
