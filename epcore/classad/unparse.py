@@ -56,19 +56,20 @@ def quote_string(text: str, quote: str = '"') -> str:
     return "".join(out)
 
 
+def _is_plain(name: str) -> bool:
+    """Whether ``name`` reads back as an attribute name unquoted, in either syntax."""
+    return _PLAIN_NAME.match(name) is not None and name.lower() not in _RESERVED_NAMES
+
+
 def attribute_name(name: str) -> str:
     """An attribute name as it must be written: plain, or single-quoted when needed."""
-    if _PLAIN_NAME.match(name) and name.lower() not in _RESERVED_NAMES:
-        return name
-    return quote_string(name, "'")
+    return name if _is_plain(name) else quote_string(name, "'")
 
 
 def old_attribute_name(name: str) -> str:
     """An attribute name as HTCondor's old syntax writes it: single-quoted when needed, with
     only the quote escaped (old syntax reads other backslashes literally)."""
-    if _PLAIN_NAME.match(name) and name.lower() not in _RESERVED_NAMES:
-        return name
-    return "'" + name.replace("'", "\\'") + "'"
+    return name if _is_plain(name) else "'" + name.replace("'", "\\'") + "'"
 
 
 def _selected_name(name: str, spelled: NameFormatter) -> str:
