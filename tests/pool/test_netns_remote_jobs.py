@@ -73,19 +73,19 @@ def _running_on(hosts: NetnsHosts, host: Host) -> list[ClassAd]:
     ]
 
 
-def _wait_started(hosts: NetnsHosts, host: Host | None = None) -> None:
-    """Wait (FIRST_START s at most) until a job runs, on ``host`` when given."""
+def _wait_started(hosts: NetnsHosts, host: Host | None = None, count: int = 1) -> None:
+    """Wait (FIRST_START s at most) until ``count`` jobs run, on ``host`` when given."""
 
     def started() -> bool:
         # Without remote claims the schedd says so at its first match: stop there, not at
         # the timeout (these tests are expected to fail until then, and CI's time is short).
         assert NO_REMOTE_CLAIMS not in hosts.submit.log("SchedLog"), hosts.hint()
         if host is not None:
-            return bool(_running_on(hosts, host))
-        return bool(hosts.submit.process.jobs("JobStatus == 2 || JobStatus == 4"))
+            return len(_running_on(hosts, host)) >= count
+        return len(hosts.submit.process.jobs("JobStatus == 2 || JobStatus == 4")) >= count
 
     where = f" on {host.name}" if host is not None else ""
-    hosts.wait(started, FIRST_START, f"a job running{where}")
+    hosts.wait(started, FIRST_START, f"{count} job(s) running{where}")
 
 
 def _finished(hosts: NetnsHosts) -> list[ClassAd]:
@@ -175,7 +175,8 @@ def test_a_startd_restarted_within_the_lease_keeps_its_jobs(
     (execute,) = hosts.executes
     count = 2
     home = _submit(hosts, slot_users[0], shared_dir, count, sleep=10)
-    _wait_started(hosts, execute)
+    # Both jobs must be running when the daemon dies, or one starts only after the restart.
+    _wait_started(hosts, execute, count)
     process = execute.process.process
     assert process is not None
     process.send_signal(signal.SIGKILL)
@@ -200,7 +201,8 @@ def test_a_schedd_killed_and_restarted_reconnects_to_its_running_jobs(
     (execute,) = hosts.executes
     count = 2
     home = _submit(hosts, slot_users[0], shared_dir, count, sleep=10)
-    _wait_started(hosts, execute)
+    # Both jobs must be running when the daemon dies, or one starts only after the restart.
+    _wait_started(hosts, execute, count)
     process = hosts.submit.process.process
     assert process is not None
     process.send_signal(signal.SIGKILL)
