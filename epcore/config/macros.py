@@ -38,9 +38,6 @@ _NAMED_FUNCTIONS = {
     "$DIRNAME": "DIRNAME",
 }
 _FILENAME_LETTERS = frozenset("pnxdqabfwu")
-_IDCHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./")
-_AFTER_COLON_EXTRA = frozenset("$ ,\\:")
-_META_CHARS = frozenset("0123456789?#+")
 _WHITESPACE = frozenset(" \t\n\r\f\v")
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -49,6 +46,11 @@ _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 MAX_SUBSTITUTIONS = 20_000
 #: The longest text an expansion may grow to.
 MAX_EXPANDED_LENGTH = 4_000_000
+#: How many characters one expansion may search for references, summed over its
+#: substitutions: each one searches the text again from where it replaced, so a value that
+#: refers to itself inside a default it never closes (``$(A:$(A) x``) would otherwise cost time
+#: quadratic in MAX_SUBSTITUTIONS (minutes) before it is refused.
+MAX_SCANNED_CHARACTERS = 50_000_000
 
 
 @attrs.frozen
@@ -95,44 +97,24 @@ def _meta_function(prefix: str) -> tuple[str | None, bool]:
     return (NORMAL, True) if prefix == "$" else (None, False)
 
 
-_PLAIN_BODY = re.compile(r"[A-Za-z0-9_./]*\)")
-_PLAIN_META_BODY = re.compile(r"[0-9?#+]*\)")
-# A body with a default that holds no parenthesis (the scan below handles those).
-_DEFAULT_BODY = re.compile(r"([A-Za-z0-9_./]*:)[A-Za-z0-9_./$ ,\\:]*\)")
+# An identifier-style body up to its closing parenthesis: a name, then optionally a colon and
+# a default, in which a parenthesis opens a group that runs to the next ")". The possessive
+# repeats never backtrack, so a body that never closes costs one pass in the regex engine: a
+# value that makes expansion re-read such a body again and again (``$(A:$(A) X``) must not take
+# minutes to be refused.
+_BODY = re.compile(r"([A-Za-z0-9_./]*+)(:(?:[A-Za-z0-9_./$ ,\\:]++|\([^)]*\))*+)?\)")
+# A template's argument reference: digits and ``?#+`` before the colon, anything after it.
+_META_BODY = re.compile(r"([0-9?#+]*+)(:(?:[^()]++|\([^)]*\))*+)?\)")
 
 
 def _scan_body(text: str, start: int, meta: bool) -> tuple[int, int] | None:
-    """Scan an identifier-style body from ``start``; return (close index, colon offset)."""
-    plain = (_PLAIN_META_BODY if meta else _PLAIN_BODY).match(text, start)
-    if plain is not None:
-        return plain.end() - 1, 0
-    if not meta:
-        with_default = _DEFAULT_BODY.match(text, start)
-        if with_default is not None:
-            return with_default.end() - 1, with_default.end(1) - start
-    n = len(text)
-    i = start
-    after_colon = 0
-    while i < n and text[i] != ")":
-        c = text[i]
-        i += 1
-        if c == ":" and not after_colon:
-            after_colon = i - start
-            continue
-        if after_colon:
-            if c == "(":
-                close = text.find(")", i)
-                if close >= 0:
-                    i = close + 1
-                    continue
-            elif meta or c in _AFTER_COLON_EXTRA:
-                continue
-        allowed = _META_CHARS if meta else _IDCHARS
-        if c not in allowed:
-            return None
-    if i >= n:
+    """Scan an identifier-style body from ``start``; return (close index, colon offset), the
+    offset 0 when the body has no default."""
+    found = (_META_BODY if meta else _BODY).match(text, start)
+    if found is None:
         return None
-    return i, after_colon
+    colon = found.end(1) + 1 - start if found.group(2) is not None else 0
+    return found.end() - 1, colon
 
 
 def find_reference(text: str, start: int, skip: Skip, *, meta: bool = False) -> MacroRef | None:
@@ -207,15 +189,21 @@ def substitute(text: str, skip: Skip, evaluate: Evaluate, what: str) -> str:
     """
     pos = 0
     count = 0
+    scanned = 0
     while True:
         ref = find_reference(text, pos, skip)
         if ref is None:
             return text
+        scanned += len(text) - pos
         replacement = evaluate(ref, text)
         text = text[: ref.dollar] + replacement + text[ref.right :]
         pos = ref.dollar
         count += 1
-        if count > MAX_SUBSTITUTIONS or len(text) > MAX_EXPANDED_LENGTH:
+        if (
+            count > MAX_SUBSTITUTIONS
+            or len(text) > MAX_EXPANDED_LENGTH
+            or scanned > MAX_SCANNED_CHARACTERS
+        ):
             raise ConfigError(
                 f"expanding {what} does not terminate: a macro refers to itself, "
                 f"directly or through others (last expanded {ref.prefix}(...))"
@@ -323,12 +311,18 @@ def expand_template_args(body: str, args: str, what: str) -> str:
         return not text[:1].isdigit()
 
     count = 0
+    scanned = 0
     while True:
         ref = find_reference(body, 0, skip, meta=True)
         if ref is None:
             return body
+        scanned += len(body)
         value = _template_arg(ref.body_text(body), args)
         body = body[: ref.dollar] + value + body[ref.right :]
         count += 1
-        if count > MAX_SUBSTITUTIONS or len(body) > MAX_EXPANDED_LENGTH:
+        if (
+            count > MAX_SUBSTITUTIONS
+            or len(body) > MAX_EXPANDED_LENGTH
+            or scanned > MAX_SCANNED_CHARACTERS
+        ):
             raise ConfigError(f"the arguments of {what} expand without end")

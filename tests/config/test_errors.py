@@ -10,6 +10,7 @@ from param_oracle import ParamOracle
 
 from epcore.builtin.host import LocalHost
 from epcore.config import CommandOutput, Config, ConfigError, MemoryHost
+from epcore.config.macros import MAX_SUBSTITUTIONS, MacroRef, skip_dollar, substitute
 
 #: (id, text, line the error must name, words the message must contain)
 MALFORMED: list[tuple[str, str, int, str]] = [
@@ -114,6 +115,25 @@ def test_macro_cycle_is_an_error_naming_the_knob(local_host: LocalHost) -> None:
         cfg.get("A")
     assert (caught.value.source, caught.value.line) == ("loop.conf", 2)
     assert "A: expanding A does not terminate" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "value", [":$(A:$(A) X.Y", "$(A:$(A) $(A:$(A) $(A:$(A) ", "$(A:$(A) q)$(A)"]
+)
+def test_a_self_reference_inside_an_unclosed_default_is_refused_early(value: str) -> None:
+    """A value that refers to itself and re-reads an unclosed ``$(A:`` default after each
+    substitution is refused by the scanning budget, long before the substitution limit (the
+    fuzz suite found one that took eight minutes to reach it)."""
+    substitutions = 0
+
+    def evaluate(ref: MacroRef, text: str) -> str:
+        nonlocal substitutions
+        substitutions += 1
+        return value
+
+    with pytest.raises(ConfigError, match="expanding A does not terminate"):
+        substitute(value, skip_dollar, evaluate, "A")
+    assert substitutions < MAX_SUBSTITUTIONS // 2
 
 
 @pytest.mark.parametrize(
