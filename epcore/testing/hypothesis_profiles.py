@@ -39,8 +39,9 @@ CI_FULL_EXAMPLES = 1000
 PROFILE_VARIABLE = "EPCORE_HYPOTHESIS_PROFILE"
 #: CI's second pass over the ClassAd and configuration suites (with the mypyc build in place,
 #: .ci/run): reproducible as "ci", with a third of its examples. That pass checks that the
-#: compiled parser gives the pure one's answers on the same derandomized examples; the
-#: example counts the acceptance criteria ask for are the first pass's.
+#: compiled parser gives the pure one's answers; for the smaller count hypothesis draws a
+#: different (still derandomized) set of examples, not a part of the first pass's. The example
+#: counts the acceptance criteria ask for are the first pass's.
 RECHECK_PROFILE = "ci-recheck"
 RECHECK_DIVISOR = 3
 
