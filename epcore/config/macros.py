@@ -179,6 +179,15 @@ def only_dollar(function: str, body: str) -> bool:
     return not _is_dollar(function, body)
 
 
+def _runaway(substitutions: int, length: int, scanned: int) -> bool:
+    """Whether an expansion has passed one of the bounds that make it count as endless."""
+    return (
+        substitutions > MAX_SUBSTITUTIONS
+        or length > MAX_EXPANDED_LENGTH
+        or scanned > MAX_SCANNED_CHARACTERS
+    )
+
+
 Evaluate = Callable[[MacroRef, str], str]
 
 
@@ -199,11 +208,7 @@ def substitute(text: str, skip: Skip, evaluate: Evaluate, what: str) -> str:
         text = text[: ref.dollar] + replacement + text[ref.right :]
         pos = ref.dollar
         count += 1
-        if (
-            count > MAX_SUBSTITUTIONS
-            or len(text) > MAX_EXPANDED_LENGTH
-            or scanned > MAX_SCANNED_CHARACTERS
-        ):
+        if _runaway(count, len(text), scanned):
             raise ConfigError(
                 f"expanding {what} does not terminate: a macro refers to itself, "
                 f"directly or through others (last expanded {ref.prefix}(...))"
@@ -320,9 +325,5 @@ def expand_template_args(body: str, args: str, what: str) -> str:
         value = _template_arg(ref.body_text(body), args)
         body = body[: ref.dollar] + value + body[ref.right :]
         count += 1
-        if (
-            count > MAX_SUBSTITUTIONS
-            or len(body) > MAX_EXPANDED_LENGTH
-            or scanned > MAX_SCANNED_CHARACTERS
-        ):
+        if _runaway(count, len(body), scanned):
             raise ConfigError(f"the arguments of {what} expand without end")

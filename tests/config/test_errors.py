@@ -120,10 +120,11 @@ def test_macro_cycle_is_an_error_naming_the_knob(local_host: LocalHost) -> None:
 @pytest.mark.parametrize(
     "value", [":$(A:$(A) X.Y", "$(A:$(A) $(A:$(A) $(A:$(A) ", "$(A:$(A) q)$(A)"]
 )
-def test_a_self_reference_inside_an_unclosed_default_is_refused_early(value: str) -> None:
-    """A value that refers to itself and re-reads an unclosed ``$(A:`` default after each
-    substitution is refused by the scanning budget, long before the substitution limit (the
-    fuzz suite found one that took eight minutes to reach it)."""
+def test_a_self_reference_that_grows_the_text_to_search_is_refused_early(value: str) -> None:
+    """A value that refers to itself, so that every substitution leaves a longer text to search
+    again (worst when an unclosed ``$(A:`` default is re-read to its end each time), is refused
+    by the scanning budget long before the substitution limit (the fuzz suite found one that
+    took eight minutes to reach it)."""
     substitutions = 0
 
     def evaluate(ref: MacroRef, text: str) -> str:
